@@ -1,0 +1,100 @@
+"""Human-readable renderings of a result: the terminal summary and a Markdown report."""
+
+from __future__ import annotations
+
+from roofline_profiler.result import DeviceResult, ProfileResult
+
+
+def _si(value: float, unit: str) -> str:
+    for scale, prefix in ((1e15, "P"), (1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k")):
+        if abs(value) >= scale:
+            return f"{value / scale:.3g} {prefix}{unit}"
+    return f"{value:.3g} {unit}"
+
+
+def _seconds(value: float) -> str:
+    if value >= 1:
+        return f"{value:.3f} s"
+    if value >= 1e-3:
+        return f"{value * 1e3:.3f} ms"
+    return f"{value * 1e6:.1f} µs"
+
+
+def _headline(d: DeviceResult) -> list[tuple[str, str]]:
+    bw = d.bandwidth
+    best = d.best_peak
+    knee = str(d.knee_batch) if d.knee_batch is not None else "not reached"
+    return [
+        ("read bandwidth", f"{_si(bw['read'].rate, 'B/s')} (CoV {bw['read'].cov:.1%})"),
+        ("copy bandwidth", f"{_si(bw['copy'].rate, 'B/s')} (CoV {bw['copy'].cov:.1%}, read+write)"),
+        (
+            "peak matrix",
+            f"{_si(d.peak_flops_per_second, 'FLOP/s')} "
+            f"({best.m}x{best.n}x{best.k}, CoV {best.measurement.cov:.1%})",
+        ),
+        ("ridge point", f"{d.ridge_point:.1f} FLOP/byte (slope: {d.bandwidth_kind} bandwidth)"),
+        ("observed knee", f"B ≈ {knee}"),
+        (
+            "recommended min batch",
+            f"{d.recommended_min_batch} (from the {d.recommended_min_batch_source})",
+        ),
+    ]
+
+
+_SWEEP_HEADER = ("B", "step", "per token", "achieved", "of roofline", "of peak", "intensity")
+
+
+def _sweep_rows(d: DeviceResult) -> list[tuple[str, ...]]:
+    return [
+        (
+            str(e.point.batch),
+            _seconds(e.point.step_seconds),
+            _seconds(e.point.seconds_per_token),
+            _si(e.point.flops_per_second, "FLOP/s"),
+            f"{e.point.roofline_fraction:.0%}",
+            f"{e.point.peak_fraction:.0%}",
+            f"{e.point.arithmetic_intensity:.1f}",
+        )
+        for e in d.sweep
+    ]
+
+
+def text_summary(result: ProfileResult) -> str:
+    lines = [
+        f"decode roofline: W {result.shape_k}x{result.shape_n}, {result.mode} mode, "
+        f"{result.duration_seconds:.1f} s",
+    ]
+    for d in result.devices:
+        lines.append("")
+        lines.append(f"{d.device}  {d.name}  [{d.backend}, {d.dtype}]")
+        lines.extend(f"  {key:<22} {value}" for key, value in _headline(d))
+        rows = [_SWEEP_HEADER, *_sweep_rows(d)]
+        widths = [max(len(row[i]) for row in rows) for i in range(len(_SWEEP_HEADER))]
+        for row in rows:
+            lines.append(
+                "  " + "  ".join(cell.rjust(w) for cell, w in zip(row, widths, strict=True))
+            )
+        for w in d.warnings:
+            lines.append(f"  warning {w.code}: {w.message}")
+    return "\n".join(lines) + "\n"
+
+
+def markdown_report(result: ProfileResult) -> str:
+    env = result.environment
+    lines = [
+        "# Decode roofline profile",
+        "",
+        f"Measured {result.created_at} on `{env.get('hostname', '?')}` in {result.mode} mode "
+        f"({result.duration_seconds:.1f} s): torch {env.get('torch', '?')}, "
+        f"weight {result.shape_k}×{result.shape_n}, "
+        f"minimum-batch efficiency {result.min_batch_efficiency_percent}% of peak.",
+    ]
+    for d in result.devices:
+        lines += ["", f"## {d.device}: {d.name} ({d.backend}, {d.dtype})", ""]
+        lines += ["| quantity | value |", "|---|---|"]
+        lines += [f"| {key} | {value} |" for key, value in _headline(d)]
+        lines += ["", "| " + " | ".join(_SWEEP_HEADER) + " |", "|" + "---|" * len(_SWEEP_HEADER)]
+        lines += ["| " + " | ".join(row) + " |" for row in _sweep_rows(d)]
+        if d.warnings:
+            lines += [""] + [f"- **{w.code}**: {w.message}" for w in d.warnings]
+    return "\n".join(lines) + "\n"

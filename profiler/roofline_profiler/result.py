@@ -1,0 +1,299 @@
+"""The versioned result document: what ``roofline profile --json`` writes.
+
+The document is camelCase JSON, described by ``schema/roofline-result.schema.json`` (bump
+:data:`SCHEMA_VERSION` with any incompatible change, as pyperf does with ``_JSON_VERSION``). The
+dataclasses here round-trip through it exactly, so readers can load old results.
+
+Pure module: no torch, no Kubernetes.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from roofline_profiler.compact import (
+    COMPACT_VERSION,
+    CompactDevice,
+    CompactProfile,
+    CompactSweepPoint,
+)
+from roofline_profiler.recommend import SweepPoint
+from roofline_profiler.stats import Measurement
+
+SCHEMA_VERSION = 1
+SCHEMA_RESOURCE = "roofline-result.schema.json"
+
+
+@dataclass(frozen=True)
+class Warning_:
+    """A problem attached to a result: noise, an implausible number, a fallback taken."""
+
+    code: str
+    message: str
+
+    def to_dict(self) -> dict[str, str]:
+        return {"code": self.code, "message": self.message}
+
+
+def measurement_to_dict(m: Measurement, work_key: str) -> dict[str, Any]:
+    return {
+        "label": m.label,
+        work_key: m.work,
+        "ratePerSecond": m.rate,
+        **m.summary(),
+        "warmupRuns": m.warmup_runs,
+        "samplesSeconds": list(m.times),
+    }
+
+
+def measurement_from_dict(d: dict[str, Any], work_key: str) -> Measurement:
+    return Measurement(
+        label=d["label"],
+        times=tuple(d["samplesSeconds"]),
+        work=d[work_key],
+        warmup_runs=d["warmupRuns"],
+    )
+
+
+@dataclass(frozen=True)
+class PeakCandidate:
+    m: int
+    n: int
+    k: int
+    measurement: Measurement
+
+    @property
+    def flops_per_second(self) -> float:
+        return self.measurement.rate
+
+
+@dataclass(frozen=True)
+class SweepEntry:
+    point: SweepPoint
+    measurement: Measurement
+
+
+@dataclass(frozen=True)
+class DeviceResult:
+    index: int
+    name: str
+    backend: str
+    device: str
+    dtype: str
+    memory_bytes: int | None
+    bandwidth_kind: str
+    bandwidth: dict[str, Measurement]
+    peak_candidates: tuple[PeakCandidate, ...]
+    ridge_point: float
+    knee_batch: int | None
+    recommended_min_batch: int
+    recommended_min_batch_source: str
+    sweep: tuple[SweepEntry, ...]
+    warnings: tuple[Warning_, ...] = ()
+    telemetry: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def bandwidth_bytes_per_second(self) -> float:
+        return self.bandwidth[self.bandwidth_kind].rate
+
+    @property
+    def best_peak(self) -> PeakCandidate:
+        return max(self.peak_candidates, key=lambda c: c.flops_per_second)
+
+    @property
+    def peak_flops_per_second(self) -> float:
+        return self.best_peak.flops_per_second
+
+    def to_dict(self) -> dict[str, Any]:
+        best = self.best_peak
+        return {
+            "index": self.index,
+            "name": self.name,
+            "backend": self.backend,
+            "device": self.device,
+            "dtype": self.dtype,
+            "memoryBytes": self.memory_bytes,
+            "bandwidthBytesPerSecond": self.bandwidth_bytes_per_second,
+            "bandwidthKind": self.bandwidth_kind,
+            "bandwidth": {
+                kind: measurement_to_dict(m, "bytes") for kind, m in self.bandwidth.items()
+            },
+            "peakFlopsPerSecond": self.peak_flops_per_second,
+            "peak": {
+                "shape": {"m": best.m, "n": best.n, "k": best.k},
+                "candidates": [
+                    {
+                        "shape": {"m": c.m, "n": c.n, "k": c.k},
+                        "measurement": measurement_to_dict(c.measurement, "flops"),
+                    }
+                    for c in self.peak_candidates
+                ],
+            },
+            "ridgePoint": self.ridge_point,
+            "kneeBatch": self.knee_batch,
+            "recommendedMinBatch": self.recommended_min_batch,
+            "recommendedMinBatchSource": self.recommended_min_batch_source,
+            "sweep": [
+                {
+                    "batch": e.point.batch,
+                    "stepSeconds": e.point.step_seconds,
+                    "flopsPerSecond": e.point.flops_per_second,
+                    "bytesPerSecond": e.point.bytes_per_second,
+                    "arithmeticIntensity": e.point.arithmetic_intensity,
+                    "rooflineFlopsPerSecond": e.point.roofline_flops_per_second,
+                    "rooflineFraction": e.point.roofline_fraction,
+                    "peakFraction": e.point.peak_fraction,
+                    "secondsPerToken": e.point.seconds_per_token,
+                    "measurement": measurement_to_dict(e.measurement, "flops"),
+                }
+                for e in self.sweep
+            ],
+            "warnings": [w.to_dict() for w in self.warnings],
+            "telemetry": self.telemetry,
+        }
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> DeviceResult:
+        return cls(
+            index=d["index"],
+            name=d["name"],
+            backend=d["backend"],
+            device=d["device"],
+            dtype=d["dtype"],
+            memory_bytes=d["memoryBytes"],
+            bandwidth_kind=d["bandwidthKind"],
+            bandwidth={
+                kind: measurement_from_dict(m, "bytes") for kind, m in d["bandwidth"].items()
+            },
+            peak_candidates=tuple(
+                PeakCandidate(
+                    m=c["shape"]["m"],
+                    n=c["shape"]["n"],
+                    k=c["shape"]["k"],
+                    measurement=measurement_from_dict(c["measurement"], "flops"),
+                )
+                for c in d["peak"]["candidates"]
+            ),
+            ridge_point=d["ridgePoint"],
+            knee_batch=d["kneeBatch"],
+            recommended_min_batch=d["recommendedMinBatch"],
+            recommended_min_batch_source=d["recommendedMinBatchSource"],
+            sweep=tuple(
+                SweepEntry(
+                    point=SweepPoint(
+                        batch=e["batch"],
+                        step_seconds=e["stepSeconds"],
+                        flops_per_second=e["flopsPerSecond"],
+                        bytes_per_second=e["bytesPerSecond"],
+                        arithmetic_intensity=e["arithmeticIntensity"],
+                        roofline_flops_per_second=e["rooflineFlopsPerSecond"],
+                        roofline_fraction=e["rooflineFraction"],
+                        peak_fraction=e["peakFraction"],
+                        seconds_per_token=e["secondsPerToken"],
+                    ),
+                    measurement=measurement_from_dict(e["measurement"], "flops"),
+                )
+                for e in d["sweep"]
+            ),
+            warnings=tuple(Warning_(w["code"], w["message"]) for w in d["warnings"]),
+            telemetry=d["telemetry"],
+        )
+
+
+@dataclass(frozen=True)
+class ProfileResult:
+    created_at: str  # RFC 3339, UTC
+    created_at_unix: float
+    duration_seconds: float
+    mode: str
+    dtype: str
+    shape_k: int
+    shape_n: int
+    batches: tuple[int, ...]
+    min_batch_efficiency_percent: int
+    environment: dict[str, Any]
+    devices: tuple[DeviceResult, ...]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "schemaVersion": SCHEMA_VERSION,
+            "kind": "RooflineResult",
+            "createdAt": self.created_at,
+            "createdAtUnix": self.created_at_unix,
+            "durationSeconds": self.duration_seconds,
+            "mode": self.mode,
+            "config": {
+                "dtype": self.dtype,
+                "shape": {"k": self.shape_k, "n": self.shape_n},
+                "batches": list(self.batches),
+                "minBatchEfficiencyPercent": self.min_batch_efficiency_percent,
+            },
+            "environment": self.environment,
+            "devices": [d.to_dict() for d in self.devices],
+        }
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> ProfileResult:
+        if d.get("schemaVersion") != SCHEMA_VERSION:
+            raise ValueError(f"unsupported result schemaVersion {d.get('schemaVersion')!r}")
+        config = d["config"]
+        return cls(
+            created_at=d["createdAt"],
+            created_at_unix=d["createdAtUnix"],
+            duration_seconds=d["durationSeconds"],
+            mode=d["mode"],
+            dtype=config["dtype"],
+            shape_k=config["shape"]["k"],
+            shape_n=config["shape"]["n"],
+            batches=tuple(config["batches"]),
+            min_batch_efficiency_percent=config["minBatchEfficiencyPercent"],
+            environment=d["environment"],
+            devices=tuple(DeviceResult.from_dict(x) for x in d["devices"]),
+        )
+
+    def to_compact(self) -> CompactProfile:
+        """The subset the operator publishes, for the termination message."""
+        return CompactProfile(
+            version=COMPACT_VERSION,
+            dtype=self.dtype,
+            shape_k=self.shape_k,
+            shape_n=self.shape_n,
+            created_at=self.created_at_unix,
+            duration_seconds=self.duration_seconds,
+            hostname=str(self.environment.get("hostname", "")),
+            devices=tuple(
+                CompactDevice(
+                    index=d.index,
+                    name=d.name,
+                    backend=d.backend,
+                    memory_bytes=d.memory_bytes,
+                    bandwidth_bytes_per_second=d.bandwidth_bytes_per_second,
+                    peak_flops_per_second=d.peak_flops_per_second,
+                    ridge_point=d.ridge_point,
+                    recommended_min_batch=d.recommended_min_batch,
+                    knee_batch=d.knee_batch,
+                    sweep=tuple(
+                        CompactSweepPoint(e.point.batch, e.point.step_seconds) for e in d.sweep
+                    ),
+                    warnings=tuple(w.code for w in d.warnings),
+                )
+                for d in self.devices
+            ),
+        )
+
+
+def load_schema() -> dict[str, Any]:
+    """The JSON Schema of the result document, shipped inside the package."""
+    text = (Path(__file__).parent / "schema" / SCHEMA_RESOURCE).read_text(encoding="utf-8")
+    schema: dict[str, Any] = json.loads(text)
+    return schema
+
+
+def validate_document(document: dict[str, Any]) -> None:
+    """Raise ``jsonschema.ValidationError`` when ``document`` breaks the published schema."""
+    import jsonschema
+
+    jsonschema.validate(document, load_schema())
