@@ -25,8 +25,11 @@ def _headline(d: DeviceResult) -> list[tuple[str, str]]:
     best = d.best_peak
     knee = str(d.knee_batch) if d.knee_batch is not None else "not reached"
     return [
-        ("read bandwidth", f"{_si(bw['read'].rate, 'B/s')} (CoV {bw['read'].cov:.1%})"),
-        ("copy bandwidth", f"{_si(bw['copy'].rate, 'B/s')} (CoV {bw['copy'].cov:.1%}, read+write)"),
+        ("read bandwidth", f"{_si(bw['read'].best_rate, 'B/s')} (CoV {bw['read'].cov:.1%})"),
+        (
+            "copy bandwidth",
+            f"{_si(bw['copy'].best_rate, 'B/s')} (CoV {bw['copy'].cov:.1%}, read+write)",
+        ),
         (
             "peak matrix",
             f"{_si(d.peak_flops_per_second, 'FLOP/s')} "

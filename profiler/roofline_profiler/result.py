@@ -43,6 +43,7 @@ def measurement_to_dict(m: Measurement, work_key: str) -> dict[str, Any]:
         "label": m.label,
         work_key: m.work,
         "ratePerSecond": m.rate,
+        "bestRatePerSecond": m.best_rate,
         **m.summary(),
         "warmupRuns": m.warmup_runs,
         "samplesSeconds": list(m.times),
@@ -67,7 +68,8 @@ class PeakCandidate:
 
     @property
     def flops_per_second(self) -> float:
-        return self.measurement.rate
+        """The ceiling: the fastest run's rate (see ``Measurement.best_rate``)."""
+        return self.measurement.best_rate
 
 
 @dataclass(frozen=True)
@@ -97,7 +99,8 @@ class DeviceResult:
 
     @property
     def bandwidth_bytes_per_second(self) -> float:
-        return self.bandwidth[self.bandwidth_kind].rate
+        """The roofline slope: the fastest run of the chosen bandwidth kernel."""
+        return self.bandwidth[self.bandwidth_kind].best_rate
 
     @property
     def best_peak(self) -> PeakCandidate:

@@ -57,7 +57,7 @@ def profile_device(
         lambda message: progress(f"{tag} {message}"),
     )
 
-    bandwidth_bps = bandwidth[request.bandwidth_kind].rate
+    bandwidth_bps = bandwidth[request.bandwidth_kind].best_rate
     peak = max(c.flops_per_second for c in peak_candidates)
     ridge = roofline.ridge_point(peak, bandwidth_bps)
     element_bytes = roofline.dtype_bytes(dtype)

@@ -68,7 +68,7 @@ def plausibility_warnings(
         + [e.measurement for e in sweep]
     )
     warnings = _noise(timed, precision_target)
-    bandwidth_bps = bandwidth[bandwidth_kind].rate
+    bandwidth_bps = bandwidth[bandwidth_kind].best_rate
     peak = max(c.flops_per_second for c in peak_candidates)
 
     fast = [e.point for e in sweep if e.point.flops_per_second > PEAK_TOLERANCE * peak]
@@ -98,7 +98,7 @@ def plausibility_warnings(
         )
     if not MIN_PLAUSIBLE_PEAK <= peak <= MAX_PLAUSIBLE_PEAK:
         warnings.append(Warning_("ImplausiblePeak", f"peak {peak:.3g} FLOP/s is implausible"))
-    read, copy = bandwidth["read"].rate, bandwidth["copy"].rate
+    read, copy = bandwidth["read"].best_rate, bandwidth["copy"].best_rate
     if max(read, copy) > MAX_READ_COPY_RATIO * min(read, copy):
         warnings.append(
             Warning_(

@@ -94,6 +94,15 @@ class Measurement:
         return self.work / self.median
 
     @property
+    def best_rate(self) -> float:
+        """Work per second of the fastest run: what a ceiling is (STREAM reports its best trial).
+
+        Interference from other processes only ever slows a run down, so on a shared machine the
+        fastest runs are also the most repeatable estimate of what the hardware can do.
+        """
+        return self.work / self.minimum
+
+    @property
     def is_noisy(self) -> bool:
         return self.cov > NOISY_COV
 

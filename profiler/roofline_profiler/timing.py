@@ -39,7 +39,7 @@ QUICK = TimingPolicy(
 )
 #: Default mode: tighter statistics, still well under a minute on a laptop CPU.
 DEFAULT = TimingPolicy(
-    min_runs=10, max_runs=500, budget_seconds=1.5, warmup_seconds=0.2, precision_target=0.005
+    min_runs=10, max_runs=500, budget_seconds=1.0, warmup_seconds=0.2, precision_target=0.005
 )
 
 

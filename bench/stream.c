@@ -1,0 +1,43 @@
+/* STREAM-style reference kernels for bench/profiler_vs_references.py.
+ *
+ * Two kernels over arrays of doubles, each run NTIMES with the best time kept, as STREAM
+ * (J. McCalpin) reports its best trial:
+ *   read: s += a[i]           bytes counted: n * 8
+ *   copy: c[i] = a[i]         bytes counted: n * 16 (read + write)
+ * Usage: stream BYTES_PER_ARRAY NTIMES   (threads from OMP_NUM_THREADS)
+ * Prints: "read <bytes/s>\ncopy <bytes/s>\n".
+ */
+#include <omp.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+static double best_of(double *t, int n) {
+    double best = t[0];
+    for (int i = 1; i < n; i++) if (t[i] < best) best = t[i];
+    return best;
+}
+
+int main(int argc, char **argv) {
+    if (argc != 3) { fprintf(stderr, "usage: stream BYTES_PER_ARRAY NTIMES\n"); return 2; }
+    size_t n = (size_t)atoll(argv[1]) / sizeof(double);
+    int ntimes = atoi(argv[2]);
+    double *a = malloc(n * sizeof(double)), *c = malloc(n * sizeof(double));
+    double *tr = malloc(ntimes * sizeof(double)), *tc = malloc(ntimes * sizeof(double));
+    if (!a || !c || !tr || !tc) { fprintf(stderr, "out of memory\n"); return 1; }
+#pragma omp parallel for schedule(static)
+    for (size_t i = 0; i < n; i++) { a[i] = 1.0 + (double)(i % 7); c[i] = 0.0; }
+    volatile double sink = 0.0;
+    for (int k = 0; k < ntimes; k++) {
+        double s = 0.0, t0 = omp_get_wtime();
+#pragma omp parallel for simd reduction(+ : s) schedule(static)
+        for (size_t i = 0; i < n; i++) s += a[i];
+        tr[k] = omp_get_wtime() - t0;
+        sink += s;
+        t0 = omp_get_wtime();
+#pragma omp parallel for schedule(static)
+        for (size_t i = 0; i < n; i++) c[i] = a[i];
+        tc[k] = omp_get_wtime() - t0;
+    }
+    printf("read %.6e\ncopy %.6e\n", n * 8.0 / best_of(tr, ntimes), n * 16.0 / best_of(tc, ntimes));
+    return sink == 42.0 && c[0] == 42.0;  /* keeps the work observable to the compiler */
+}
