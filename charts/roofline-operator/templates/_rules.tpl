@@ -1,0 +1,42 @@
+{{/*
+The parts of observability/prometheus/rules/roofline.rules.yaml (embedded as
+files/roofline.rules.yaml) that chart values change, keyed by alert or record name. Everything
+else (annotations, the recording rules without parameters) is taken from the file as it is, so
+the file stays the one source of truth; with the default values every entry below reproduces
+the file exactly, which tests/deploy checks.
+*/}}
+{{- define "roofline-operator.ruleOverrides" -}}
+{{- $underfilled := .Values.prometheusRule.underfilledBatch }}
+{{- $degraded := .Values.prometheusRule.degradedGpu }}
+{{- $failed := .Values.prometheusRule.failedProfile }}
+{{- $stale := .Values.prometheusRule.staleProfile }}
+node_namespace_pod:roofline_serving_running_requests:avg_over_time:
+  expr: avg_over_time(node_namespace_pod:roofline_serving_running_requests:sum[{{ $underfilled.window }}])
+node_namespace_pod:roofline_serving_waiting_requests:avg_over_time:
+  expr: avg_over_time(node_namespace_pod:roofline_serving_waiting_requests:sum[{{ $underfilled.window }}])
+RooflineUnderfilledBatch:
+  expr: |-
+    node_namespace_pod:roofline_serving_batch_fill_ratio:avg_over_time < {{ $underfilled.fillRatio }}
+    and on (node, namespace, pod, engine)
+    node_namespace_pod:roofline_serving_waiting_requests:avg_over_time >= {{ $underfilled.minWaitingRequests }}
+  for: {{ $underfilled.for }}
+  severity: {{ $underfilled.severity }}
+{{- range $alert, $metric := dict "RooflineDegradedGPUBandwidth" "roofline_memory_bandwidth_bytes_per_second" "RooflineDegradedGPUPeak" "roofline_peak_flops_per_second" }}
+{{ $alert }}:
+  expr: |-
+    {{ $metric }}
+    < on (product, dtype) group_left ()
+    {{ $degraded.ratio }} * quantile by (product, dtype) (0.5, {{ $metric }})
+    and on (product, dtype)
+    count by (product, dtype) ({{ $metric }}) >= {{ $degraded.minPeers }}
+  for: {{ $degraded.for }}
+  severity: {{ $degraded.severity }}
+{{- end }}
+RooflineProfileFailed:
+  for: {{ $failed.for }}
+  severity: {{ $failed.severity }}
+RooflineProfileStale:
+  expr: time() - roofline_profile_timestamp_seconds > {{ int64 $stale.maxAgeSeconds }}
+  for: {{ $stale.for }}
+  severity: {{ $stale.severity }}
+{{- end }}

@@ -1,0 +1,175 @@
+"""Every metric the alerts and the dashboard read is one that something really exposes.
+
+The operator's names come from a scrape of its own metric registry, filled with one profile, so
+a renamed or dropped metric fails here rather than as a silent, empty panel or an alert that
+can never fire.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+import pytest
+import yaml
+from prometheus_client import CollectorRegistry, generate_latest
+from prometheus_client.parser import text_string_to_metric_families
+
+from roofline_operator.metrics import DeviceSample, NodeSample, OperatorMetrics, ProfileSnapshot
+
+from .promql import grouping_labels, metric_names, selector_labels
+from .rendering import DASHBOARD_FILE, ROOT, RULES_FILE
+
+#: Serving-engine and kube-state-metrics series the batch rules join (see docs/deploy.md).
+EXTERNAL_METRICS = frozenset(
+    {
+        "vllm:num_requests_running",
+        "vllm:num_requests_waiting",
+        "sglang:num_running_reqs",
+        "sglang:num_queue_reqs",
+        "tgi_batch_current_size",
+        "tgi_queue_size",
+        "trtllm_num_requests_running",
+        "trtllm_num_requests_waiting",
+        "kube_pod_info",
+    }
+)
+_PRINTF_QUERY = re.compile(r'printf\s+"((?:\\.|[^"\\])*)"')
+_LABEL_VALUES = re.compile(r"^\s*label_values\((?P<expr>.*),\s*(?P<label>\w+)\s*\)\s*$")
+
+
+def scrape_operator() -> dict[str, set[str]]:
+    """Sample names the operator exposes, each with its label names, from its registry."""
+    metrics = OperatorMetrics(CollectorRegistry())
+    metrics.collector.update(
+        ProfileSnapshot(
+            profile="fleet",
+            devices=(
+                DeviceSample(
+                    node="gpu-a",
+                    gpu="0",
+                    product="NVIDIA H200",
+                    dtype="bfloat16",
+                    bandwidth_bytes_per_second=4.3e12,
+                    peak_flops_per_second=7.8e14,
+                    ridge_point=181.0,
+                    recommended_min_batch=64,
+                    step_seconds=((1, 3.1e-5), (64, 3.3e-5)),
+                ),
+            ),
+            nodes=(NodeSample("gpu-a", 1.7e9, 42.0, failed=False),),
+            counts={"matched": 1, "profiled": 1, "failed": 0, "pending": 0},
+        )
+    )
+    metrics.pods_launched.labels(profile="fleet").inc()
+    metrics.failures.labels(profile="fleet", reason="PodFailed").inc()
+    metrics.reconcile_errors.labels(profile="fleet").inc()
+    exposed: dict[str, set[str]] = {}
+    text = generate_latest(metrics.registry).decode()
+    for family in text_string_to_metric_families(text):
+        for sample in family.samples:
+            exposed.setdefault(sample.name, set()).update(sample.labels)
+    return exposed
+
+
+def contract_metric_names() -> set[str]:
+    """The operator metrics docs/contracts.md promises."""
+    text = (ROOT / "docs" / "contracts.md").read_text()
+    section = text.split("## Operator metrics", 1)[1].split("\n## ", 1)[0]
+    return set(re.findall(r"^- `(roofline_[a-z_]+)`", section, re.MULTILINE))
+
+
+def rules() -> list[dict[str, Any]]:
+    document = yaml.safe_load(RULES_FILE.read_text())
+    return [rule for group in document["groups"] for rule in group["rules"]]
+
+
+def recorded_names() -> set[str]:
+    return {rule["record"] for rule in rules() if "record" in rule}
+
+
+def annotation_queries(rule: dict[str, Any]) -> list[str]:
+    """PromQL inside the annotation templates (`printf "..." | query`)."""
+    queries = []
+    for text in rule.get("annotations", {}).values():
+        for template in _PRINTF_QUERY.findall(text):
+            queries.append(template.replace("%q", '"x"').replace('\\"', '"'))
+    return queries
+
+
+def rule_expressions() -> list[str]:
+    return [expr for rule in rules() for expr in [rule["expr"], *annotation_queries(rule)]]
+
+
+def dashboard_expressions() -> list[str]:
+    dashboard = json.loads(DASHBOARD_FILE.read_text())
+    exprs = [target["expr"] for panel in dashboard["panels"] for target in panel.get("targets", [])]
+    for variable in dashboard["templating"]["list"]:
+        if variable["type"] == "query":
+            match = _LABEL_VALUES.match(variable["definition"])
+            assert match, variable["definition"]
+            exprs.append(match["expr"])
+    return exprs
+
+
+EXPOSED = scrape_operator()
+
+
+@pytest.mark.parametrize(
+    "source",
+    [
+        pytest.param(rule_expressions, id="rules"),
+        pytest.param(dashboard_expressions, id="dashboard"),
+    ],
+)
+def test_every_metric_read_is_exposed_recorded_or_a_known_engine_metric(source: Any) -> None:
+    known = set(EXPOSED) | recorded_names() | EXTERNAL_METRICS
+    used = {name for expr in source() for name in metric_names(expr)}
+    assert used, "no metric names found"
+    assert used <= known, sorted(used - known)
+
+
+@pytest.mark.parametrize(
+    "source",
+    [
+        pytest.param(rule_expressions, id="rules"),
+        pytest.param(dashboard_expressions, id="dashboard"),
+    ],
+)
+def test_operator_metrics_are_selected_only_by_labels_they_carry(source: Any) -> None:
+    for expr in source():
+        for metric, labels in selector_labels(expr).items():
+            if metric in EXPOSED:
+                assert labels <= EXPOSED[metric], (expr, labels - EXPOSED[metric])
+        names = metric_names(expr)
+        if names and names <= set(EXPOSED):
+            carried = set.union(*(EXPOSED[name] for name in names))
+            assert grouping_labels(expr) <= carried, (expr, grouping_labels(expr) - carried)
+
+
+def test_the_dashboard_variables_read_labels_the_operator_exposes() -> None:
+    dashboard = json.loads(DASHBOARD_FILE.read_text())
+    for variable in dashboard["templating"]["list"]:
+        if variable["type"] != "query":
+            continue
+        match = _LABEL_VALUES.match(variable["definition"])
+        assert match
+        (metric,) = metric_names(match["expr"])
+        carried = EXPOSED.get(metric) or {"namespace", "pod", "node", "engine", "model_name"}
+        assert match["label"] in carried, variable["definition"]
+
+
+def test_the_rules_read_every_operator_metric_they_alert_on() -> None:
+    used = {name for expr in rule_expressions() for name in metric_names(expr)}
+    assert {
+        "roofline_recommended_min_batch",
+        "roofline_memory_bandwidth_bytes_per_second",
+        "roofline_peak_flops_per_second",
+        "roofline_node_profile_failed",
+        "roofline_profile_timestamp_seconds",
+    } <= used
+
+
+def test_the_operator_exposes_the_metrics_the_contract_names() -> None:
+    assert contract_metric_names() <= set(EXPOSED)

@@ -1,0 +1,209 @@
+"""The alert rules: promtool-checked and unit-tested, and embedded unchanged by the chart."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from .promql import metric_names
+from .rendering import (
+    CI_VALUES,
+    RULE_TESTS,
+    RULES_FILE,
+    SCENARIOS,
+    render_objects,
+    scenario_id,
+    scenario_values,
+    the_one,
+)
+
+PROMTOOL = shutil.which("promtool")
+needs_promtool = pytest.mark.skipif(
+    PROMTOOL is None,
+    reason="promtool not found (Debian/Ubuntu: apt-get install prometheus, or a Prometheus "
+    "release tarball)",
+)
+ENGINES = {"vllm", "sglang", "tgi", "tensorrt-llm"}
+MONITORING_VALUES = {"prometheusRule": {"enabled": True}}
+
+
+def promtool(*args: str) -> subprocess.CompletedProcess[str]:
+    assert PROMTOOL is not None
+    return subprocess.run(
+        [PROMTOOL, *args], capture_output=True, text=True, timeout=300, check=False
+    )
+
+
+def plain_rules() -> dict[str, Any]:
+    loaded: dict[str, Any] = yaml.safe_load(RULES_FILE.read_text())
+    return loaded
+
+
+def alerts() -> dict[str, dict[str, Any]]:
+    return {r["alert"]: r for g in plain_rules()["groups"] for r in g["rules"] if "alert" in r}
+
+
+def rule_tests() -> list[dict[str, Any]]:
+    return [test for path in RULE_TESTS for test in yaml.safe_load(path.read_text())["tests"]]
+
+
+def alert_cases() -> list[dict[str, Any]]:
+    return [case for test in rule_tests() for case in test.get("alert_rule_test", [])]
+
+
+@needs_promtool
+def test_promtool_accepts_the_rules_file() -> None:
+    result = promtool("check", "rules", str(RULES_FILE))
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+@needs_promtool
+def test_promtool_unit_tests_of_the_rules_pass() -> None:
+    assert RULE_TESTS
+    result = promtool("test", "rules", *map(str, RULE_TESTS))
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+@needs_promtool
+def test_promtool_unit_tests_fail_when_an_alert_misbehaves(tmp_path: Path) -> None:
+    """A guard on the guard: dropping the queue condition must break the unit tests."""
+    broken = RULES_FILE.read_text().replace(
+        "node_namespace_pod:roofline_serving_waiting_requests:avg_over_time >= 1",
+        "node_namespace_pod:roofline_serving_waiting_requests:avg_over_time >= 0",
+    )
+    assert broken != RULES_FILE.read_text()
+    (tmp_path / "rules").mkdir()
+    (tmp_path / "rules" / RULES_FILE.name).write_text(broken)
+    (tmp_path / "tests").mkdir()
+    for path in RULE_TESTS:
+        shutil.copy(path, tmp_path / "tests" / path.name)
+    result = promtool("test", "rules", *map(str, sorted((tmp_path / "tests").iterdir())))
+    assert result.returncode != 0
+    assert "nothing waiting stays silent" in result.stdout + result.stderr
+
+
+def test_every_alert_is_unit_tested_both_firing_and_silent() -> None:
+    cases = alert_cases()
+    for name in alerts():
+        mine = [case for case in cases if case["alertname"] == name]
+        assert any(case.get("exp_alerts") for case in mine), f"{name} never fires in a test"
+        assert any(not case.get("exp_alerts") for case in mine), f"{name} is never silent"
+
+
+def test_the_underfilled_alert_fires_and_stays_silent_for_every_engine() -> None:
+    fired = {
+        alert["exp_labels"]["engine"]
+        for case in alert_cases()
+        if case["alertname"] == "RooflineUnderfilledBatch"
+        for alert in case.get("exp_alerts", [])
+    }
+    assert fired == ENGINES
+    silent_tests = [
+        test
+        for test in rule_tests()
+        if any(
+            c["alertname"] == "RooflineUnderfilledBatch" and not c.get("exp_alerts")
+            for c in test.get("alert_rule_test", [])
+        )
+    ]
+    engines_fed = {
+        engine
+        for test in silent_tests
+        for engine in ENGINES
+        if all(
+            any(series["series"].startswith(metric) for series in test["input_series"])
+            for metric in engine_metrics(engine)
+        )
+    }
+    assert engines_fed == ENGINES
+
+
+def engine_metrics(engine: str) -> tuple[str, str]:
+    """(running, waiting) metric names of an engine, as the recording rules read them."""
+    found = []
+    for group in plain_rules()["groups"]:
+        for rule in group["rules"]:
+            if rule.get("labels", {}).get("engine") == engine:
+                (metric,) = metric_names(rule["expr"]) - {"kube_pod_info"}
+                found.append(metric)
+    running, waiting = found
+    return running, waiting
+
+
+def test_every_alert_says_what_to_do() -> None:
+    for name, rule in alerts().items():
+        assert rule["labels"]["severity"] in {"info", "warning", "critical"}, name
+        assert rule["annotations"]["summary"].strip(), name
+        assert len(rule["annotations"]["description"].split()) > 20, name
+
+
+def test_the_prometheus_rule_with_default_values_equals_the_rules_file() -> None:
+    rule = the_one(render_objects(MONITORING_VALUES), "PrometheusRule")
+    assert rule["spec"]["groups"] == plain_rules()["groups"]
+
+
+def test_chart_values_tune_the_thresholds_and_windows() -> None:
+    tuned = {
+        "prometheusRule": {
+            "enabled": True,
+            "underfilledBatch": {
+                "window": "1h",
+                "for": "45m",
+                "fillRatio": 0.8,
+                "minWaitingRequests": 2,
+                "severity": "critical",
+            },
+            "degradedGpu": {"ratio": 0.9, "minPeers": 5, "for": "2h", "severity": "info"},
+            "failedProfile": {"for": "1h", "severity": "critical"},
+            "staleProfile": {"maxAgeSeconds": 86400, "for": "10m", "severity": "warning"},
+        }
+    }
+    groups = the_one(render_objects(tuned), "PrometheusRule")["spec"]["groups"]
+    by_name = {r.get("alert", r.get("record")): r for g in groups for r in g["rules"]}
+    underfilled = by_name["RooflineUnderfilledBatch"]
+    assert "avg_over_time < 0.8" in underfilled["expr"]
+    assert "avg_over_time >= 2" in underfilled["expr"]
+    assert (underfilled["for"], underfilled["labels"]["severity"]) == ("45m", "critical")
+    for record in (
+        "node_namespace_pod:roofline_serving_running_requests:avg_over_time",
+        "node_namespace_pod:roofline_serving_waiting_requests:avg_over_time",
+    ):
+        assert by_name[record]["expr"].endswith(":sum[1h])")
+    for name in ("RooflineDegradedGPUBandwidth", "RooflineDegradedGPUPeak"):
+        assert "0.9 * quantile" in by_name[name]["expr"]
+        assert by_name[name]["expr"].endswith(">= 5")
+        assert (by_name[name]["for"], by_name[name]["labels"]["severity"]) == ("2h", "info")
+    assert by_name["RooflineProfileFailed"]["for"] == "1h"
+    assert by_name["RooflineProfileStale"]["expr"].endswith("> 86400")
+    assert by_name["RooflineProfileStale"]["labels"]["severity"] == "warning"
+    untouched = plain_rules()["groups"]
+    assert [g["name"] for g in groups] == [g["name"] for g in untouched]
+    assert underfilled["annotations"] == alerts()["RooflineUnderfilledBatch"]["annotations"]
+
+
+@needs_promtool
+@pytest.mark.parametrize("scenario", SCENARIOS, ids=scenario_id)
+def test_the_rendered_prometheus_rule_passes_promtool(
+    scenario: Path | None, tmp_path: Path
+) -> None:
+    values = scenario_values(scenario)
+    values.setdefault("prometheusRule", {})["enabled"] = True
+    rule = the_one(render_objects(values), "PrometheusRule")
+    path = tmp_path / "rendered.rules.yaml"
+    path.write_text(yaml.safe_dump({"groups": rule["spec"]["groups"]}))
+    result = promtool("check", "rules", str(path))
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_the_ci_scenarios_include_one_with_tuned_alerts() -> None:
+    tuned = [
+        path
+        for path in CI_VALUES
+        if scenario_values(path).get("prometheusRule", {}).get("underfilledBatch")
+    ]
+    assert tuned
