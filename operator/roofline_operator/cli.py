@@ -1,0 +1,50 @@
+"""``roofline operator``: parse the flags, then run Kopf in this process.
+
+Kopf's own CLI is not used so that the operator has one documented set of flags (and env
+variables) and one typed configuration, checked before anything connects to a cluster.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Sequence
+
+import kopf
+from prometheus_client import CollectorRegistry
+
+from roofline_operator.config import ConfigError, OperatorConfig, load_config
+from roofline_operator.metrics import OperatorMetrics
+from roofline_operator.runtime import Runtime
+
+
+def run_operator(config: OperatorConfig) -> None:
+    """Run until SIGINT/SIGTERM. Watches cluster-wide: profiles and nodes are cluster objects."""
+    import logging
+
+    from roofline_operator import handlers  # noqa: F401  (registers the handlers)
+
+    kopf.configure(
+        debug=config.log_level <= logging.DEBUG,
+        quiet=config.log_level >= logging.WARNING,
+    )
+    if config.log_level >= logging.INFO:
+        # Kopf logs every successful handler call; with a thousand nodes that drowns the log.
+        logging.getLogger("kopf.objects").setLevel(logging.WARNING)
+    runtime = Runtime(config=config, metrics=OperatorMetrics(CollectorRegistry()))
+    kopf.run(
+        clusterwide=True,
+        standalone=config.peering is None,
+        peering_name=config.peering,
+        priority=config.priority,
+        memo=runtime,
+    )
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    try:
+        config = load_config(sys.argv[1:] if argv is None else argv)
+    except ConfigError as exc:
+        print(f"roofline operator: {exc}", file=sys.stderr)
+        return 2
+    run_operator(config)
+    return 0

@@ -1,0 +1,162 @@
+"""The operator's start-up configuration: command-line flags over environment variables.
+
+Loaded once, validated at once, so a typo in a Helm value stops the pod with one clear line
+instead of surfacing later as a half-working operator.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from roofline_operator import __version__
+
+SERVICE_ACCOUNT_NAMESPACE_FILE = Path("/var/run/secrets/kubernetes.io/serviceaccount/namespace")
+DEFAULT_PROFILER_IMAGE = f"ghcr.io/roofline-dev/roofline:{__version__}"
+DEFAULT_METRICS_PORT = 9090
+
+
+class ConfigError(ValueError):
+    """An invalid start-up setting; ``str()`` is the one line shown to the user."""
+
+
+@dataclass(frozen=True)
+class OperatorConfig:
+    #: Namespace of profiler pods for profiles that do not name one.
+    namespace: str
+    #: Address and port of the HTTP server that serves ``/metrics`` and ``/healthz``.
+    metrics_host: str
+    metrics_port: int
+    #: Image of profiler pods for profiles that do not name one.
+    profiler_image: str
+    #: Kopf peering: ``None`` runs standalone (one replica only).
+    peering: str | None
+    priority: int
+    #: Longest pause between two reconcile rounds of a profile, even without events.
+    resync_seconds: float
+    #: Pause after a wake-up so that a burst of watch events becomes one round.
+    batch_window_seconds: float
+    #: API requests in flight at once, across all profiles.
+    api_concurrency: int
+    log_level: int
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="roofline operator",
+        description="Profile the GPU nodes selected by RooflineProfile objects and publish "
+        "their decode roofline to status, node labels and Prometheus.",
+    )
+    parser.add_argument("--namespace", help="namespace of profiler pods [ROOFLINE_NAMESPACE]")
+    parser.add_argument("--metrics-host", help="metrics/health address [ROOFLINE_METRICS_HOST]")
+    parser.add_argument("--metrics-port", help="metrics/health port [ROOFLINE_METRICS_PORT]")
+    parser.add_argument("--profiler-image", help="default profiler image [ROOFLINE_PROFILER_IMAGE]")
+    peering = parser.add_mutually_exclusive_group()
+    peering.add_argument("--standalone", action="store_true", help="no peering (the default)")
+    peering.add_argument("--peering", help="Kopf ClusterKopfPeering name [ROOFLINE_PEERING]")
+    parser.add_argument("--priority", default="0", help="peering priority")
+    parser.add_argument("--resync-seconds", help="longest pause between rounds")
+    parser.add_argument("--batch-window-seconds", help="event gathering window per round")
+    parser.add_argument("--api-concurrency", help="API requests in flight at once")
+    level = parser.add_mutually_exclusive_group()
+    level.add_argument("--verbose", "-v", action="store_true", help="log more")
+    level.add_argument("--debug", action="store_true", help="log everything")
+    level.add_argument("--quiet", "-q", action="store_true", help="log warnings only")
+    return parser
+
+
+def _pick(flag: str | None, env: Mapping[str, str], key: str, default: str) -> str:
+    if flag is not None:
+        return flag
+    return env.get(key) or default
+
+
+def _number(text: str, name: str, *, minimum: float, integer: bool) -> float:
+    try:
+        value = int(text) if integer else float(text)
+    except ValueError:
+        kind = "an integer" if integer else "a number"
+        raise ConfigError(f"{name} must be {kind}, got {text!r}") from None
+    if value < minimum:
+        raise ConfigError(f"{name} must be at least {minimum:g}, got {text!r}")
+    return value
+
+
+def _default_namespace() -> str:
+    try:
+        return SERVICE_ACCOUNT_NAMESPACE_FILE.read_text().strip() or "default"
+    except OSError:
+        return "default"
+
+
+def _log_level(args: argparse.Namespace) -> int:
+    if args.debug:
+        return logging.DEBUG
+    if args.quiet:
+        return logging.WARNING
+    return logging.INFO
+
+
+def _check_namespace(namespace: str) -> str:
+    if not re.fullmatch(r"[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?", namespace):
+        raise ConfigError(f"namespace {namespace!r} is not a valid Kubernetes namespace name")
+    return namespace
+
+
+def load_config(argv: Sequence[str], env: Mapping[str, str] | None = None) -> OperatorConfig:
+    """Parse ``argv`` over ``env``; raise :class:`ConfigError` on the first invalid value.
+
+    ``--help`` and argparse's own usage errors still exit through argparse (status 0 and 2).
+    """
+    env = os.environ if env is None else env
+    args = _parser().parse_args(list(argv))
+    port = int(
+        _number(
+            _pick(args.metrics_port, env, "ROOFLINE_METRICS_PORT", str(DEFAULT_METRICS_PORT)),
+            "--metrics-port",
+            minimum=0,
+            integer=True,
+        )
+    )
+    if port > 65535:
+        raise ConfigError(f"--metrics-port must be at most 65535, got {port}")
+    peering = None if args.standalone else (args.peering or env.get("ROOFLINE_PEERING") or None)
+    image = _pick(args.profiler_image, env, "ROOFLINE_PROFILER_IMAGE", DEFAULT_PROFILER_IMAGE)
+    if not image.strip() or any(c.isspace() for c in image):
+        raise ConfigError(f"--profiler-image {image!r} is not an image reference")
+    return OperatorConfig(
+        namespace=_check_namespace(
+            _pick(args.namespace, env, "ROOFLINE_NAMESPACE", "") or _default_namespace()
+        ),
+        metrics_host=_pick(args.metrics_host, env, "ROOFLINE_METRICS_HOST", "0.0.0.0"),
+        metrics_port=port,
+        profiler_image=image,
+        peering=peering,
+        priority=int(_number(args.priority, "--priority", minimum=-(2**31), integer=True)),
+        resync_seconds=_number(
+            _pick(args.resync_seconds, env, "ROOFLINE_RESYNC_SECONDS", "30"),
+            "--resync-seconds",
+            minimum=0.1,
+            integer=False,
+        ),
+        batch_window_seconds=_number(
+            _pick(args.batch_window_seconds, env, "ROOFLINE_BATCH_WINDOW_SECONDS", "0.5"),
+            "--batch-window-seconds",
+            minimum=0,
+            integer=False,
+        ),
+        api_concurrency=int(
+            _number(
+                _pick(args.api_concurrency, env, "ROOFLINE_API_CONCURRENCY", "32"),
+                "--api-concurrency",
+                minimum=1,
+                integer=True,
+            )
+        ),
+        log_level=_log_level(args),
+    )

@@ -1,0 +1,135 @@
+"""Kopf handlers: a table of contents that delegates to the engine.
+
+Indexes keep the cluster's nodes, our profiler pods and all profiles in memory, so a reconcile
+round reads no API at all; watch events only wake the profiles they concern.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+import kopf
+
+from roofline_operator.engine import ProfileLoop, release_profile
+from roofline_operator.names import (
+    ANNOTATION_PREFIX,
+    FINALIZER,
+    GROUP,
+    LABEL_MANAGED_BY,
+    LABEL_PROFILE,
+    MANAGED_BY,
+    PLURAL,
+    VERSION,
+)
+from roofline_operator.nodes import NodeFacts, node_facts
+from roofline_operator.pods import PodFacts, pod_facts
+from roofline_operator.runtime import ProfileClaim, Runtime, profile_claim
+from roofline_operator.server import start_server
+
+PROFILER_PODS = {LABEL_MANAGED_BY: MANAGED_BY}
+EXIT_TIMEOUT_SECONDS = 20.0
+
+
+Indexes = tuple[
+    kopf.Index[str, NodeFacts], kopf.Index[str, PodFacts], kopf.Index[str, ProfileClaim]
+]
+
+
+def _indexes(kwargs: dict[str, Any]) -> Indexes:
+    """The three indexes, which Kopf passes as kwargs named after the index functions.
+
+    Taken from ``**kwargs`` because Kopf's handler protocols do not declare index kwargs.
+    """
+    return kwargs["node_index"], kwargs["pod_index"], kwargs["claim_index"]
+
+
+@kopf.on.startup()
+async def configure(settings: kopf.OperatorSettings, memo: Runtime, **_: Any) -> None:
+    settings.persistence.finalizer = FINALIZER
+    settings.persistence.progress_storage = kopf.AnnotationsProgressStorage(
+        prefix=ANNOTATION_PREFIX
+    )
+    settings.persistence.diffbase_storage = kopf.AnnotationsDiffBaseStorage(
+        prefix=ANNOTATION_PREFIX, key="last-handled-configuration"
+    )
+    # Kopf would post every handler log line as an Event; the engine posts its own, aggregated.
+    settings.posting.level = logging.WARNING
+    # Exit within a pod's default 30 s grace period even while Kopf backs off an unreachable API.
+    settings.process.ultimate_exiting_timeout = EXIT_TIMEOUT_SECONDS
+    config = memo.config
+    memo.server.append(
+        await start_server(
+            memo.metrics.registry, memo.health, config.metrics_host, config.metrics_port
+        )
+    )
+    memo.health.ready = True
+
+
+@kopf.on.login()
+def login(memo: Runtime, **kwargs: Any) -> kopf.ConnectionInfo | None:
+    info = kopf.login_with_service_account(**kwargs) or kopf.login_with_kubeconfig(**kwargs)
+    memo.api.connection = info
+    return info
+
+
+@kopf.on.cleanup()
+async def shutdown(memo: Runtime, **_: Any) -> None:
+    memo.health.ready = False
+    await memo.close()
+    for runner in memo.server:
+        await runner.cleanup()
+
+
+@kopf.index("nodes")
+async def node_index(name: str, body: kopf.Body, **_: Any) -> dict[str, NodeFacts]:
+    return {name: node_facts(body)}
+
+
+@kopf.index("pods", labels=PROFILER_PODS)
+async def pod_index(body: kopf.Body, **_: Any) -> dict[str, PodFacts]:
+    facts = pod_facts(body)
+    return {facts.profile: facts}
+
+
+@kopf.index(GROUP, VERSION, PLURAL)
+async def claim_index(name: str, body: kopf.Body, **_: Any) -> dict[str, ProfileClaim]:
+    return {name: profile_claim(name, body)}
+
+
+@kopf.on.event("pods", labels=PROFILER_PODS)
+async def pod_changed(labels: kopf.Labels, memo: Runtime, **_: Any) -> None:
+    memo.wakeups.wake(labels.get(LABEL_PROFILE))
+
+
+@kopf.on.event("nodes")
+async def node_changed(memo: Runtime, **_: Any) -> None:
+    memo.wakeups.wake_all()
+
+
+@kopf.on.event(GROUP, VERSION, PLURAL)
+async def profile_changed(memo: Runtime, **_: Any) -> None:
+    memo.wakeups.wake_all()
+
+
+@kopf.daemon(GROUP, VERSION, PLURAL, cancellation_timeout=10.0)
+async def reconcile_profile(
+    name: str,
+    body: kopf.Body,
+    memo: Runtime,
+    stopped: kopf.DaemonStopped,
+    logger: kopf.Logger,
+    **indexes: Any,
+) -> None:
+    loop = ProfileLoop(memo, name, body, logger)
+    await loop.run(stopped, *_indexes(indexes))
+
+
+@kopf.on.delete(GROUP, VERSION, PLURAL)
+async def release(
+    name: str,
+    memo: Runtime,
+    **indexes: Any,
+) -> None:
+    nodes, pods, _ = _indexes(indexes)
+    await release_profile(memo, name, nodes, pods)

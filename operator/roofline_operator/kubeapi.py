@@ -1,0 +1,157 @@
+"""The operator's own API calls: pod create/delete, node label and profile status patches.
+
+One shared aiohttp session, built from the credentials Kopf logged in with, carries every
+request; a semaphore bounds the requests in flight. Transient answers (429, 5xx, conflicts on
+patches, dropped connections) are retried with a short backoff; anything else is an
+:class:`ApiError` for the caller to turn into a per-node failure.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Mapping
+from typing import Any
+from urllib.parse import quote
+
+import aiohttp
+import kopf
+
+from roofline_operator.names import GROUP, PLURAL, VERSION
+
+logger = logging.getLogger(__name__)
+
+MERGE_PATCH = "application/merge-patch+json"
+#: Delays before the 2nd, 3rd and 4th try of a transiently failed request.
+RETRY_DELAYS = (0.2, 0.5, 1.0)
+REQUEST_TIMEOUT_SECONDS = 30.0
+
+
+class ApiError(Exception):
+    """A request the API server refused for good; ``str()`` is a one-line reason."""
+
+    def __init__(self, status: int, message: str) -> None:
+        super().__init__(f"HTTP {status}: {message}")
+        self.status = status
+        self.message = message
+
+
+def _transient(status: int, method: str) -> bool:
+    # A 409 on a merge patch means a concurrent write; the patch itself is still valid.
+    return status == 429 or status >= 500 or (status == 409 and method == "PATCH")
+
+
+def session_for(info: kopf.ConnectionInfo) -> aiohttp.ClientSession:
+    """An aiohttp session with the same TLS, headers and auth as Kopf's own session."""
+    return aiohttp.ClientSession(
+        connector=aiohttp.TCPConnector(limit=0, ssl=info.as_ssl_context()),
+        headers={**info.as_http_headers(), "User-Agent": "roofline-operator"},
+        auth=info.as_aiohttp_basic_auth(),
+        proxy=info.proxy_url,
+        trust_env=info.trust_env,
+        timeout=aiohttp.ClientTimeout(total=REQUEST_TIMEOUT_SECONDS),
+    )
+
+
+class KubeClient:
+    def __init__(self, session: aiohttp.ClientSession, server: str, concurrency: int) -> None:
+        self._session = session
+        self._server = server.rstrip("/")
+        self._slots = asyncio.Semaphore(concurrency)
+        #: Requests sent, for logs and the scale benchmark's per-node request count.
+        self.requests_sent = 0
+
+    async def close(self) -> None:
+        await self._session.close()
+
+    async def request(
+        self,
+        method: str,
+        path: str,
+        *,
+        body: Mapping[str, Any] | None = None,
+        content_type: str = "application/json",
+    ) -> dict[str, Any]:
+        last: ApiError | None = None
+        for delay in (0.0, *RETRY_DELAYS):
+            if delay:
+                await asyncio.sleep(delay)
+            try:
+                async with self._slots:
+                    self.requests_sent += 1
+                    async with self._session.request(
+                        method,
+                        self._server + path,
+                        json=body,
+                        headers={"Content-Type": content_type} if body is not None else None,
+                    ) as response:
+                        payload = await self._payload(response)
+                        if response.status < 400:
+                            return payload
+                        message = str(payload.get("message") or response.reason or "")
+                        last = ApiError(response.status, message)
+                        if not _transient(response.status, method):
+                            raise last
+            except (aiohttp.ClientConnectionError, asyncio.TimeoutError) as exc:
+                last = ApiError(503, f"connection failed: {exc}")
+            logger.debug("Retrying %s %s after %s", method, path, last)
+        assert last is not None
+        raise last
+
+    @staticmethod
+    async def _payload(response: aiohttp.ClientResponse) -> dict[str, Any]:
+        try:
+            data = await response.json(content_type=None)
+        except (ValueError, aiohttp.ContentTypeError):
+            return {}
+        return data if isinstance(data, dict) else {}
+
+    async def create_pod(self, pod: Mapping[str, Any]) -> bool:
+        """Create ``pod``; ``False`` when it already exists (a repeated create of an attempt)."""
+        namespace = quote(pod["metadata"]["namespace"])
+        try:
+            await self.request("POST", f"/api/v1/namespaces/{namespace}/pods", body=pod)
+        except ApiError as exc:
+            if exc.status == 409:
+                return False
+            raise
+        return True
+
+    async def delete_pod(self, namespace: str, name: str) -> None:
+        """Delete a pod; one that is already gone is fine."""
+        try:
+            await self.request(
+                "DELETE",
+                f"/api/v1/namespaces/{quote(namespace)}/pods/{quote(name)}",
+                body={
+                    "kind": "DeleteOptions",
+                    "apiVersion": "v1",
+                    "propagationPolicy": "Background",
+                },
+            )
+        except ApiError as exc:
+            if exc.status != 404:
+                raise
+
+    async def patch_node_labels(self, node: str, labels: Mapping[str, str | None]) -> bool:
+        """Merge-patch a node's labels (``None`` removes one); ``False`` if the node is gone."""
+        try:
+            await self.request(
+                "PATCH",
+                f"/api/v1/nodes/{quote(node)}",
+                body={"metadata": {"labels": dict(labels)}},
+                content_type=MERGE_PATCH,
+            )
+        except ApiError as exc:
+            if exc.status == 404:
+                return False
+            raise
+        return True
+
+    async def patch_profile_status(self, name: str, status: Mapping[str, Any]) -> None:
+        await self.request(
+            "PATCH",
+            f"/apis/{GROUP}/{VERSION}/{PLURAL}/{quote(name)}/status",
+            body={"status": dict(status)},
+            content_type=MERGE_PATCH,
+        )

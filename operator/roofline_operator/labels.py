@@ -1,0 +1,91 @@
+"""Node labels: label-safe numbers, the labels of a profiled node, and who may write them.
+
+Labels are for scheduling (node selectors, Kueue ResourceFlavors), so they must be stable strings
+that a selector can match: integers where the value is a count, at most one decimal otherwise.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+
+from roofline_operator.names import (
+    LABEL_BANDWIDTH_GBPS,
+    LABEL_MIN_BATCH,
+    LABEL_PEAK_TFLOPS,
+    LABEL_PROFILE,
+    LABEL_RIDGE_POINT,
+    NODE_LABEL_KEYS,
+)
+from roofline_profiler.compact import CompactDevice
+
+#: The Kubernetes label value syntax (apimachinery ``validation.IsValidLabelValue``).
+LABEL_VALUE = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$")
+MAX_LABEL_VALUE_CHARS = 63
+
+
+def format_label_value(value: float, decimals: int = 1) -> str:
+    """``value`` as a label value: rounded to ``decimals`` places, trailing zeros dropped.
+
+    ``153.0`` becomes ``"153"``, ``48.25`` becomes ``"48.2"``; negative or non-finite numbers have
+    no label form (a leading ``-`` is not allowed) and raise ``ValueError``.
+    """
+    if not math.isfinite(value) or value < 0:
+        raise ValueError(f"{value!r} cannot be a label value")
+    text = f"{round(value, decimals):.{decimals}f}"
+    if "." in text:
+        text = text.rstrip("0").rstrip(".")
+    if len(text) > MAX_LABEL_VALUE_CHARS or not LABEL_VALUE.match(text):
+        raise ValueError(f"{value!r} does not fit a label value")
+    return text
+
+
+def node_labels_for(device: CompactDevice, profile: str) -> dict[str, str]:
+    """The labels that describe a node by ``device``, its worst GPU, owned by ``profile``."""
+    return {
+        LABEL_RIDGE_POINT: format_label_value(device.ridge_point),
+        LABEL_MIN_BATCH: str(device.recommended_min_batch),
+        LABEL_BANDWIDTH_GBPS: format_label_value(device.bandwidth_bytes_per_second / 1e9, 0),
+        LABEL_PEAK_TFLOPS: format_label_value(device.peak_flops_per_second / 1e12),
+        LABEL_PROFILE: profile,
+    }
+
+
+def label_patch(
+    current: Mapping[str, str], desired: Mapping[str, str] | None
+) -> dict[str, str | None] | None:
+    """The merge patch of ``metadata.labels`` from ``current`` to ``desired``, or ``None``.
+
+    ``desired=None`` removes our labels. ``None`` values in a JSON merge patch delete keys, which
+    leaves every label that is not ours untouched.
+    """
+    target: Mapping[str, str | None] = desired or dict.fromkeys(NODE_LABEL_KEYS)
+    patch = {k: v for k, v in target.items() if current.get(k) != v}
+    for key in NODE_LABEL_KEYS:
+        if key not in target and key in current:
+            patch[key] = None
+    return patch or None
+
+
+@dataclass(frozen=True)
+class Claimant:
+    """A profile that wants to label some nodes, with the facts that rank it."""
+
+    name: str
+    created_at: float
+    nodes: frozenset[str]
+
+
+def label_owners(claimants: Iterable[Claimant]) -> dict[str, str]:
+    """Node name to the profile that owns its labels: the oldest claimant, then by name.
+
+    A fixed, global order means every profile reaches the same verdict on its own, so two
+    profiles never take turns overwriting a node's labels.
+    """
+    owners: dict[str, str] = {}
+    for claimant in sorted(claimants, key=lambda c: (c.created_at, c.name)):
+        for node in claimant.nodes:
+            owners.setdefault(node, claimant.name)
+    return owners

@@ -1,0 +1,217 @@
+"""Prometheus metrics: gauges from the latest per-profile snapshot, plus operator counters.
+
+Gauges come from a custom collector that reads immutable snapshots at scrape time, so a node that
+leaves a profile simply vanishes from the next scrape instead of lingering as a stale series.
+Label sets are bounded: nodes, GPUs and batches come from the profiled fleet, and failure reasons
+from a fixed enum.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+
+from prometheus_client import CollectorRegistry, Counter
+from prometheus_client.core import GaugeMetricFamily
+from prometheus_client.registry import Collector
+
+from roofline_operator.records import NodeRecord
+from roofline_operator.status import node_category
+
+GPU_LABELS = ["profile", "node", "gpu", "product", "dtype"]
+NODE_LABELS = ["profile", "node"]
+NODE_CATEGORIES = ("profiled", "failed", "pending")
+
+
+@dataclass(frozen=True)
+class DeviceSample:
+    node: str
+    gpu: str
+    product: str
+    dtype: str
+    bandwidth_bytes_per_second: float
+    peak_flops_per_second: float
+    ridge_point: float
+    recommended_min_batch: int
+    step_seconds: tuple[tuple[int, float], ...]
+
+
+@dataclass(frozen=True)
+class NodeSample:
+    node: str
+    timestamp_seconds: float | None
+    duration_seconds: float | None
+    failed: bool
+
+
+@dataclass(frozen=True)
+class ProfileSnapshot:
+    profile: str
+    devices: tuple[DeviceSample, ...]
+    nodes: tuple[NodeSample, ...]
+    counts: Mapping[str, int]
+
+
+def snapshot_from_records(
+    profile: str, records: Mapping[str, NodeRecord], spec_hash: str
+) -> ProfileSnapshot:
+    devices: list[DeviceSample] = []
+    nodes: list[NodeSample] = []
+    counts = dict.fromkeys(("matched", *NODE_CATEGORIES), 0)
+    for name in sorted(records):
+        record = records[name]
+        category = node_category(record, spec_hash)
+        counts["matched"] += 1
+        counts[category] += 1
+        result = record.result.profile if record.result is not None else None
+        nodes.append(
+            NodeSample(
+                node=name,
+                timestamp_seconds=result.created_at if result else None,
+                duration_seconds=result.duration_seconds if result else None,
+                failed=category == "failed",
+            )
+        )
+        for device in result.devices if result else ():
+            devices.append(
+                DeviceSample(
+                    node=name,
+                    gpu=str(device.index),
+                    product=device.name,
+                    dtype=result.dtype if result else "",
+                    bandwidth_bytes_per_second=device.bandwidth_bytes_per_second,
+                    peak_flops_per_second=device.peak_flops_per_second,
+                    ridge_point=device.ridge_point,
+                    recommended_min_batch=device.recommended_min_batch,
+                    step_seconds=tuple((p.batch, p.step_seconds) for p in device.sweep),
+                )
+            )
+    return ProfileSnapshot(profile, tuple(devices), tuple(nodes), counts)
+
+
+def _gauge(name: str, documentation: str, labels: list[str]) -> GaugeMetricFamily:
+    return GaugeMetricFamily(name, documentation, labels=labels)
+
+
+class RooflineCollector(Collector):
+    """Yields the per-node and per-GPU gauges of every profile's latest snapshot."""
+
+    def __init__(self) -> None:
+        self._snapshots: dict[str, ProfileSnapshot] = {}
+
+    def update(self, snapshot: ProfileSnapshot) -> None:
+        self._snapshots[snapshot.profile] = snapshot
+
+    def drop(self, profile: str) -> None:
+        self._snapshots.pop(profile, None)
+
+    def describe(self) -> Iterable[GaugeMetricFamily]:
+        return self._families()
+
+    def collect(self) -> Iterable[GaugeMetricFamily]:
+        return self._families(list(self._snapshots.values()))
+
+    def _families(self, snapshots: list[ProfileSnapshot] | None = None) -> list[GaugeMetricFamily]:
+        bandwidth = _gauge(
+            "roofline_memory_bandwidth_bytes_per_second",
+            "Measured device memory bandwidth.",
+            GPU_LABELS,
+        )
+        peak = _gauge("roofline_peak_flops_per_second", "Measured peak matrix FLOP/s.", GPU_LABELS)
+        ridge = _gauge(
+            "roofline_ridge_point",
+            "Arithmetic intensity (FLOP per byte) where compute and memory bounds meet.",
+            GPU_LABELS,
+        )
+        min_batch = _gauge(
+            "roofline_recommended_min_batch",
+            "Smallest decode batch that reaches the efficiency threshold.",
+            GPU_LABELS,
+        )
+        step = _gauge(
+            "roofline_decode_step_seconds",
+            "Measured decode-GEMM step time per batch size.",
+            [*GPU_LABELS, "batch"],
+        )
+        timestamp = _gauge(
+            "roofline_profile_timestamp_seconds",
+            "Unix time of the node's last successful profile.",
+            NODE_LABELS,
+        )
+        duration = _gauge(
+            "roofline_profile_duration_seconds",
+            "Wall time of the node's last successful profile.",
+            NODE_LABELS,
+        )
+        failed = _gauge(
+            "roofline_node_profile_failed",
+            "1 when the node's latest profiling attempt failed, else 0.",
+            NODE_LABELS,
+        )
+        nodes = _gauge(
+            "roofline_profile_nodes", "Nodes of a profile by state.", ["profile", "state"]
+        )
+        for snapshot in snapshots or []:
+            self._add_snapshot(snapshot, bandwidth, peak, ridge, min_batch, step)
+            for node in snapshot.nodes:
+                labels = [snapshot.profile, node.node]
+                if node.timestamp_seconds is not None:
+                    timestamp.add_metric(labels, node.timestamp_seconds)
+                if node.duration_seconds is not None:
+                    duration.add_metric(labels, node.duration_seconds)
+                failed.add_metric(labels, 1.0 if node.failed else 0.0)
+            for state, count in snapshot.counts.items():
+                nodes.add_metric([snapshot.profile, state], count)
+        return [bandwidth, peak, ridge, min_batch, step, timestamp, duration, failed, nodes]
+
+    @staticmethod
+    def _add_snapshot(
+        snapshot: ProfileSnapshot,
+        bandwidth: GaugeMetricFamily,
+        peak: GaugeMetricFamily,
+        ridge: GaugeMetricFamily,
+        min_batch: GaugeMetricFamily,
+        step: GaugeMetricFamily,
+    ) -> None:
+        for device in snapshot.devices:
+            labels = [snapshot.profile, device.node, device.gpu, device.product, device.dtype]
+            bandwidth.add_metric(labels, device.bandwidth_bytes_per_second)
+            peak.add_metric(labels, device.peak_flops_per_second)
+            ridge.add_metric(labels, device.ridge_point)
+            min_batch.add_metric(labels, device.recommended_min_batch)
+            for batch, seconds in device.step_seconds:
+                step.add_metric([*labels, str(batch)], seconds)
+
+
+class OperatorMetrics:
+    """All of the operator's metrics, registered in one registry (a fresh one in tests)."""
+
+    def __init__(self, registry: CollectorRegistry) -> None:
+        self.registry = registry
+        self.collector = RooflineCollector()
+        registry.register(self.collector)
+        self.pods_launched = Counter(
+            "roofline_profiler_pods_launched",
+            "Profiler pods created.",
+            ["profile"],
+            registry=registry,
+        )
+        self.failures = Counter(
+            "roofline_profile_failures",
+            "Failed profiling attempts by reason.",
+            ["profile", "reason"],
+            registry=registry,
+        )
+        self.reconcile_errors = Counter(
+            "roofline_reconcile_errors",
+            "Reconcile rounds that ended in an error.",
+            ["profile"],
+            registry=registry,
+        )
+
+    def forget(self, profile: str) -> None:
+        """Drop every series of a deleted profile, keeping label cardinality bounded."""
+        self.collector.drop(profile)
+        self.pods_launched.remove(profile)
+        self.reconcile_errors.remove(profile)
+        self.failures.remove_by_labels({"profile": profile})

@@ -1,0 +1,70 @@
+"""Names that cross the boundary between the operator and the cluster (see docs/contracts.md).
+
+Kept in one place because the CRD, the pods, the node labels and the metrics must agree on them.
+"""
+
+from __future__ import annotations
+
+import enum
+
+GROUP = "roofline.dev"
+VERSION = "v1alpha1"
+PLURAL = "rooflineprofiles"
+KIND = "RooflineProfile"
+API_VERSION = f"{GROUP}/{VERSION}"
+RESOURCE = f"{PLURAL}.{GROUP}"
+
+FINALIZER = "roofline.dev/cleanup"
+ANNOTATION_PREFIX = "roofline.dev"
+
+# Profiler pod labels.
+LABEL_APP_NAME = "app.kubernetes.io/name"
+LABEL_MANAGED_BY = "app.kubernetes.io/managed-by"
+APP_NAME = "roofline-profiler"
+MANAGED_BY = "roofline-operator"
+LABEL_PROFILE = "roofline.dev/profile"
+LABEL_NODE = "roofline.dev/node"
+CONTAINER_NAME = "profiler"
+TERMINATION_MESSAGE_PATH = "/dev/termination-log"
+
+# Profiler pod annotations: which attempt of which spec the pod measures.
+ANNOTATION_ATTEMPT = "roofline.dev/attempt"
+ANNOTATION_SPEC_HASH = "roofline.dev/spec-hash"
+
+# Node labels. ``LABEL_PROFILE`` doubles as the owner of a node's labels.
+LABEL_RIDGE_POINT = "roofline.dev/ridge-point"
+LABEL_MIN_BATCH = "roofline.dev/min-batch"
+LABEL_BANDWIDTH_GBPS = "roofline.dev/bandwidth-gbps"
+LABEL_PEAK_TFLOPS = "roofline.dev/peak-tflops"
+NODE_LABEL_KEYS = (
+    LABEL_RIDGE_POINT,
+    LABEL_MIN_BATCH,
+    LABEL_BANDWIDTH_GBPS,
+    LABEL_PEAK_TFLOPS,
+    LABEL_PROFILE,
+)
+
+UNSCHEDULABLE_TAINT = "node.kubernetes.io/unschedulable"
+
+
+class NodeState(str, enum.Enum):
+    """Where a node stands in its profiling cycle; the CRD's status enum lists the same values."""
+
+    QUEUED = "Queued"
+    PROFILING = "Profiling"
+    PROFILED = "Profiled"
+    RETRYING = "Retrying"
+    FAILED = "Failed"
+
+
+class FailureReason(str, enum.Enum):
+    """Why one attempt on one node failed: a bounded set, used as a metric label value."""
+
+    POD_FAILED = "PodFailed"
+    OOM_KILLED = "OOMKilled"
+    TIMEOUT = "Timeout"
+    UNSCHEDULABLE = "Unschedulable"
+    INVALID_RESULT = "InvalidResult"
+    POD_REJECTED = "PodRejected"
+    POD_GONE = "PodGone"
+    NODE_GONE = "NodeGone"

@@ -1,0 +1,98 @@
+"""What a profiler pod's state means: still running, a result, or a failure with a reason.
+
+Everything is read from the watched pod object (phase, container state, termination message), so
+judging a thousand pods costs no API request.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from roofline_operator.names import FailureReason
+from roofline_operator.pods import PodFacts
+from roofline_operator.spec import ProfileSpec
+from roofline_profiler.compact import CompactDecodeError, CompactProfile, decode_compact
+
+#: Longest failure message kept in status; a termination message can be 4 KiB.
+MAX_MESSAGE_CHARS = 300
+
+
+@dataclass(frozen=True)
+class InFlight:
+    """The pod is pending or running within its time limits."""
+
+
+@dataclass(frozen=True)
+class Succeeded:
+    profile: CompactProfile
+
+
+@dataclass(frozen=True)
+class Failed:
+    reason: FailureReason
+    message: str
+
+
+Outcome = InFlight | Succeeded | Failed
+
+
+def first_line(text: str | None, fallback: str) -> str:
+    """The first non-empty line of ``text``, shortened for a status message."""
+    for line in (text or "").splitlines():
+        if line.strip():
+            line = line.strip()
+            if len(line) > MAX_MESSAGE_CHARS:
+                return line[: MAX_MESSAGE_CHARS - 3] + "..."
+            return line
+    return fallback
+
+
+def _succeeded(pod: PodFacts) -> Outcome:
+    message = pod.terminated.message if pod.terminated else None
+    try:
+        return Succeeded(decode_compact(message or ""))
+    except CompactDecodeError as exc:
+        return Failed(FailureReason.INVALID_RESULT, first_line(str(exc), "invalid result"))
+
+
+def _failed(pod: PodFacts) -> Outcome:
+    terminated = pod.terminated
+    if pod.reason == "DeadlineExceeded":
+        return Failed(FailureReason.TIMEOUT, "the pod exceeded its active deadline")
+    if terminated is not None and terminated.reason == "OOMKilled":
+        return Failed(FailureReason.OOM_KILLED, "the profiler ran out of memory (OOMKilled)")
+    exit_code = terminated.exit_code if terminated else None
+    fallback = f"exit code {exit_code}" if exit_code is not None else (pod.reason or "pod failed")
+    return Failed(
+        FailureReason.POD_FAILED, first_line(terminated.message if terminated else None, fallback)
+    )
+
+
+def classify_pod(pod: PodFacts, spec: ProfileSpec, now: float) -> Outcome:
+    """Judge ``pod`` at time ``now`` against the profile's time limits.
+
+    ``timeoutSeconds`` counts from the container's start, ``pendingTimeoutSeconds`` from the pod's
+    creation: a pod that cannot get the node's GPUs (serving holds them) fails as Unschedulable and
+    frees its slot, instead of waiting forever.
+    """
+    if pod.phase == "Succeeded":
+        return _succeeded(pod)
+    if pod.phase == "Failed":
+        return _failed(pod)
+    if pod.phase == "Running" and pod.started_at is not None:
+        if now - pod.started_at > spec.timeout_seconds:
+            return Failed(
+                FailureReason.TIMEOUT, f"the profiler ran longer than {spec.timeout_seconds}s"
+            )
+        return InFlight()
+    if pod.phase == "Pending" and pod.created_at is not None:
+        waited = now - pod.created_at
+        if waited > spec.pending_timeout_seconds:
+            why = pod.waiting_reason if pod.bound else pod.scheduler_message
+            detail = f": {first_line(why, '')}" if why else ""
+            where = "not started" if pod.bound else "not scheduled"
+            return Failed(
+                FailureReason.UNSCHEDULABLE,
+                f"pod {where} after {spec.pending_timeout_seconds}s{detail}",
+            )
+    return InFlight()

@@ -1,0 +1,266 @@
+"""One reconcile round of a profile, as a pure function of the observed world.
+
+Level-triggered: the round compares what should be (every selected node profiled under the
+current spec, labels in place) with what is (indexed nodes and pods, the records from status) and
+returns the actions that close the gap. Running it twice on the same world yields no new actions,
+which is what makes restarts, duplicate events and lagging watches harmless.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from roofline_operator.labels import Claimant, label_owners, label_patch, node_labels_for
+from roofline_operator.names import LABEL_PROFILE, FailureReason, NodeState
+from roofline_operator.nodes import NodeFacts, select_nodes
+from roofline_operator.outcomes import Failed, InFlight, Succeeded, classify_pod
+from roofline_operator.pods import PodFacts, ProfileRef, build_profiler_pod, profiler_pod_name
+from roofline_operator.records import NodeRecord, NodeResult
+from roofline_operator.spec import ProfileSpec
+
+#: How long a pod we created may stay invisible in the watch before it counts as gone.
+POD_APPEARANCE_GRACE_SECONDS = 30.0
+#: Shortest pause the round asks for, so that deadlines a hair in the future are not spun on.
+MIN_WAKE_SECONDS = 0.05
+
+
+@dataclass(frozen=True)
+class RoundInput:
+    profile: ProfileRef
+    created_at: float
+    spec: ProfileSpec
+    spec_hash: str
+    namespace: str
+    image: str
+    nodes: Mapping[str, NodeFacts]
+    pods: Sequence[PodFacts]
+    records: Mapping[str, NodeRecord]
+    #: Other profiles that label nodes, to decide who owns a shared node's labels.
+    others: Sequence[Claimant]
+    #: Pods this operator already asked to delete, whether or not the watch shows it yet.
+    deleted: frozenset[str]
+    now: float
+
+
+@dataclass
+class RoundPlan:
+    records: dict[str, NodeRecord]
+    creates: list[dict[str, Any]] = field(default_factory=list)
+    deletes: list[tuple[str, str]] = field(default_factory=list)
+    label_patches: dict[str, dict[str, str | None]] = field(default_factory=dict)
+    failures: list[tuple[str, Failed]] = field(default_factory=list)
+    profiled: list[str] = field(default_factory=list)
+    #: Selected nodes whose labels another, older profile owns, with that owner.
+    conflicts: dict[str, str] = field(default_factory=dict)
+    #: Seconds until the next deadline (timeout, retry, re-profile), if any.
+    wake_in: float | None = None
+
+    def wake_at(self, seconds: float) -> None:
+        seconds = max(seconds, MIN_WAKE_SECONDS)
+        self.wake_in = seconds if self.wake_in is None else min(self.wake_in, seconds)
+
+
+def fail_node(record: NodeRecord, failure: Failed, spec: ProfileSpec, now: float) -> NodeRecord:
+    """Record a failed attempt: retry after a doubling delay, or stop after ``maxAttempts``."""
+    exhausted = record.attempts >= spec.max_attempts
+    return replace(
+        record,
+        state=NodeState.FAILED if exhausted else NodeState.RETRYING,
+        pod=None,
+        pod_namespace=None,
+        reason=failure.reason.value,
+        message=failure.message,
+        next_attempt_at=None if exhausted else now + spec.retry_delay(record.attempts),
+    )
+
+
+def _is_due(record: NodeRecord, inp: RoundInput, plan: RoundPlan) -> bool:
+    """Whether a node that has no pod should get one now; registers its next deadline if not."""
+    interval = inp.spec.reprofile_interval_seconds
+    if record.cycle_hash != inp.spec_hash:
+        return True
+    if record.state is NodeState.RETRYING:
+        due_at = record.next_attempt_at or inp.now
+    elif record.state is NodeState.FAILED:
+        if interval is None or record.last_attempt_at is None:
+            return False
+        due_at = record.last_attempt_at + interval
+    elif record.result is None or record.result.spec_hash != inp.spec_hash:
+        return True
+    elif interval is not None:
+        due_at = record.result.profile.created_at + interval
+    else:
+        return False
+    if due_at <= inp.now:
+        return True
+    plan.wake_at(due_at - inp.now)
+    return False
+
+
+def _start_cycle_if_needed(record: NodeRecord, inp: RoundInput) -> NodeRecord:
+    """A new spec digest, or a due re-profile, starts a new cycle with a fresh attempt budget."""
+    if record.cycle_hash != inp.spec_hash:
+        return replace(
+            record,
+            cycle_hash=inp.spec_hash,
+            attempts=0,
+            state=NodeState.QUEUED,
+            next_attempt_at=None,
+            reason=None,
+            message=None,
+        )
+    if record.state in (NodeState.PROFILED, NodeState.FAILED):
+        return replace(record, attempts=0, state=NodeState.QUEUED, next_attempt_at=None)
+    return record
+
+
+def _adopt(record: NodeRecord, pods: Sequence[PodFacts], inp: RoundInput) -> NodeRecord:
+    """Take over a pod of the current spec that the records do not know (lost status patch)."""
+    if record.state is NodeState.PROFILING and any(p.name == record.pod for p in pods):
+        return record
+    candidates = [p for p in pods if p.spec_hash == inp.spec_hash and p.attempt > record.attempts]
+    if not candidates:
+        return record
+    pod = max(candidates, key=lambda p: p.attempt)
+    return replace(
+        record,
+        state=NodeState.PROFILING,
+        pod=pod.name,
+        pod_namespace=pod.namespace,
+        attempts=pod.attempt,
+        cycle_hash=inp.spec_hash,
+        last_attempt_at=pod.created_at or inp.now,
+        next_attempt_at=None,
+    )
+
+
+def _follow_pod(
+    record: NodeRecord, pod: PodFacts | None, inp: RoundInput, plan: RoundPlan
+) -> NodeRecord:
+    """Advance a PROFILING record by what its pod shows."""
+    if pod is None:
+        started = record.last_attempt_at or inp.now
+        if inp.now - started < POD_APPEARANCE_GRACE_SECONDS:
+            plan.wake_at(started + POD_APPEARANCE_GRACE_SECONDS - inp.now)
+            return record
+        failure = Failed(FailureReason.POD_GONE, f"pod {record.pod} disappeared")
+        plan.failures.append((record.name, failure))
+        return fail_node(record, failure, inp.spec, inp.now)
+    outcome = classify_pod(pod, inp.spec, inp.now)
+    if isinstance(outcome, InFlight):
+        _register_pod_deadline(pod, inp, plan)
+        return record
+    plan.deletes.append((pod.namespace, pod.name))
+    if isinstance(outcome, Succeeded):
+        plan.profiled.append(record.name)
+        return replace(
+            record,
+            state=NodeState.PROFILED,
+            pod=None,
+            pod_namespace=None,
+            reason=None,
+            message=None,
+            next_attempt_at=None,
+            result=NodeResult(profile=outcome.profile, spec_hash=pod.spec_hash),
+        )
+    plan.failures.append((record.name, outcome))
+    return fail_node(record, outcome, inp.spec, inp.now)
+
+
+def _register_pod_deadline(pod: PodFacts, inp: RoundInput, plan: RoundPlan) -> None:
+    if pod.phase == "Running" and pod.started_at is not None:
+        plan.wake_at(pod.started_at + inp.spec.timeout_seconds - inp.now + 0.01)
+    elif pod.phase == "Pending" and pod.created_at is not None:
+        plan.wake_at(pod.created_at + inp.spec.pending_timeout_seconds - inp.now + 0.01)
+
+
+def _launch(record: NodeRecord, inp: RoundInput, plan: RoundPlan) -> NodeRecord:
+    attempt = record.attempts + 1
+    plan.creates.append(
+        build_profiler_pod(
+            profile=inp.profile,
+            spec=inp.spec,
+            node=record.name,
+            gpus=record.gpus,
+            attempt=attempt,
+            spec_hash=inp.spec_hash,
+            namespace=inp.namespace,
+            image=inp.image,
+        )
+    )
+    return replace(
+        record,
+        state=NodeState.PROFILING,
+        attempts=attempt,
+        last_attempt_at=inp.now,
+        next_attempt_at=None,
+        pod=profiler_pod_name(inp.profile.name, record.name, inp.spec_hash, attempt),
+        pod_namespace=inp.namespace,
+    )
+
+
+def _plan_labels(
+    inp: RoundInput, selected: Mapping[str, int], records: Mapping[str, NodeRecord], plan: RoundPlan
+) -> None:
+    ours = inp.profile.name
+    claimants = list(inp.others)
+    if inp.spec.label_nodes:
+        claimants.append(Claimant(ours, inp.created_at, frozenset(selected)))
+    owners = label_owners(claimants)
+    for name, node in inp.nodes.items():
+        record = records.get(name)
+        owner = owners.get(name)
+        if inp.spec.label_nodes and name in selected and owner not in (None, ours):
+            plan.conflicts[name] = str(owner)
+        desired = None
+        if owner == ours and record is not None and record.result is not None:
+            desired = node_labels_for(record.result.worst, ours)
+        elif node.labels.get(LABEL_PROFILE) != ours:
+            continue
+        patch = label_patch(node.labels, desired)
+        if patch is not None:
+            plan.label_patches[name] = patch
+
+
+def plan_round(inp: RoundInput) -> RoundPlan:
+    """Decide this round's pod creates and deletes, label patches and new records."""
+    selected = select_nodes(inp.nodes.values(), inp.spec.selection)
+    plan = RoundPlan(records={})
+    live: dict[str, list[PodFacts]] = {}
+    busy = 0
+    for pod in inp.pods:
+        if pod.deleting or pod.name in inp.deleted:
+            busy += 1
+        else:
+            live.setdefault(pod.node, []).append(pod)
+    for name, record in inp.records.items():
+        if name in selected:
+            continue
+        if record.state is NodeState.PROFILING and name not in inp.nodes:
+            plan.failures.append((name, Failed(FailureReason.NODE_GONE, f"node {name} is gone")))
+        plan.deletes.extend((p.namespace, p.name) for p in live.pop(name, []))
+    for pods in [live.pop(n) for n in list(live) if n not in selected]:
+        plan.deletes.extend((p.namespace, p.name) for p in pods)
+
+    queue: list[NodeRecord] = []
+    for name, gpus in selected.items():
+        pods = live.get(name, [])
+        record = replace(inp.records.get(name) or NodeRecord(name=name, gpus=gpus), gpus=gpus)
+        record = _adopt(record, pods, inp)
+        current = next((p for p in pods if p.name == record.pod), None)
+        plan.deletes.extend((p.namespace, p.name) for p in pods if p is not current)
+        if record.state is NodeState.PROFILING:
+            record = _follow_pod(record, current, inp, plan)
+        if record.state is not NodeState.PROFILING and _is_due(record, inp, plan):
+            record = _start_cycle_if_needed(record, inp)
+            queue.append(record)
+        plan.records[name] = record
+
+    active = busy + sum(r.state is NodeState.PROFILING for r in plan.records.values())
+    queue.sort(key=lambda r: (r.result is not None, r.next_attempt_at or 0.0, r.name))
+    for record in queue[: max(inp.spec.max_parallel - active, 0)]:
+        plan.records[record.name] = _launch(record, inp, plan)
+    _plan_labels(inp, selected, plan.records, plan)
+    return plan

@@ -1,0 +1,255 @@
+"""Profiler pods: the pure builder, and the facts the operator reads back from the watch.
+
+A profiler pod takes a node's GPUs for one measurement and then ends; it carries its result in the
+termination message, so the operator needs neither a volume nor a log read to collect it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from roofline_operator.names import (
+    ANNOTATION_ATTEMPT,
+    ANNOTATION_SPEC_HASH,
+    API_VERSION,
+    APP_NAME,
+    CONTAINER_NAME,
+    KIND,
+    LABEL_APP_NAME,
+    LABEL_MANAGED_BY,
+    LABEL_NODE,
+    LABEL_PROFILE,
+    MANAGED_BY,
+    TERMINATION_MESSAGE_PATH,
+)
+from roofline_operator.spec import ProfileSpec
+
+#: The profiler runs as this unprivileged user (the image's non-root user).
+PROFILER_UID = 65532
+
+
+@dataclass(frozen=True)
+class ProfileRef:
+    """The owning RooflineProfile, enough for owner references and labels."""
+
+    name: str
+    uid: str
+
+
+def _slug(text: str, limit: int) -> str:
+    slug = re.sub(r"[^a-z0-9-]+", "-", text.lower()).strip("-")
+    return slug[:limit].strip("-") or "x"
+
+
+def profiler_pod_name(profile: str, node: str, spec_hash: str, attempt: int) -> str:
+    """A deterministic name per (profile, node, spec, attempt), at most 63 characters.
+
+    Determinism is what makes a create idempotent: after a restart, or when the watch lags behind
+    our own create, a second create of the same attempt is answered 409 instead of starting a
+    second pod on the same GPUs.
+    """
+    digest = hashlib.sha256(f"{profile}\0{node}\0{spec_hash}\0{attempt}".encode()).hexdigest()[:8]
+    return f"roofline-{_slug(profile, 20)}-{_slug(node, 24)}-{digest}"
+
+
+def profiler_command(spec: ProfileSpec) -> list[str]:
+    command = ["roofline", "profile", "--device", "all", "--dtype", spec.dtype]
+    if spec.shape is not None:
+        command += ["--shape", f"{spec.shape[0]}x{spec.shape[1]}"]
+    if spec.batches:
+        command += ["--batches", ",".join(str(b) for b in spec.batches)]
+    if spec.min_batch_efficiency_percent is not None:
+        command += ["--min-batch-efficiency", str(spec.min_batch_efficiency_percent)]
+    if spec.quick:
+        command.append("--quick")
+    return [*command, "--compact", TERMINATION_MESSAGE_PATH]
+
+
+def _resources(spec: ProfileSpec, gpus: int) -> dict[str, Any]:
+    """The spec's resources plus the GPUs, as a limit: extended resources need one."""
+    requests = dict(spec.resources.get("requests") or {})
+    limits = dict(spec.resources.get("limits") or {})
+    limits[spec.selection.gpu_resource] = str(gpus)
+    requests.pop(spec.selection.gpu_resource, None)
+    resources: dict[str, Any] = {"limits": limits}
+    if requests:
+        resources["requests"] = requests
+    return resources
+
+
+def build_profiler_pod(
+    *,
+    profile: ProfileRef,
+    spec: ProfileSpec,
+    node: str,
+    gpus: int,
+    attempt: int,
+    spec_hash: str,
+    namespace: str,
+    image: str,
+) -> dict[str, Any]:
+    """The Pod that profiles ``node`` once.
+
+    Pinned with a required node affinity on ``metadata.name`` rather than ``spec.nodeName`` so
+    that the scheduler still runs and accounts for the GPUs it requests: a GPU held by a serving
+    pod keeps the profiler Pending instead of oversubscribing the device.
+    """
+    labels = {
+        LABEL_APP_NAME: APP_NAME,
+        LABEL_MANAGED_BY: MANAGED_BY,
+        LABEL_PROFILE: profile.name,
+        LABEL_NODE: node,
+    }
+    container = {
+        "name": CONTAINER_NAME,
+        "image": spec.image or image,
+        "imagePullPolicy": "IfNotPresent",
+        "command": profiler_command(spec),
+        "env": [{"name": "HOME", "value": "/tmp"}, {"name": "MPLCONFIGDIR", "value": "/tmp"}],
+        "resources": _resources(spec, gpus),
+        "terminationMessagePath": TERMINATION_MESSAGE_PATH,
+        "terminationMessagePolicy": "FallbackToLogsOnError",
+        "securityContext": {
+            "allowPrivilegeEscalation": False,
+            "readOnlyRootFilesystem": True,
+            "runAsNonRoot": True,
+            "capabilities": {"drop": ["ALL"]},
+        },
+        "volumeMounts": [{"name": "tmp", "mountPath": "/tmp"}],
+    }
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {
+            "name": profiler_pod_name(profile.name, node, spec_hash, attempt),
+            "namespace": namespace,
+            "labels": labels,
+            "annotations": {ANNOTATION_ATTEMPT: str(attempt), ANNOTATION_SPEC_HASH: spec_hash},
+            "ownerReferences": [
+                {
+                    "apiVersion": API_VERSION,
+                    "kind": KIND,
+                    "name": profile.name,
+                    "uid": profile.uid,
+                    "controller": True,
+                    "blockOwnerDeletion": True,
+                }
+            ],
+        },
+        "spec": {
+            "restartPolicy": "Never",
+            "automountServiceAccountToken": False,
+            "enableServiceLinks": False,
+            "activeDeadlineSeconds": spec.timeout_seconds,
+            "affinity": {
+                "nodeAffinity": {
+                    "requiredDuringSchedulingIgnoredDuringExecution": {
+                        "nodeSelectorTerms": [
+                            {
+                                "matchFields": [
+                                    {"key": "metadata.name", "operator": "In", "values": [node]}
+                                ]
+                            }
+                        ]
+                    }
+                }
+            },
+            "tolerations": [dict(t) for t in spec.raw_tolerations],
+            "securityContext": {
+                "runAsNonRoot": True,
+                "runAsUser": PROFILER_UID,
+                "runAsGroup": PROFILER_UID,
+                "seccompProfile": {"type": "RuntimeDefault"},
+            },
+            "containers": [container],
+            "volumes": [{"name": "tmp", "emptyDir": {"sizeLimit": "1Gi"}}],
+        },
+    }
+
+
+def parse_time(text: Any) -> float | None:
+    """Unix seconds of a Kubernetes RFC 3339 timestamp, or ``None`` if absent or malformed."""
+    if not isinstance(text, str) or not text:
+        return None
+    try:
+        return datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp()
+    except ValueError:
+        return None
+
+
+@dataclass(frozen=True)
+class Terminated:
+    exit_code: int | None
+    reason: str | None
+    message: str | None
+
+
+@dataclass(frozen=True)
+class PodFacts:
+    """The fields of a profiler pod the reconcile round reads (kept in a Kopf index)."""
+
+    name: str
+    namespace: str
+    profile: str
+    node: str
+    attempt: int
+    spec_hash: str
+    phase: str
+    reason: str | None = None
+    created_at: float | None = None
+    started_at: float | None = None
+    deleting: bool = False
+    bound: bool = False
+    scheduler_message: str | None = None
+    waiting_reason: str | None = None
+    terminated: Terminated | None = None
+
+
+def _container_status(status: Mapping[str, Any]) -> Mapping[str, Any]:
+    statuses = status.get("containerStatuses") or []
+    named = [s for s in statuses if s.get("name") == CONTAINER_NAME]
+    return (named or statuses or [{}])[0]
+
+
+def pod_facts(body: Mapping[str, Any]) -> PodFacts:
+    """Extract :class:`PodFacts` from a Pod object as served by the API."""
+    metadata = body.get("metadata") or {}
+    labels = metadata.get("labels") or {}
+    annotations = metadata.get("annotations") or {}
+    status = body.get("status") or {}
+    state = _container_status(status).get("state") or {}
+    terminated = state.get("terminated")
+    scheduled = [c for c in status.get("conditions") or [] if c.get("type") == "PodScheduled"]
+    try:
+        attempt = int(annotations.get(ANNOTATION_ATTEMPT, "1"))
+    except ValueError:
+        attempt = 1
+    running = state.get("running") or {}
+    return PodFacts(
+        name=str(metadata.get("name", "")),
+        namespace=str(metadata.get("namespace", "")),
+        profile=str(labels.get(LABEL_PROFILE, "")),
+        node=str(labels.get(LABEL_NODE, "")),
+        attempt=attempt,
+        spec_hash=str(annotations.get(ANNOTATION_SPEC_HASH, "")),
+        phase=str(status.get("phase") or "Pending"),
+        reason=status.get("reason"),
+        created_at=parse_time(metadata.get("creationTimestamp")),
+        started_at=parse_time(running.get("startedAt")) or parse_time(status.get("startTime")),
+        deleting=metadata.get("deletionTimestamp") is not None,
+        bound=bool((body.get("spec") or {}).get("nodeName")),
+        scheduler_message=scheduled[0].get("message") if scheduled else None,
+        waiting_reason=(state.get("waiting") or {}).get("reason"),
+        terminated=None
+        if terminated is None
+        else Terminated(
+            exit_code=terminated.get("exitCode"),
+            reason=terminated.get("reason"),
+            message=terminated.get("message"),
+        ),
+    )

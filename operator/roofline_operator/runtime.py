@@ -1,0 +1,109 @@
+"""What all handlers of one operator process share: config, metrics, the API client, wake-ups.
+
+Kopf hands every object a shallow copy of the memo, so this object is built once before the
+operator starts and only its members change afterwards; every copy sees the same members.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import kopf
+
+from roofline_operator.config import OperatorConfig
+from roofline_operator.kubeapi import ApiError, KubeClient, session_for
+from roofline_operator.metrics import OperatorMetrics, snapshot_from_records
+from roofline_operator.pods import parse_time
+from roofline_operator.records import NodeRecord
+from roofline_operator.server import Health
+from roofline_operator.spec import NodeSelection, SpecError, parse_spec
+
+
+@dataclass(frozen=True)
+class ProfileClaim:
+    """A profile as another profile sees it: which nodes it would label, and its age."""
+
+    name: str
+    created_at: float
+    #: ``None`` when the profile labels no nodes (``labelNodes: false`` or an invalid spec).
+    selection: NodeSelection | None
+
+
+def profile_claim(name: str, body: Mapping[str, Any]) -> ProfileClaim:
+    metadata = body.get("metadata") or {}
+    created_at = parse_time(metadata.get("creationTimestamp")) or 0.0
+    try:
+        spec = parse_spec(body.get("spec") or {})
+    except SpecError:
+        return ProfileClaim(name, created_at, None)
+    deleting = metadata.get("deletionTimestamp") is not None
+    selection = spec.selection if spec.label_nodes and not deleting else None
+    return ProfileClaim(name, created_at, selection)
+
+
+class Wakeups:
+    """One event per profile; watch handlers set them to cut a profile's sleep short."""
+
+    def __init__(self) -> None:
+        self._events: dict[str, asyncio.Event] = {}
+
+    def event(self, profile: str) -> asyncio.Event:
+        return self._events.setdefault(profile, asyncio.Event())
+
+    def wake(self, profile: str | None) -> None:
+        if profile and profile in self._events:
+            self._events[profile].set()
+
+    def wake_all(self) -> None:
+        for event in self._events.values():
+            event.set()
+
+    def forget(self, profile: str) -> None:
+        self._events.pop(profile, None)
+
+
+@dataclass
+class ApiState:
+    connection: kopf.ConnectionInfo | None = None
+    client: KubeClient | None = None
+    #: The connection the client was built from; a new login rebuilds it.
+    built_from: kopf.ConnectionInfo | None = None
+    lock: asyncio.Lock = field(default_factory=asyncio.Lock)
+
+
+@dataclass(frozen=True)
+class Runtime:
+    config: OperatorConfig
+    metrics: OperatorMetrics
+    health: Health = field(default_factory=Health)
+    wakeups: Wakeups = field(default_factory=Wakeups)
+    api: ApiState = field(default_factory=ApiState)
+    server: list[Any] = field(default_factory=list)
+
+    async def client(self) -> KubeClient:
+        """The shared API client, (re)built from the latest credentials Kopf logged in with."""
+        async with self.api.lock:
+            info = self.api.connection
+            if info is None:
+                raise ApiError(503, "not logged in yet")
+            if self.api.client is None or self.api.built_from is not info:
+                if self.api.client is not None:
+                    await self.api.client.close()
+                self.api.client = KubeClient(
+                    session_for(info), info.server, self.config.api_concurrency
+                )
+                self.api.built_from = info
+            return self.api.client
+
+    def publish_snapshot(
+        self, profile: str, records: Mapping[str, NodeRecord], spec_hash: str
+    ) -> None:
+        self.metrics.collector.update(snapshot_from_records(profile, records, spec_hash))
+
+    async def close(self) -> None:
+        if self.api.client is not None:
+            await self.api.client.close()
+            self.api.client = None

@@ -1,0 +1,304 @@
+"""A RooflineProfile's spec as a typed, validated value.
+
+The CRD schema and its CEL rules reject most mistakes at admission, but an API server without
+them (an old cluster, a schema-less emulator, an object stored before a CRD upgrade) can still
+hand over anything. Parsing here turns such a spec into one :class:`SpecError` line for the
+``Ready`` condition instead of an exception inside a reconcile round.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+DTYPES = ("float32", "float16", "bfloat16")
+DEFAULT_GPU_RESOURCE = "nvidia.com/gpu"
+DEFAULT_DTYPE = "bfloat16"
+DEFAULT_MAX_PARALLEL = 4
+DEFAULT_TIMEOUT_SECONDS = 600
+DEFAULT_PENDING_TIMEOUT_SECONDS = 300
+DEFAULT_MAX_ATTEMPTS = 3
+DEFAULT_RETRY_BACKOFF_SECONDS = 30
+#: Retry delays double per attempt but never exceed this.
+MAX_RETRY_BACKOFF_SECONDS = 3600.0
+SELECTOR_OPERATORS = ("In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt")
+
+_DURATION_PART = re.compile(r"(\d+(?:\.\d+)?)(ms|s|m|h)")
+_DURATION_UNITS = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0}
+_NAMESPACE = re.compile(r"[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?")
+_RESOURCE_NAME = re.compile(
+    r"([a-z0-9]([-a-z0-9.]*[a-z0-9])?/)?[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?"
+)
+
+
+class SpecError(ValueError):
+    """An invalid spec; ``str()`` is the message of the ``InvalidSpec`` condition."""
+
+
+def parse_duration(text: str) -> float:
+    """Seconds in a Go duration string (``90s``, ``1h30m``, ``168h``), the CRD's format.
+
+    Go's format is what CEL's ``duration()`` accepts, so the schema and the operator agree.
+    """
+    if not isinstance(text, str) or not text:
+        raise SpecError(f"duration {text!r} is empty")
+    position, seconds = 0, 0.0
+    for match in _DURATION_PART.finditer(text):
+        if match.start() != position:
+            break
+        seconds += float(match.group(1)) * _DURATION_UNITS[match.group(2)]
+        position = match.end()
+    if position != len(text):
+        raise SpecError(f"duration {text!r} is not like '90s', '30m' or '168h'")
+    return seconds
+
+
+@dataclass(frozen=True)
+class MatchExpression:
+    key: str
+    operator: str
+    values: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class Toleration:
+    key: str | None
+    operator: str
+    value: str | None
+    effect: str | None
+
+
+@dataclass(frozen=True)
+class NodeSelection:
+    """Which nodes a profile wants; everything :func:`select_nodes` needs."""
+
+    node_selector: Mapping[str, str] = field(default_factory=dict)
+    #: ORed terms, each an ANDed tuple of expressions; empty means no extra constraint.
+    terms: tuple[tuple[MatchExpression, ...], ...] = ()
+    tolerations: tuple[Toleration, ...] = ()
+    gpu_resource: str = DEFAULT_GPU_RESOURCE
+    gpus_per_node: int | None = None
+
+
+@dataclass(frozen=True)
+class ProfileSpec:
+    selection: NodeSelection
+    image: str | None
+    resources: Mapping[str, Any]
+    raw_tolerations: tuple[Mapping[str, Any], ...]
+    namespace: str | None
+    dtype: str
+    shape: tuple[int, int] | None
+    batches: tuple[int, ...]
+    min_batch_efficiency_percent: int | None
+    quick: bool
+    max_parallel: int
+    reprofile_interval_seconds: float | None
+    timeout_seconds: int
+    pending_timeout_seconds: int
+    max_attempts: int
+    retry_backoff_seconds: int
+    label_nodes: bool
+
+    def retry_delay(self, failed_attempts: int) -> float:
+        """Exponential backoff: the base delay, doubled for every further failed attempt."""
+        exponent = max(failed_attempts - 1, 0)
+        return float(min(self.retry_backoff_seconds * 2.0**exponent, MAX_RETRY_BACKOFF_SECONDS))
+
+    def measurement_hash(self) -> str:
+        """A short digest of the fields that change what a profile measures.
+
+        Nodes profiled under another digest are re-profiled; scheduling knobs (parallelism,
+        timeouts, labels) are left out so that tuning them costs no GPU time.
+        """
+        fields = {
+            "image": self.image,
+            "dtype": self.dtype,
+            "shape": self.shape,
+            "batches": self.batches,
+            "efficiency": self.min_batch_efficiency_percent,
+            "quick": self.quick,
+            "gpuResource": self.selection.gpu_resource,
+            "gpusPerNode": self.selection.gpus_per_node,
+            "resources": self.resources,
+        }
+        text = json.dumps(fields, sort_keys=True, separators=(",", ":"), default=str)
+        return hashlib.sha256(text.encode()).hexdigest()[:10]
+
+
+def _int(spec: Mapping[str, Any], key: str, default: int | None, lo: int, hi: int) -> int | None:
+    value = spec.get(key, default)
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise SpecError(f"spec.{key} must be an integer, got {value!r}")
+    if not lo <= value <= hi:
+        raise SpecError(f"spec.{key} must be between {lo} and {hi}, got {value}")
+    return value
+
+
+def _required_int(spec: Mapping[str, Any], key: str, default: int, lo: int, hi: int) -> int:
+    value = _int(spec, key, default, lo, hi)
+    return default if value is None else value
+
+
+def _string_map(value: Any, where: str) -> dict[str, str]:
+    if value is None:
+        return {}
+    if not isinstance(value, Mapping) or not all(
+        isinstance(k, str) and isinstance(v, str) for k, v in value.items()
+    ):
+        raise SpecError(f"{where} must be a map of strings")
+    return dict(value)
+
+
+def _expression(raw: Any, where: str) -> MatchExpression:
+    if not isinstance(raw, Mapping) or not isinstance(raw.get("key"), str):
+        raise SpecError(f"{where} needs a key")
+    operator = raw.get("operator")
+    if operator not in SELECTOR_OPERATORS:
+        raise SpecError(f"{where}.operator must be one of {', '.join(SELECTOR_OPERATORS)}")
+    values = raw.get("values") or []
+    if not isinstance(values, list) or not all(isinstance(v, str) for v in values):
+        raise SpecError(f"{where}.values must be a list of strings")
+    if operator in ("Exists", "DoesNotExist") and values:
+        raise SpecError(f"{where}: operator {operator} takes no values")
+    if operator in ("In", "NotIn") and not values:
+        raise SpecError(f"{where}: operator {operator} needs values")
+    if operator in ("Gt", "Lt") and (len(values) != 1 or not re.fullmatch(r"-?\d+", values[0])):
+        raise SpecError(f"{where}: operator {operator} needs exactly one integer value")
+    return MatchExpression(key=raw["key"], operator=operator, values=tuple(values))
+
+
+def _terms(raw: Any) -> tuple[tuple[MatchExpression, ...], ...]:
+    if raw is None:
+        return ()
+    if not isinstance(raw, list):
+        raise SpecError("spec.nodeSelectorTerms must be a list")
+    terms = []
+    for i, term in enumerate(raw):
+        where = f"spec.nodeSelectorTerms[{i}]"
+        expressions = term.get("matchExpressions") if isinstance(term, Mapping) else None
+        if not isinstance(expressions, list) or not expressions:
+            raise SpecError(f"{where}.matchExpressions must be a non-empty list")
+        terms.append(
+            tuple(
+                _expression(e, f"{where}.matchExpressions[{j}]") for j, e in enumerate(expressions)
+            )
+        )
+    return tuple(terms)
+
+
+def _tolerations(raw: Any) -> tuple[tuple[Toleration, ...], tuple[Mapping[str, Any], ...]]:
+    if raw is None:
+        return (), ()
+    if not isinstance(raw, list) or not all(isinstance(t, Mapping) for t in raw):
+        raise SpecError("spec.tolerations must be a list of objects")
+    parsed = []
+    for i, item in enumerate(raw):
+        operator = item.get("operator", "Equal")
+        if operator not in ("Equal", "Exists"):
+            raise SpecError(f"spec.tolerations[{i}].operator must be Equal or Exists")
+        if operator == "Equal" and not item.get("key"):
+            raise SpecError(f"spec.tolerations[{i}]: operator Equal needs a key")
+        parsed.append(
+            Toleration(
+                key=item.get("key") or None,
+                operator=operator,
+                value=item.get("value"),
+                effect=item.get("effect") or None,
+            )
+        )
+    return tuple(parsed), tuple(dict(t) for t in raw)
+
+
+def _shape(raw: Any) -> tuple[int, int] | None:
+    if raw is None:
+        return None
+    if not isinstance(raw, Mapping):
+        raise SpecError("spec.shape must be an object with k and n")
+    k = _int(raw, "k", None, 1, 1 << 20)
+    n = _int(raw, "n", None, 1, 1 << 20)
+    if k is None or n is None:
+        raise SpecError("spec.shape needs both k and n")
+    return k, n
+
+
+def _batches(raw: Any) -> tuple[int, ...]:
+    if raw is None:
+        return ()
+    if not isinstance(raw, list) or not all(
+        isinstance(b, int) and not isinstance(b, bool) and 1 <= b <= 65536 for b in raw
+    ):
+        raise SpecError("spec.batches must be a list of integers between 1 and 65536")
+    if len(set(raw)) != len(raw):
+        raise SpecError("spec.batches must not repeat a batch size")
+    return tuple(sorted(raw))
+
+
+def _optional_str(spec: Mapping[str, Any], key: str) -> str | None:
+    value = spec.get(key)
+    if value is None or value == "":
+        return None
+    if not isinstance(value, str):
+        raise SpecError(f"spec.{key} must be a string")
+    return value
+
+
+def parse_spec(spec: Mapping[str, Any]) -> ProfileSpec:
+    """Validate ``spec`` (with the CRD's defaults filled in) into a :class:`ProfileSpec`."""
+    gpu_resource = _optional_str(spec, "gpuResource") or DEFAULT_GPU_RESOURCE
+    if not _RESOURCE_NAME.fullmatch(gpu_resource):
+        raise SpecError(f"spec.gpuResource {gpu_resource!r} is not a resource name")
+    namespace = _optional_str(spec, "namespace")
+    if namespace is not None and not _NAMESPACE.fullmatch(namespace):
+        raise SpecError(f"spec.namespace {namespace!r} is not a valid namespace name")
+    dtype = _optional_str(spec, "dtype") or DEFAULT_DTYPE
+    if dtype not in DTYPES:
+        raise SpecError(f"spec.dtype must be one of {', '.join(DTYPES)}, got {dtype!r}")
+    interval_text = _optional_str(spec, "reprofileInterval")
+    interval = parse_duration(interval_text) if interval_text else None
+    if interval is not None and interval < 60:
+        raise SpecError(f"spec.reprofileInterval must be at least 1m, got {interval_text!r}")
+    resources = spec.get("resources") or {}
+    if not isinstance(resources, Mapping):
+        raise SpecError("spec.resources must be an object")
+    efficiency = _int(spec, "minBatchEfficiencyPercent", None, 1, 100)
+    tolerations, raw_tolerations = _tolerations(spec.get("tolerations"))
+    label_nodes = spec.get("labelNodes", True)
+    quick = spec.get("quick", False)
+    if not isinstance(label_nodes, bool) or not isinstance(quick, bool):
+        raise SpecError("spec.labelNodes and spec.quick must be true or false")
+    return ProfileSpec(
+        selection=NodeSelection(
+            node_selector=_string_map(spec.get("nodeSelector"), "spec.nodeSelector"),
+            terms=_terms(spec.get("nodeSelectorTerms")),
+            tolerations=tolerations,
+            gpu_resource=gpu_resource,
+            gpus_per_node=_int(spec, "gpusPerNode", None, 1, 64),
+        ),
+        image=_optional_str(spec, "image"),
+        resources=dict(resources),
+        raw_tolerations=raw_tolerations,
+        namespace=namespace,
+        dtype=dtype,
+        shape=_shape(spec.get("shape")),
+        batches=_batches(spec.get("batches")),
+        min_batch_efficiency_percent=efficiency,
+        quick=quick,
+        max_parallel=_required_int(spec, "maxParallel", DEFAULT_MAX_PARALLEL, 1, 10000),
+        reprofile_interval_seconds=interval,
+        timeout_seconds=_required_int(spec, "timeoutSeconds", DEFAULT_TIMEOUT_SECONDS, 5, 86400),
+        pending_timeout_seconds=_required_int(
+            spec, "pendingTimeoutSeconds", DEFAULT_PENDING_TIMEOUT_SECONDS, 1, 86400
+        ),
+        max_attempts=_required_int(spec, "maxAttempts", DEFAULT_MAX_ATTEMPTS, 1, 20),
+        retry_backoff_seconds=_required_int(
+            spec, "retryBackoffSeconds", DEFAULT_RETRY_BACKOFF_SECONDS, 0, 3600
+        ),
+        label_nodes=label_nodes,
+    )

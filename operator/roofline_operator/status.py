@@ -1,0 +1,172 @@
+"""The profile's status: per-node entries, the summary and the conditions.
+
+Counting rules: a node is *failed* while its latest attempt failed, otherwise *profiled* when it
+holds a result under the current spec, otherwise *pending*; the three add up to *matched*.
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from roofline_operator.names import NodeState
+from roofline_operator.records import NodeRecord, format_time, record_to_status
+
+#: Nodes named in a condition message before the rest is summed up as "and N more".
+MAX_NODES_IN_MESSAGE = 5
+
+
+def node_category(record: NodeRecord, spec_hash: str) -> str:
+    if record.state in (NodeState.RETRYING, NodeState.FAILED):
+        return "failed"
+    if record.result is not None and record.result.spec_hash == spec_hash:
+        return "profiled"
+    return "pending"
+
+
+def summarize(records: Mapping[str, NodeRecord], spec_hash: str) -> dict[str, Any]:
+    """``status.summary``; ``recommendedMinBatch`` is the largest per-node recommendation.
+
+    The largest, because a batch size chosen for a whole pool must keep its slowest-to-saturate
+    node past the roofline's ridge (Williams, Waterman, Patterson 2009), not just the median one.
+    """
+    counts = Counter(node_category(r, spec_hash) for r in records.values())
+    results = [r.result for r in records.values() if r.result is not None]
+    summary: dict[str, Any] = {
+        "matched": len(records),
+        "profiled": counts["profiled"],
+        "failed": counts["failed"],
+        "pending": counts["pending"],
+    }
+    if results:
+        ridges = [r.worst.ridge_point for r in results]
+        summary.update(
+            minRidgePoint=min(ridges),
+            medianRidgePoint=statistics.median(ridges),
+            maxRidgePoint=max(ridges),
+            recommendedMinBatch=max(r.worst.recommended_min_batch for r in results),
+        )
+    return summary
+
+
+@dataclass(frozen=True)
+class Condition:
+    type: str
+    status: bool
+    reason: str
+    message: str
+
+
+def _names(nodes: Sequence[str]) -> str:
+    shown = ", ".join(nodes[:MAX_NODES_IN_MESSAGE])
+    rest = len(nodes) - MAX_NODES_IN_MESSAGE
+    return f"{shown} and {rest} more" if rest > 0 else shown
+
+
+def desired_conditions(
+    records: Mapping[str, NodeRecord],
+    spec_hash: str,
+    conflicts: Mapping[str, str],
+    spec_error: str | None,
+) -> list[Condition]:
+    if spec_error is not None:
+        return [Condition("Ready", False, "InvalidSpec", spec_error)]
+    counts = Counter(node_category(r, spec_hash) for r in records.values())
+    reasons = Counter(r.reason for r in records.values() if node_category(r, spec_hash) == "failed")
+    if not records:
+        ready = Condition("Ready", False, "NoMatchingNodes", "no Ready node matches the selector")
+    elif counts["failed"]:
+        ready = Condition("Ready", False, "NodesFailed", f"{counts['failed']} node(s) failed")
+    elif counts["pending"]:
+        message = f"{counts['profiled']} of {len(records)} node(s) profiled"
+        ready = Condition("Ready", False, "Profiling", message)
+    else:
+        ready = Condition("Ready", True, "Profiled", f"all {len(records)} node(s) profiled")
+    if reasons:
+        detail = ", ".join(f"{reason}: {n}" for reason, n in sorted(reasons.items(), key=str))
+        degraded = Condition("Degraded", True, "NodesFailed", f"failed nodes by reason: {detail}")
+    else:
+        degraded = Condition("Degraded", False, "NoFailures", "no node failed")
+    if conflicts:
+        by_owner: dict[str, list[str]] = {}
+        for node, owner in sorted(conflicts.items()):
+            by_owner.setdefault(owner, []).append(node)
+        message = "; ".join(
+            f"labels of {_names(nodes)} are owned by the older profile {owner}"
+            for owner, nodes in by_owner.items()
+        )
+        conflict = Condition("LabelConflict", True, "OwnedByOlderProfile", message)
+    else:
+        conflict = Condition("LabelConflict", False, "NoConflict", "no selected node is shared")
+    return [ready, degraded, conflict]
+
+
+def merge_conditions(
+    previous: Sequence[Mapping[str, Any]],
+    desired: Sequence[Condition],
+    generation: int | None,
+    now: float,
+) -> list[dict[str, Any]]:
+    """Conditions with ``lastTransitionTime`` kept unless the status value actually flips."""
+    before = {c.get("type"): c for c in previous if isinstance(c, Mapping)}
+    merged = []
+    for condition in desired:
+        status = "True" if condition.status else "False"
+        old = before.get(condition.type)
+        keep = old is not None and old.get("status") == status and old.get("lastTransitionTime")
+        entry: dict[str, Any] = {
+            "type": condition.type,
+            "status": status,
+            "reason": condition.reason,
+            "message": condition.message,
+            "lastTransitionTime": old["lastTransitionTime"] if keep and old else format_time(now),
+        }
+        if generation is not None:
+            entry["observedGeneration"] = generation
+        merged.append(entry)
+    return merged
+
+
+def build_status(
+    *,
+    records: Mapping[str, NodeRecord],
+    spec_hash: str,
+    conflicts: Mapping[str, str],
+    spec_error: str | None,
+    previous_conditions: Sequence[Mapping[str, Any]],
+    generation: int | None,
+    now: float,
+) -> dict[str, Any]:
+    """The whole operator-owned part of ``status`` (``status.kopf`` is Kopf's and left alone)."""
+    conditions = desired_conditions(records, spec_hash, conflicts, spec_error)
+    status: dict[str, Any] = {
+        "summary": summarize(records, spec_hash),
+        "nodes": [record_to_status(records[name]) for name in sorted(records)],
+        "conditions": merge_conditions(previous_conditions, conditions, generation, now),
+    }
+    if generation is not None:
+        status["observedGeneration"] = generation
+    return status
+
+
+def merge_patch(old: Mapping[str, Any], new: Mapping[str, Any]) -> dict[str, Any]:
+    """The JSON merge patch (RFC 7386) that turns ``old`` into ``new``; empty if equal.
+
+    Keys missing from ``new`` become ``None`` (deleted), nested objects are diffed key by key,
+    lists and scalars are replaced whole.
+    """
+    patch: dict[str, Any] = {}
+    for key in old.keys() - new.keys():
+        patch[key] = None
+    for key, value in new.items():
+        before = old.get(key)
+        if isinstance(value, Mapping) and isinstance(before, Mapping):
+            nested = merge_patch(before, value)
+            if nested:
+                patch[key] = nested
+        elif before != value or key not in old:
+            patch[key] = value
+    return patch

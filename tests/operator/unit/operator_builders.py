@@ -1,0 +1,95 @@
+"""Builders of profiles, nodes, specs and pods for the operator's unit tests (no cluster)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from roofline_operator.nodes import NodeFacts
+from roofline_operator.pods import PodFacts, Terminated
+from roofline_operator.spec import ProfileSpec, parse_spec
+from roofline_profiler.compact import (
+    CompactDevice,
+    CompactProfile,
+    CompactSweepPoint,
+    encode_compact,
+)
+
+GPU = "nvidia.com/gpu"
+
+
+def device(
+    index: int = 0,
+    *,
+    ridge: float = 180.0,
+    min_batch: int = 128,
+    bandwidth: float = 4.3e12,
+    name: str = "NVIDIA H200",
+) -> CompactDevice:
+    return CompactDevice(
+        index=index,
+        name=name,
+        backend="cuda",
+        memory_bytes=141 * 2**30,
+        bandwidth_bytes_per_second=bandwidth,
+        peak_flops_per_second=ridge * bandwidth,
+        ridge_point=ridge,
+        recommended_min_batch=min_batch,
+        knee_batch=min_batch,
+        sweep=(CompactSweepPoint(1, 3.2e-5), CompactSweepPoint(256, 4.1e-5)),
+        warnings=(),
+    )
+
+
+def profile(*devices: CompactDevice, created_at: float = 1_700_000_000.0) -> CompactProfile:
+    return CompactProfile(
+        version=1,
+        dtype="bfloat16",
+        shape_k=8192,
+        shape_n=8192,
+        created_at=created_at,
+        duration_seconds=12.5,
+        hostname="gpu-a",
+        devices=devices or (device(),),
+    )
+
+
+def node(
+    name: str,
+    *,
+    gpus: int = 1,
+    labels: Mapping[str, str] | None = None,
+    ready: bool = True,
+    unschedulable: bool = False,
+) -> NodeFacts:
+    return NodeFacts(
+        name=name,
+        labels={"pool": "h200", **(labels or {})},
+        unschedulable=unschedulable,
+        ready=ready,
+        allocatable={GPU: str(gpus), "cpu": "16"},
+    )
+
+
+def spec(**fields: Any) -> ProfileSpec:
+    return parse_spec({"nodeSelector": {"pool": "h200"}, **fields})
+
+
+def succeeded_pod(
+    name: str, node_name: str, spec_hash: str, attempt: int = 1, **kw: Any
+) -> PodFacts:
+    message = kw.pop("message", None) or encode_compact(profile())
+    return PodFacts(
+        name=name,
+        namespace="roofline-system",
+        profile="fleet",
+        node=node_name,
+        attempt=attempt,
+        spec_hash=spec_hash,
+        phase="Succeeded",
+        created_at=kw.pop("created_at", 1000.0),
+        started_at=1001.0,
+        bound=True,
+        terminated=Terminated(exit_code=0, reason="Completed", message=message),
+        **kw,
+    )

@@ -1,0 +1,60 @@
+from __future__ import annotations
+
+import logging
+
+import pytest
+
+from roofline_operator.config import DEFAULT_PROFILER_IMAGE, ConfigError, load_config
+
+
+def test_defaults_need_no_flags_and_no_environment() -> None:
+    config = load_config([], {})
+    assert config.metrics_port == 9090
+    assert config.metrics_host == "0.0.0.0"
+    assert config.peering is None
+    assert config.profiler_image == DEFAULT_PROFILER_IMAGE
+    assert config.namespace  # the service account's namespace in a pod, else "default"
+    assert config.log_level == logging.INFO
+
+
+def test_flags_win_over_the_environment() -> None:
+    env = {"ROOFLINE_METRICS_PORT": "8000", "ROOFLINE_NAMESPACE": "from-env"}
+    config = load_config(["--metrics-port", "9100", "--namespace", "from-flag"], env)
+    assert (config.metrics_port, config.namespace) == (9100, "from-flag")
+
+
+def test_the_environment_fills_what_flags_leave_out() -> None:
+    env = {
+        "ROOFLINE_METRICS_PORT": "8000",
+        "ROOFLINE_NAMESPACE": "gpu-ops",
+        "ROOFLINE_PROFILER_IMAGE": "registry.local/roofline:1",
+        "ROOFLINE_PEERING": "roofline",
+        "ROOFLINE_RESYNC_SECONDS": "5",
+    }
+    config = load_config([], env)
+    assert config.metrics_port == 8000
+    assert config.namespace == "gpu-ops"
+    assert config.profiler_image == "registry.local/roofline:1"
+    assert config.peering == "roofline"
+    assert config.resync_seconds == 5.0
+
+
+def test_standalone_overrides_peering_from_the_environment() -> None:
+    assert load_config(["--standalone"], {"ROOFLINE_PEERING": "roofline"}).peering is None
+
+
+@pytest.mark.parametrize(
+    ("argv", "fragment"),
+    [
+        pytest.param(["--metrics-port", "http"], "--metrics-port must be an integer", id="port"),
+        pytest.param(["--metrics-port", "70000"], "at most 65535", id="port-range"),
+        pytest.param(["--namespace", "Bad_NS"], "namespace", id="namespace"),
+        pytest.param(["--resync-seconds", "0"], "--resync-seconds", id="resync"),
+        pytest.param(["--api-concurrency", "0"], "--api-concurrency", id="concurrency"),
+        pytest.param(["--profiler-image", "two words"], "image", id="image"),
+    ],
+)
+def test_bad_settings_fail_fast_with_one_line(argv: list[str], fragment: str) -> None:
+    with pytest.raises(ConfigError, match=fragment) as caught:
+        load_config(argv, {})
+    assert "\n" not in str(caught.value)

@@ -1,0 +1,223 @@
+"""The CRD file is the source of truth: check it against itself, the contract and the operator."""
+
+from __future__ import annotations
+
+import copy
+import re
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+import kubernetes_validate
+import pytest
+import yaml
+
+from roofline_operator import spec as spec_module
+from roofline_operator.names import GROUP, KIND, PLURAL, VERSION, NodeState
+from roofline_operator.spec import parse_duration, parse_spec
+
+ROOT = Path(__file__).resolve().parents[3]
+CRD_PATH = ROOT / "charts" / "roofline-operator" / "crds" / "rooflineprofiles.roofline.dev.yaml"
+EXAMPLE_PATH = ROOT / "manifests" / "examples" / "rooflineprofile.yaml"
+
+
+@pytest.fixture(scope="module")
+def crd() -> dict[str, Any]:
+    document: dict[str, Any] = yaml.safe_load(CRD_PATH.read_text())
+    return document
+
+
+@pytest.fixture(scope="module")
+def version(crd: dict[str, Any]) -> dict[str, Any]:
+    (only,) = crd["spec"]["versions"]
+    return dict(only)
+
+
+@pytest.fixture(scope="module")
+def example() -> dict[str, Any]:
+    document: dict[str, Any] = yaml.safe_load(EXAMPLE_PATH.read_text())
+    return document
+
+
+def to_json_schema(node: Any) -> Any:
+    """An OpenAPI v3 CRD schema as JSON Schema, strict about unknown fields like kubectl."""
+    if isinstance(node, list):
+        return [to_json_schema(item) for item in node]
+    if not isinstance(node, dict):
+        return node
+    converted = {k: to_json_schema(v) for k, v in node.items() if not k.startswith("x-kubernetes-")}
+    if node.get("x-kubernetes-int-or-string"):
+        converted.pop("type", None)
+    preserve = node.get("x-kubernetes-preserve-unknown-fields")
+    if "properties" in node and "additionalProperties" not in node and not preserve:
+        converted["additionalProperties"] = False
+    return converted
+
+
+def validate(version: dict[str, Any], document: dict[str, Any]) -> None:
+    schema = to_json_schema(version["schema"]["openAPIV3Schema"])
+    schema["properties"]["metadata"] = {"type": "object"}
+    jsonschema.Draft7Validator(schema).validate(document)
+
+
+def schema_at(root: dict[str, Any], json_path: str) -> dict[str, Any]:
+    """Follow a printer column's JSONPath (with filters) through the schema."""
+    node = root
+    for part in re.sub(r"\[\?\(.*?\)\]", ".[]", json_path).strip(".").split("."):
+        if part == "[]":
+            node = node["items"]
+            continue
+        node = node["properties"][part]
+    return node
+
+
+def test_the_crd_is_a_valid_kubernetes_object() -> None:
+    kubernetes_validate.validate(yaml.safe_load(CRD_PATH.read_text()), "1.31.0", strict=True)
+
+
+def test_the_crd_matches_the_contract(crd: dict[str, Any], version: dict[str, Any]) -> None:
+    assert crd["metadata"]["name"] == f"{PLURAL}.{GROUP}"
+    assert crd["spec"]["group"] == GROUP
+    assert crd["spec"]["scope"] == "Cluster"
+    assert crd["spec"]["names"]["kind"] == KIND
+    assert crd["spec"]["names"]["shortNames"] == ["rp"]
+    assert version["name"] == VERSION
+    assert version["subresources"] == {"status": {}}
+
+
+def test_every_printer_column_points_into_the_schema(version: dict[str, Any]) -> None:
+    root = version["schema"]["openAPIV3Schema"]
+    kinds = {"integer": "integer", "number": "number", "string": "string", "date": "string"}
+    for column in version["additionalPrinterColumns"]:
+        if column["jsonPath"].startswith(".metadata"):
+            continue
+        target = schema_at(root, column["jsonPath"])
+        assert target["type"] == kinds[column["type"]], column["name"]
+
+
+def test_the_spec_schema_has_no_floats(version: dict[str, Any]) -> None:
+    def types(node: Any) -> list[str]:
+        if isinstance(node, dict):
+            found = [node["type"]] if isinstance(node.get("type"), str) else []
+            return found + [t for v in node.values() for t in types(v)]
+        if isinstance(node, list):
+            return [t for v in node for t in types(v)]
+        return []
+
+    assert "number" not in types(version["schema"]["openAPIV3Schema"]["properties"]["spec"])
+
+
+def test_status_keeps_room_for_kopf(version: dict[str, Any]) -> None:
+    status = version["schema"]["openAPIV3Schema"]["properties"]["status"]
+    assert status["x-kubernetes-preserve-unknown-fields"] is True
+
+
+def test_node_states_in_the_schema_are_the_operators(version: dict[str, Any]) -> None:
+    nodes = version["schema"]["openAPIV3Schema"]["properties"]["status"]["properties"]["nodes"]
+    assert nodes["items"]["properties"]["state"]["enum"] == [s.value for s in NodeState]
+
+
+def test_schema_defaults_agree_with_the_operators_defaults(version: dict[str, Any]) -> None:
+    properties = version["schema"]["openAPIV3Schema"]["properties"]["spec"]["properties"]
+    expected = {
+        "gpuResource": spec_module.DEFAULT_GPU_RESOURCE,
+        "dtype": spec_module.DEFAULT_DTYPE,
+        "maxParallel": spec_module.DEFAULT_MAX_PARALLEL,
+        "timeoutSeconds": spec_module.DEFAULT_TIMEOUT_SECONDS,
+        "pendingTimeoutSeconds": spec_module.DEFAULT_PENDING_TIMEOUT_SECONDS,
+        "maxAttempts": spec_module.DEFAULT_MAX_ATTEMPTS,
+        "retryBackoffSeconds": spec_module.DEFAULT_RETRY_BACKOFF_SECONDS,
+        "labelNodes": True,
+        "quick": False,
+    }
+    assert {k: properties[k]["default"] for k in expected} == expected
+    assert properties["dtype"]["enum"] == list(spec_module.DTYPES)
+
+
+def test_the_example_validates_against_the_schema(
+    version: dict[str, Any], example: dict[str, Any]
+) -> None:
+    validate(version, example)
+
+
+def test_the_example_passes_the_operators_own_checks(example: dict[str, Any]) -> None:
+    parsed = parse_spec(example["spec"])
+    assert parsed.shape == (8192, 8192)
+    interval = parse_duration(example["spec"]["reprofileInterval"])
+    assert interval > example["spec"]["timeoutSeconds"]  # the CEL rule's cross-field check
+
+
+@pytest.mark.parametrize(
+    ("path", "value"),
+    [
+        pytest.param(("maxParallel",), 0, id="zero-parallel"),
+        pytest.param(("dtype",), "float64", id="unknown-dtype"),
+        pytest.param(("batches",), [0, 1], id="zero-batch"),
+        pytest.param(("minBatchEfficiencyPercent",), 150, id="efficiency-over-100"),
+        pytest.param(("reprofileInterval",), "7d", id="day-duration"),
+        pytest.param(("shape", "k"), 0, id="zero-k"),
+        pytest.param(("namespace",), "Bad_Namespace", id="bad-namespace"),
+        pytest.param(("labelNodes",), "yes", id="string-bool"),
+        pytest.param(("maxParalel",), 3, id="misspelt-field"),
+        pytest.param(("resources", "requests", "cpu"), "two", id="bad-quantity"),
+    ],
+)
+def test_bad_examples_are_rejected(
+    version: dict[str, Any], example: dict[str, Any], path: tuple[str, ...], value: Any
+) -> None:
+    bad = copy.deepcopy(example)
+    target = bad["spec"]
+    for key in path[:-1]:
+        target = target[key]
+    target[path[-1]] = value
+    with pytest.raises(jsonschema.ValidationError):
+        validate(version, bad)
+
+
+@pytest.mark.parametrize("path", [CRD_PATH, EXAMPLE_PATH], ids=["crd", "example"])
+def test_no_bare_n_key_that_yaml_1_1_readers_take_for_false(path: Path) -> None:
+    """kubectl reads YAML 1.1, where a bare ``n`` is the boolean false, not the shape field."""
+    bare = re.compile(r"(^\s*n\s*:)|([{,\[]\s*n\s*[:,\]])", re.MULTILINE)
+    assert not bare.search(path.read_text())
+
+
+def test_the_status_the_operator_writes_fits_the_status_schema(version: dict[str, Any]) -> None:
+    from tests.operator.unit.operator_builders import device, profile
+
+    from roofline_operator.records import NodeRecord, NodeResult
+    from roofline_operator.status import build_status
+
+    records = {
+        "multi": NodeRecord(
+            name="multi",
+            gpus=2,
+            state=NodeState.PROFILED,
+            attempts=1,
+            cycle_hash="h",
+            result=NodeResult(profile(device(0), device(1)), "h"),
+        ),
+        "broken": NodeRecord(
+            name="broken",
+            gpus=1,
+            state=NodeState.RETRYING,
+            attempts=1,
+            pod=None,
+            reason="OOMKilled",
+            message="oom",
+            last_attempt_at=1.7e9,
+            next_attempt_at=1.7e9 + 30,
+        ),
+    }
+    status = build_status(
+        records=records,
+        spec_hash="h",
+        conflicts={"multi": "elder"},
+        spec_error=None,
+        previous_conditions=[],
+        generation=2,
+        now=1.7e9,
+    )
+    schema = to_json_schema(version["schema"]["openAPIV3Schema"]["properties"]["status"])
+    jsonschema.Draft7Validator(
+        schema, format_checker=jsonschema.Draft7Validator.FORMAT_CHECKER
+    ).validate(status)

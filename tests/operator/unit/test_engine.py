@@ -1,0 +1,189 @@
+"""One reconcile round of the engine, with an in-memory API client in place of the cluster."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+from dataclasses import replace
+from typing import Any
+
+import kopf
+import pytest
+from prometheus_client import CollectorRegistry
+from tests.operator.unit.operator_builders import node, succeeded_pod
+
+from roofline_operator.config import load_config
+from roofline_operator.engine import ProfileLoop, first_of
+from roofline_operator.kubeapi import ApiError
+from roofline_operator.metrics import OperatorMetrics
+from roofline_operator.names import LABEL_PROFILE, NodeState
+from roofline_operator.pods import pod_facts
+from roofline_operator.runtime import Runtime
+
+
+class RecordingClient:
+    """Answers like the API server and remembers every request."""
+
+    def __init__(self, refuse_pods: bool = False, failing_label_patches: int = 0) -> None:
+        self.refuse_pods = refuse_pods
+        self.failing_label_patches = failing_label_patches
+        self.created: list[dict[str, Any]] = []
+        self.deleted: list[tuple[str, str]] = []
+        self.labelled: list[tuple[str, Mapping[str, str | None]]] = []
+        self.statuses: list[Mapping[str, Any]] = []
+
+    async def create_pod(self, pod: dict[str, Any]) -> bool:
+        if self.refuse_pods:
+            raise ApiError(403, 'pods is forbidden: namespace "nope" not allowed')
+        self.created.append(pod)
+        return True
+
+    async def delete_pod(self, namespace: str, name: str) -> None:
+        self.deleted.append((namespace, name))
+
+    async def patch_node_labels(self, name: str, labels: Mapping[str, str | None]) -> bool:
+        if self.failing_label_patches:
+            self.failing_label_patches -= 1
+            raise ApiError(500, "etcdserver: request timed out")
+        self.labelled.append((name, labels))
+        return True
+
+    async def patch_profile_status(self, name: str, status: Mapping[str, Any]) -> None:
+        self.statuses.append(status)
+
+
+@pytest.fixture(autouse=True)
+def quiet_events(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, str]]:
+    """Kopf posts Events only inside a running operator; record them instead."""
+    posted: list[tuple[str, str]] = []
+    monkeypatch.setattr(kopf, "warn", lambda _, reason, message: posted.append((reason, message)))
+    monkeypatch.setattr(
+        kopf, "event", lambda _, type, reason, message: posted.append((reason, message))
+    )
+    return posted
+
+
+def loop_with(client: RecordingClient, spec: Mapping[str, Any], status: Any = None) -> ProfileLoop:
+    runtime = Runtime(config=load_config([], {}), metrics=OperatorMetrics(CollectorRegistry()))
+    runtime.api.connection = kopf.ConnectionInfo(server="http://cluster.invalid")
+    runtime.api.built_from = runtime.api.connection
+    runtime.api.client = client  # type: ignore[assignment]
+    body = {
+        "metadata": {
+            "name": "fleet",
+            "uid": "u",
+            "generation": 4,
+            "creationTimestamp": "2026-01-01T00:00:00Z",
+        },
+        "spec": {"nodeSelector": {"pool": "h200"}, **spec},
+        "status": status or {},
+    }
+    return ProfileLoop(runtime, "fleet", body, logging.getLogger("test"))
+
+
+@pytest.mark.asyncio
+async def test_a_round_creates_pods_and_writes_status_once() -> None:
+    client = RecordingClient()
+    loop = loop_with(client, {"maxParallel": 10})
+    nodes = {n: node(n) for n in ("a", "b", "c")}
+    await loop.round(nodes, [], {})
+    assert len(client.created) == 3
+    assert len(client.statuses) == 1
+    status = client.statuses[0]
+    assert status["observedGeneration"] == 4
+    assert status["summary"]["matched"] == 3
+    assert [n["state"] for n in status["nodes"]] == ["Profiling"] * 3
+
+    await loop.round(nodes, [], {})
+    assert len(client.created) == 3, "the same world must not create pods again"
+    assert len(client.statuses) == 1, "an unchanged status is not written again"
+
+
+@pytest.mark.asyncio
+async def test_results_become_labels_and_the_pod_is_deleted_exactly_once(
+    quiet_events: list[tuple[str, str]],
+) -> None:
+    client = RecordingClient()
+    loop = loop_with(client, {})
+    nodes = {"a": node("a")}
+    await loop.round(nodes, [], {})
+    pod = pod_facts(client.created[0])
+    done = succeeded_pod(pod.name, "a", pod.spec_hash, pod.attempt)
+    await loop.round(nodes, [done], {})
+    await loop.round(nodes, [done], {})  # the watch still shows the pod
+    assert client.deleted == [("roofline-system", pod.name)]
+    assert [name for name, _ in client.labelled] == ["a"]
+    assert client.labelled[0][1][LABEL_PROFILE] == "fleet"
+    assert loop.records["a"].state is NodeState.PROFILED
+    assert ("Profiled", "Profiled 1 node(s): a") in quiet_events
+
+
+@pytest.mark.asyncio
+async def test_a_refused_pod_is_a_per_node_failure_with_the_api_message(
+    quiet_events: list[tuple[str, str]],
+) -> None:
+    client = RecordingClient(refuse_pods=True)
+    loop = loop_with(client, {"retryBackoffSeconds": 60})
+    wake_in = await loop.round({"a": node("a")}, [], {})
+    record = loop.records["a"]
+    assert (record.state, record.reason) == (NodeState.RETRYING, "PodRejected")
+    assert record.message is not None
+    assert "forbidden" in record.message
+    assert wake_in is not None
+    assert 59 < wake_in <= 60
+    assert quiet_events[0][0] == "PodRejected"
+
+
+@pytest.mark.asyncio
+async def test_an_invalid_spec_is_reported_in_status_without_touching_the_cluster() -> None:
+    client = RecordingClient()
+    loop = loop_with(client, {"maxParallel": 0})
+    assert await loop.round({"a": node("a")}, [], {}) is None
+    assert client.created == []
+    ready = client.statuses[0]["conditions"][0]
+    assert (ready["type"], ready["status"], ready["reason"]) == ("Ready", "False", "InvalidSpec")
+    assert "maxParallel" in ready["message"]
+
+
+@pytest.mark.asyncio
+async def test_results_in_status_survive_a_restart() -> None:
+    client = RecordingClient()
+    loop = loop_with(client, {})
+    nodes = {"a": node("a")}
+    await loop.round(nodes, [], {})
+    pod = pod_facts(client.created[0])
+    await loop.round(nodes, [succeeded_pod(pod.name, "a", pod.spec_hash)], {})
+    written = loop.written
+
+    restarted_client = RecordingClient()
+    restarted = loop_with(restarted_client, {}, status=written)
+    labelled = replace(node("a"), labels={**node("a").labels, **client.labelled[0][1]})  # type: ignore[dict-item]
+    await restarted.round({"a": labelled}, [], {})
+    assert restarted_client.created == []
+    assert restarted_client.labelled == []
+    assert restarted.records["a"].state is NodeState.PROFILED
+    assert restarted_client.statuses == []
+
+
+@pytest.mark.asyncio
+async def test_a_label_patch_that_failed_is_sent_again_next_round() -> None:
+    client = RecordingClient(failing_label_patches=1)
+    loop = loop_with(client, {})
+    nodes = {"a": node("a")}
+    await loop.round(nodes, [], {})
+    pod = pod_facts(client.created[0])
+    done = succeeded_pod(pod.name, "a", pod.spec_hash, pod.attempt)
+    await loop.round(nodes, [done], {})
+    assert client.labelled == []
+    await loop.round(nodes, [done], {})
+    assert [name for name, _ in client.labelled] == ["a"]
+    assert (
+        loop.runtime.metrics.registry.get_sample_value(
+            "roofline_reconcile_errors_total", {"profile": "fleet"}
+        )
+        == 1
+    )
+
+
+def test_first_of_flattens_an_index() -> None:
+    assert first_of({"a": [1, 2], "b": [], "c": [3]}) == {"a": 1, "c": 3}

@@ -1,0 +1,115 @@
+"""The API client against a tiny in-process HTTP server that answers like kube-apiserver."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from typing import Any
+
+import aiohttp
+import pytest
+import pytest_asyncio
+from aiohttp import web
+
+from roofline_operator.kubeapi import ApiError, KubeClient
+
+
+class FakeApi:
+    def __init__(self) -> None:
+        self.requests: list[tuple[str, str, str, Any]] = []
+        #: Status codes to answer before the real answer, per (method, path).
+        self.failures: dict[tuple[str, str], list[int]] = {}
+        self.answer: dict[tuple[str, str], int] = {}
+
+    async def handle(self, request: web.Request) -> web.Response:
+        body = await request.json() if request.can_read_body else None
+        key = (request.method, request.path)
+        self.requests.append((request.method, request.path, request.content_type, body))
+        queued = self.failures.get(key)
+        status = queued.pop(0) if queued else self.answer.get(key, 200)
+        payload = {"kind": "Status", "message": f"answer {status}"} if status >= 400 else {}
+        return web.json_response(payload, status=status)
+
+
+@pytest_asyncio.fixture
+async def api() -> AsyncIterator[tuple[FakeApi, KubeClient]]:
+    fake = FakeApi()
+    app = web.Application()
+    app.router.add_route("*", "/{tail:.*}", fake.handle)
+    runner = web.AppRunner(app)
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", 0)
+    await site.start()
+    host, port = runner.addresses[0][:2]
+    client = KubeClient(aiohttp.ClientSession(), f"http://{host}:{port}", concurrency=4)
+    try:
+        yield fake, client
+    finally:
+        await client.close()
+        await runner.cleanup()
+
+
+POD = {"metadata": {"name": "p", "namespace": "ns"}}
+
+
+@pytest.mark.asyncio
+async def test_a_create_that_conflicts_means_the_pod_exists(
+    api: tuple[FakeApi, KubeClient],
+) -> None:
+    fake, client = api
+    assert await client.create_pod(POD) is True
+    fake.answer[("POST", "/api/v1/namespaces/ns/pods")] = 409
+    assert await client.create_pod(POD) is False
+    assert len(fake.requests) == 2
+
+
+@pytest.mark.asyncio
+async def test_server_errors_are_retried_then_succeed(api: tuple[FakeApi, KubeClient]) -> None:
+    fake, client = api
+    fake.failures[("PATCH", "/api/v1/nodes/gpu-1")] = [503, 429]
+    assert await client.patch_node_labels("gpu-1", {"roofline.dev/min-batch": "64"}) is True
+    assert len(fake.requests) == 3
+    _method, _path, content_type, body = fake.requests[-1]
+    assert content_type == "application/merge-patch+json"
+    assert body == {"metadata": {"labels": {"roofline.dev/min-batch": "64"}}}
+
+
+@pytest.mark.asyncio
+async def test_a_conflict_on_a_status_patch_is_retried(api: tuple[FakeApi, KubeClient]) -> None:
+    fake, client = api
+    path = "/apis/roofline.dev/v1alpha1/rooflineprofiles/fleet/status"
+    fake.failures[("PATCH", path)] = [409]
+    await client.patch_profile_status("fleet", {"observedGeneration": 2})
+    assert [r[1] for r in fake.requests] == [path, path]
+    assert fake.requests[-1][3] == {"status": {"observedGeneration": 2}}
+
+
+@pytest.mark.asyncio
+async def test_persistent_server_errors_give_up_with_an_api_error(
+    api: tuple[FakeApi, KubeClient],
+) -> None:
+    fake, client = api
+    fake.answer[("PATCH", "/api/v1/nodes/gpu-1")] = 500
+    with pytest.raises(ApiError) as caught:
+        await client.patch_node_labels("gpu-1", {"a": None})
+    assert caught.value.status == 500
+    assert len(fake.requests) == 4
+
+
+@pytest.mark.asyncio
+async def test_a_refused_pod_is_not_retried(api: tuple[FakeApi, KubeClient]) -> None:
+    fake, client = api
+    fake.answer[("POST", "/api/v1/namespaces/ns/pods")] = 403
+    with pytest.raises(ApiError, match="HTTP 403: answer 403"):
+        await client.create_pod(POD)
+    assert len(fake.requests) == 1
+
+
+@pytest.mark.asyncio
+async def test_missing_objects_are_not_errors_for_deletes_and_label_patches(
+    api: tuple[FakeApi, KubeClient],
+) -> None:
+    fake, client = api
+    fake.answer[("DELETE", "/api/v1/namespaces/ns/pods/p")] = 404
+    fake.answer[("PATCH", "/api/v1/nodes/gone")] = 404
+    await client.delete_pod("ns", "p")
+    assert await client.patch_node_labels("gone", {"a": None}) is False

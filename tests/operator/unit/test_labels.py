@@ -1,0 +1,82 @@
+from __future__ import annotations
+
+import math
+
+import pytest
+from tests.operator.unit.operator_builders import device
+
+from roofline_operator.labels import (
+    LABEL_VALUE,
+    Claimant,
+    format_label_value,
+    label_owners,
+    label_patch,
+    node_labels_for,
+)
+from roofline_operator.names import NODE_LABEL_KEYS
+
+
+@pytest.mark.parametrize(
+    ("value", "decimals", "text"),
+    [
+        pytest.param(153.0, 1, "153", id="integral"),
+        pytest.param(48.25, 1, "48.2", id="rounded"),
+        pytest.param(0.04, 1, "0", id="tiny"),
+        pytest.param(4138.4, 0, "4138", id="no-decimals"),
+        pytest.param(1e30, 1, "1000000000000000019884624838656", id="huge"),
+    ],
+)
+def test_numbers_become_label_safe_strings(value: float, decimals: int, text: str) -> None:
+    assert format_label_value(value, decimals) == text
+    assert LABEL_VALUE.match(text)
+    assert len(text) <= 63
+
+
+@pytest.mark.parametrize("value", [-1.0, math.inf, math.nan, 1e70])
+def test_numbers_without_a_label_form_are_refused(value: float) -> None:
+    with pytest.raises(ValueError, match="label value"):
+        format_label_value(value)
+
+
+def test_node_labels_describe_the_given_device_and_name_the_owner() -> None:
+    labels = node_labels_for(device(ridge=187.4, min_batch=256, bandwidth=4.1e12), "fleet")
+    assert labels == {
+        "roofline.dev/ridge-point": "187.4",
+        "roofline.dev/min-batch": "256",
+        "roofline.dev/bandwidth-gbps": "4100",
+        "roofline.dev/peak-tflops": "768.3",
+        "roofline.dev/profile": "fleet",
+    }
+    assert all(LABEL_VALUE.match(v) for v in labels.values())
+
+
+def test_a_label_patch_touches_only_what_differs() -> None:
+    current = {"roofline.dev/min-batch": "256", "roofline.dev/profile": "fleet", "team": "a"}
+    desired = {
+        "roofline.dev/min-batch": "256",
+        "roofline.dev/profile": "fleet",
+        "roofline.dev/ridge-point": "180",
+    }
+    assert label_patch(current, desired) == {"roofline.dev/ridge-point": "180"}
+    assert label_patch(desired, desired) is None
+
+
+def test_removing_labels_deletes_only_our_keys() -> None:
+    current = {"roofline.dev/min-batch": "256", "roofline.dev/profile": "fleet", "team": "a"}
+    assert label_patch(current, None) == {
+        "roofline.dev/min-batch": None,
+        "roofline.dev/profile": None,
+    }
+    assert label_patch({"team": "a"}, None) is None
+    assert set(NODE_LABEL_KEYS) >= set(label_patch(current, None) or {})
+
+
+def test_the_oldest_profile_owns_a_shared_node_then_the_first_by_name() -> None:
+    owners = label_owners(
+        [
+            Claimant("young", 200.0, frozenset({"a", "b"})),
+            Claimant("old", 100.0, frozenset({"b"})),
+            Claimant("also-old", 100.0, frozenset({"b", "c"})),
+        ]
+    )
+    assert owners == {"a": "young", "b": "also-old", "c": "also-old"}

@@ -1,0 +1,283 @@
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import replace
+from typing import Any
+
+from tests.operator.unit.operator_builders import device, node, profile, spec, succeeded_pod
+
+from roofline_operator.labels import Claimant
+from roofline_operator.names import LABEL_PROFILE, FailureReason, NodeState
+from roofline_operator.nodes import NodeFacts
+from roofline_operator.planner import (
+    POD_APPEARANCE_GRACE_SECONDS,
+    RoundInput,
+    RoundPlan,
+    plan_round,
+)
+from roofline_operator.pods import PodFacts, ProfileRef, Terminated, pod_facts
+from roofline_operator.records import NodeRecord, NodeResult
+from roofline_operator.spec import ProfileSpec
+from roofline_profiler.compact import encode_compact
+
+NOW = 10_000.0
+DEFAULT_SPEC = spec(maxParallel=2, retryBackoffSeconds=10, maxAttempts=2)
+
+
+def world(
+    nodes: Sequence[NodeFacts],
+    *,
+    the_spec: ProfileSpec | None = None,
+    pods: Sequence[PodFacts] = (),
+    records: dict[str, NodeRecord] | None = None,
+    others: Sequence[Claimant] = (),
+    deleted: frozenset[str] = frozenset(),
+    now: float = NOW,
+) -> RoundInput:
+    chosen = the_spec or DEFAULT_SPEC
+    return RoundInput(
+        profile=ProfileRef("fleet", "uid-1"),
+        created_at=500.0,
+        spec=chosen,
+        spec_hash=chosen.measurement_hash(),
+        namespace="roofline-system",
+        image="roofline:test",
+        nodes={n.name: n for n in nodes},
+        pods=pods,
+        records=records or {},
+        others=others,
+        deleted=deleted,
+        now=now,
+    )
+
+
+def created_pods(plan: RoundPlan, at: float = NOW) -> list[PodFacts]:
+    """The planned pods as the watch would show them right after creation."""
+    pods = []
+    for body in plan.creates:
+        body = {**body, "metadata": {**body["metadata"], "creationTimestamp": None}}
+        pods.append(replace(pod_facts(body), created_at=at))
+    return pods
+
+
+def finished(pod: PodFacts, message: str | None = None, **changes: Any) -> PodFacts:
+    done = succeeded_pod(pod.name, pod.node, pod.spec_hash, pod.attempt, message=message)
+    return replace(done, **changes)
+
+
+def test_new_nodes_get_one_pod_each_but_never_more_than_max_parallel() -> None:
+    plan = plan_round(world([node("a"), node("b"), node("c")]))
+    assert len(plan.creates) == 2
+    assert {p["metadata"]["labels"]["roofline.dev/node"] for p in plan.creates} == {"a", "b"}
+    states = {n: r.state for n, r in plan.records.items()}
+    assert states == {"a": NodeState.PROFILING, "b": NodeState.PROFILING, "c": NodeState.QUEUED}
+
+
+def test_a_lagging_watch_never_causes_a_second_pod() -> None:
+    first = plan_round(world([node("a")]))
+    again = plan_round(world([node("a")], records=first.records, now=NOW + 5))
+    assert again.creates == []
+    assert again.deletes == []
+    assert again.wake_in is not None
+    assert again.wake_in <= POD_APPEARANCE_GRACE_SECONDS
+
+
+def test_a_pod_that_never_appears_counts_as_gone_and_is_retried() -> None:
+    first = plan_round(world([node("a")]))
+    later = plan_round(
+        world([node("a")], records=first.records, now=NOW + POD_APPEARANCE_GRACE_SECONDS + 1)
+    )
+    assert [f.reason for _, f in later.failures] == [FailureReason.POD_GONE]
+    assert later.records["a"].state is NodeState.RETRYING
+
+
+def test_a_result_is_recorded_labelled_and_its_pod_deleted() -> None:
+    first = plan_round(world([node("a", gpus=2)]))
+    (pod,) = created_pods(first)
+    devices = (device(0, min_batch=64), device(1, min_batch=512, ridge=210.0))
+    done = finished(pod, message=encode_compact(profile(*devices)))
+    plan = plan_round(world([node("a", gpus=2)], pods=[done], records=first.records))
+    record = plan.records["a"]
+    assert record.state is NodeState.PROFILED
+    assert record.result is not None
+    assert record.result.worst.index == 1
+    assert plan.deletes == [("roofline-system", pod.name)]
+    assert plan.profiled == ["a"]
+    assert plan.label_patches["a"]["roofline.dev/min-batch"] == "512"
+    assert plan.label_patches["a"]["roofline.dev/ridge-point"] == "210"
+    assert plan.label_patches["a"][LABEL_PROFILE] == "fleet"
+
+
+def test_a_second_round_on_the_same_world_plans_nothing() -> None:
+    first = plan_round(world([node("a")]))
+    (pod,) = created_pods(first)
+    second = plan_round(world([node("a")], pods=[finished(pod)], records=first.records))
+    labelled = node("a", labels={k: v for k, v in second.label_patches["a"].items() if v})
+    third = plan_round(
+        world(
+            [labelled], records=second.records, deleted=frozenset({pod.name}), pods=[finished(pod)]
+        )
+    )
+    assert (third.creates, third.deletes, third.label_patches, third.failures) == ([], [], {}, [])
+    assert third.records == second.records
+
+
+def test_failures_back_off_then_retry_with_a_new_pod_then_give_up() -> None:
+    first = plan_round(world([node("a")]))
+    (pod,) = created_pods(first)
+    oom = replace(pod, phase="Failed", terminated=Terminated(137, "OOMKilled", None))
+    failed = plan_round(world([node("a")], pods=[oom], records=first.records))
+    record = failed.records["a"]
+    assert (record.state, record.reason, record.attempts) == (NodeState.RETRYING, "OOMKilled", 1)
+    assert failed.creates == []
+    assert failed.wake_in == 10.0
+
+    too_soon = plan_round(world([node("a")], records=failed.records, now=NOW + 5))
+    assert too_soon.creates == []
+    retry = plan_round(world([node("a")], records=failed.records, now=NOW + 11))
+    (second_pod,) = created_pods(retry, at=NOW + 11)
+    assert second_pod.attempt == 2
+    assert second_pod.name != pod.name
+
+    broken = finished(second_pod, message="garbage")
+    final = plan_round(world([node("a")], pods=[broken], records=retry.records, now=NOW + 20))
+    assert final.records["a"].state is NodeState.FAILED
+    assert final.records["a"].reason == "InvalidResult"
+    assert plan_round(world([node("a")], records=final.records, now=NOW + 9999)).creates == []
+
+
+def test_one_failing_node_does_not_hold_back_the_others() -> None:
+    first = plan_round(world([node("a"), node("b"), node("c")]))
+    pod_a, pod_b = created_pods(first)
+    failed_a = replace(pod_a, phase="Failed", terminated=Terminated(1, "Error", "boom"))
+    plan = plan_round(
+        world([node("a"), node("b"), node("c")], pods=[failed_a, pod_b], records=first.records)
+    )
+    assert [p["metadata"]["labels"]["roofline.dev/node"] for p in plan.creates] == ["c"]
+
+
+def test_a_node_that_stops_matching_leaves_status_loses_labels_and_its_pod() -> None:
+    first = plan_round(world([node("a")]))
+    (pod,) = created_pods(first)
+    moved = node(
+        "a", labels={"pool": "a100", LABEL_PROFILE: "fleet", "roofline.dev/min-batch": "64"}
+    )
+    plan = plan_round(world([moved], pods=[pod], records=first.records))
+    assert plan.records == {}
+    assert plan.deletes == [("roofline-system", pod.name)]
+    assert plan.label_patches["a"] == {LABEL_PROFILE: None, "roofline.dev/min-batch": None}
+    assert plan.failures == []
+
+
+def test_a_node_that_disappears_mid_profile_is_a_node_gone_failure() -> None:
+    first = plan_round(world([node("a")]))
+    (pod,) = created_pods(first)
+    plan = plan_round(world([], pods=[pod], records=first.records))
+    assert [f.reason for _, f in plan.failures] == [FailureReason.NODE_GONE]
+    assert plan.records == {}
+    assert plan.deletes == [("roofline-system", pod.name)]
+
+
+def test_a_spec_change_reprofiles_but_keeps_the_old_numbers_meanwhile() -> None:
+    old = spec(batches=[1, 2])
+    new = spec(batches=[1, 4])
+    record = NodeRecord(
+        name="a",
+        gpus=1,
+        state=NodeState.PROFILED,
+        attempts=1,
+        cycle_hash=old.measurement_hash(),
+        result=NodeResult(profile(), old.measurement_hash()),
+    )
+    plan = plan_round(world([node("a")], the_spec=new, records={"a": record}))
+    assert len(plan.creates) == 1
+    assert plan.records["a"].attempts == 1
+    assert plan.records["a"].result == record.result
+
+
+def test_the_reprofile_interval_requeues_a_profiled_node() -> None:
+    every_hour = spec(reprofileInterval="1h")
+    result = NodeResult(profile(created_at=NOW - 1800), every_hour.measurement_hash())
+    record = NodeRecord(
+        name="a",
+        gpus=1,
+        state=NodeState.PROFILED,
+        attempts=1,
+        cycle_hash=every_hour.measurement_hash(),
+        result=result,
+    )
+    fresh = plan_round(world([node("a")], the_spec=every_hour, records={"a": record}))
+    assert fresh.creates == []
+    assert fresh.wake_in == 1800.0
+    due = plan_round(world([node("a")], the_spec=every_hour, records={"a": record}, now=NOW + 1801))
+    assert len(due.creates) == 1
+
+
+def test_after_a_restart_existing_pods_are_adopted_not_duplicated() -> None:
+    first = plan_round(world([node("a")]))
+    (pod,) = created_pods(first)
+    running = replace(pod, phase="Running", started_at=NOW)
+    restarted = plan_round(world([node("a")], pods=[running], records={}))
+    assert restarted.creates == []
+    assert restarted.records["a"].state is NodeState.PROFILING
+    assert restarted.records["a"].pod == pod.name
+
+
+def test_pods_being_deleted_still_count_against_max_parallel() -> None:
+    leftovers = [replace(succeeded_pod(f"old-{i}", f"x{i}", "h"), deleting=True) for i in range(2)]
+    plan = plan_round(world([node("a")], pods=leftovers))
+    assert plan.creates == []
+
+
+def test_an_older_profile_owns_shared_labels_and_the_younger_reports_it() -> None:
+    digest = DEFAULT_SPEC.measurement_hash()
+    record = NodeRecord(
+        name="a",
+        gpus=1,
+        state=NodeState.PROFILED,
+        cycle_hash=digest,
+        result=NodeResult(profile(), digest),
+    )
+    older = Claimant("elder", 100.0, frozenset({"a"}))
+    plan = plan_round(world([node("a")], records={"a": record}, others=[older]))
+    assert plan.label_patches == {}
+    assert plan.conflicts == {"a": "elder"}
+    younger = Claimant("junior", 900.0, frozenset({"a"}))
+    plan = plan_round(world([node("a")], records={"a": record}, others=[younger]))
+    assert "a" in plan.label_patches
+    assert plan.conflicts == {}
+
+
+def test_turning_labels_off_removes_our_labels() -> None:
+    quiet = spec(labelNodes=False)
+    record = NodeRecord(
+        name="a",
+        gpus=1,
+        state=NodeState.PROFILED,
+        cycle_hash=quiet.measurement_hash(),
+        result=NodeResult(profile(), quiet.measurement_hash()),
+    )
+    labelled = node("a", labels={LABEL_PROFILE: "fleet", "roofline.dev/ridge-point": "180"})
+    plan = plan_round(world([labelled], the_spec=quiet, records={"a": record}))
+    assert plan.label_patches == {"a": {LABEL_PROFILE: None, "roofline.dev/ridge-point": None}}
+
+
+def test_labels_of_another_profile_are_never_removed() -> None:
+    theirs = node("a", labels={"pool": "a100", LABEL_PROFILE: "other"})
+    assert plan_round(world([theirs])).label_patches == {}
+
+
+def test_a_pending_pod_wakes_the_round_at_its_pending_deadline() -> None:
+    slow = spec(pendingTimeoutSeconds=30)
+    first = plan_round(world([node("a")], the_spec=slow))
+    (pod,) = created_pods(first)
+    plan = plan_round(
+        world([node("a")], the_spec=slow, pods=[pod], records=first.records, now=NOW + 10)
+    )
+    assert plan.wake_in is not None
+    assert 20.0 <= plan.wake_in <= 20.1
+    late = plan_round(
+        world([node("a")], the_spec=slow, pods=[pod], records=first.records, now=NOW + 31)
+    )
+    assert [f.reason for _, f in late.failures] == [FailureReason.UNSCHEDULABLE]
+    assert late.deletes == [("roofline-system", pod.name)]

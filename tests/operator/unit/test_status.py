@@ -1,0 +1,126 @@
+from __future__ import annotations
+
+import pytest
+from tests.operator.unit.operator_builders import device, profile
+
+from roofline_operator.names import NodeState
+from roofline_operator.records import NodeRecord, NodeResult
+from roofline_operator.status import (
+    build_status,
+    merge_conditions,
+    merge_patch,
+    summarize,
+)
+
+
+def profiled(name: str, ridge: float, min_batch: int, spec_hash: str = "h") -> NodeRecord:
+    result = NodeResult(profile(device(ridge=ridge, min_batch=min_batch)), spec_hash)
+    return NodeRecord(name=name, gpus=1, state=NodeState.PROFILED, result=result)
+
+
+def conditions(records: dict[str, NodeRecord], **kw: object) -> dict[str, dict[str, object]]:
+    status = build_status(
+        records=records,
+        spec_hash="h",
+        conflicts=kw.get("conflicts", {}),  # type: ignore[arg-type]
+        spec_error=kw.get("spec_error"),
+        previous_conditions=[],  # type: ignore[arg-type]
+        generation=3,
+        now=1000.0,
+    )
+    return {c["type"]: c for c in status["conditions"]}
+
+
+def test_summary_counts_nodes_and_recommends_the_largest_min_batch() -> None:
+    records = {
+        "a": profiled("a", 150.0, 64),
+        "b": profiled("b", 200.0, 256),
+        "c": profiled("c", 180.0, 128),
+        "d": NodeRecord(name="d", gpus=1, state=NodeState.FAILED, reason="Timeout"),
+        "e": NodeRecord(name="e", gpus=1, state=NodeState.PROFILING),
+    }
+    assert summarize(records, "h") == {
+        "matched": 5,
+        "profiled": 3,
+        "failed": 1,
+        "pending": 1,
+        "minRidgePoint": 150.0,
+        "medianRidgePoint": 180.0,
+        "maxRidgePoint": 200.0,
+        "recommendedMinBatch": 256,
+    }
+
+
+def test_a_result_under_an_old_spec_counts_as_pending() -> None:
+    assert summarize({"a": profiled("a", 150.0, 64, spec_hash="old")}, "h")["pending"] == 1
+
+
+def test_ready_when_every_matched_node_is_profiled() -> None:
+    ready = conditions({"a": profiled("a", 150.0, 64)})["Ready"]
+    assert (ready["status"], ready["reason"], ready["observedGeneration"]) == (
+        "True",
+        "Profiled",
+        3,
+    )
+
+
+@pytest.mark.parametrize(
+    ("records", "reason"),
+    [
+        pytest.param({}, "NoMatchingNodes", id="nothing-matched"),
+        pytest.param({"a": NodeRecord(name="a", gpus=1)}, "Profiling", id="in-progress"),
+        pytest.param(
+            {"a": NodeRecord(name="a", gpus=1, state=NodeState.FAILED, reason="OOMKilled")},
+            "NodesFailed",
+            id="failed",
+        ),
+    ],
+)
+def test_not_ready_says_why(records: dict[str, NodeRecord], reason: str) -> None:
+    ready = conditions(records)["Ready"]
+    assert (ready["status"], ready["reason"]) == ("False", reason)
+
+
+def test_degraded_counts_failures_by_reason() -> None:
+    records = {
+        n: NodeRecord(name=n, gpus=1, state=NodeState.RETRYING, reason=r)
+        for n, r in [("a", "OOMKilled"), ("b", "OOMKilled"), ("c", "Timeout")]
+    }
+    degraded = conditions(records)["Degraded"]
+    assert degraded["status"] == "True"
+    assert degraded["message"] == "failed nodes by reason: OOMKilled: 2, Timeout: 1"
+
+
+def test_an_invalid_spec_is_a_condition_with_its_message() -> None:
+    ready = conditions({}, spec_error="spec.maxParallel must be between 1 and 10000, got 0")[
+        "Ready"
+    ]
+    assert (ready["status"], ready["reason"]) == ("False", "InvalidSpec")
+    assert "maxParallel" in str(ready["message"])
+
+
+def test_a_label_conflict_names_the_nodes_and_the_owner() -> None:
+    found = conditions({"a": profiled("a", 150.0, 64)}, conflicts={"a": "older"})
+    conflict = found["LabelConflict"]
+    assert conflict["status"] == "True"
+    assert conflict["message"] == "labels of a are owned by the older profile older"
+
+
+def test_transition_time_changes_only_when_the_status_flips() -> None:
+    from roofline_operator.status import Condition
+
+    first = merge_conditions([], [Condition("Ready", False, "Profiling", "0 of 1")], 1, 100.0)
+    same = merge_conditions(first, [Condition("Ready", False, "Profiling", "1 of 2")], 2, 200.0)
+    flipped = merge_conditions(same, [Condition("Ready", True, "Profiled", "all")], 2, 300.0)
+    assert first[0]["lastTransitionTime"] == same[0]["lastTransitionTime"]
+    assert flipped[0]["lastTransitionTime"] != same[0]["lastTransitionTime"]
+
+
+def test_merge_patch_deletes_missing_keys_and_replaces_lists_whole() -> None:
+    old = {"summary": {"matched": 1, "minRidgePoint": 5.0}, "nodes": [{"name": "a"}], "x": 1}
+    new = {"summary": {"matched": 2}, "nodes": [{"name": "a"}, {"name": "b"}], "x": 1}
+    assert merge_patch(old, new) == {
+        "summary": {"matched": 2, "minRidgePoint": None},
+        "nodes": [{"name": "a"}, {"name": "b"}],
+    }
+    assert merge_patch(new, new) == {}
