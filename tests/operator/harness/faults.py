@@ -1,0 +1,125 @@
+"""Per-node behaviour of the fake kubelet and scheduler: real runs, synthetic results, faults.
+
+Every failure the operator must survive is one mode here, set per node through the harness API,
+so a test reads as "node gpu-2 gets OOM-killed" rather than as a patched subprocess. The synthetic
+result is a real compact message (``encode_compact``) with plausible H200-like numbers, so the
+operator's parser sees exactly what a profiler pod would hand back, without running torch.
+"""
+
+from __future__ import annotations
+
+import enum
+import hashlib
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from roofline_profiler.compact import (
+    COMPACT_VERSION,
+    CompactDevice,
+    CompactProfile,
+    CompactSweepPoint,
+    encode_compact,
+)
+
+
+class FaultMode(enum.Enum):
+    RUN_COMMAND = "run-command"  # run the container's real command as a local process
+    SUCCEED_INSTANTLY = "succeed-instantly"  # synthetic compact result, exit 0, no process
+    SUCCEED_SLOWLY = "succeed-slowly"  # the same after ``FaultBook.slow_seconds`` of "measuring"
+    EXIT_NONZERO = "exit-nonzero"  # exit 1 with a one-line device error as the message
+    OOM_KILLED = "oom-killed"  # killed by the kernel: exit 137, reason OOMKilled, no message
+    HANG = "hang"  # runs until deleted or past activeDeadlineSeconds
+    TRUNCATED_MESSAGE = "truncated-message"  # a valid result cut in the middle
+    GARBAGE_MESSAGE = "garbage-message"  # exit 0 but the message is not a result
+    NEVER_SCHEDULE = "never-schedule"  # the node's GPUs are all held by someone else
+
+
+@dataclass(frozen=True)
+class SyntheticGpu:
+    """What a synthetic profile reports for one GPU."""
+
+    name: str = "NVIDIA H200"
+    bandwidth_bytes_per_second: float = 4.3e12
+    peak_flops_per_second: float = 7.8e14
+    memory_bytes: int = 150_000_000_000
+
+
+@dataclass
+class FaultBook:
+    """Modes and synthetic GPUs per node; nodes not listed use ``default``."""
+
+    default: FaultMode = FaultMode.RUN_COMMAND
+    modes: dict[str, FaultMode] = field(default_factory=dict)
+    gpus: dict[str, tuple[SyntheticGpu, ...]] = field(default_factory=dict)
+    #: How old a node's synthetic results claim to be, as if measured that long ago.
+    result_age_seconds: dict[str, float] = field(default_factory=dict)
+    slow_seconds: float = 2.0
+
+    def mode(self, node: str) -> FaultMode:
+        return self.modes.get(node, self.default)
+
+
+DEFAULT_BATCHES = (1, 2, 4, 8, 16, 32, 64, 128, 256)
+
+
+def _option(command: Sequence[str], flag: str) -> str | None:
+    for index, arg in enumerate(command):
+        if arg == flag and index + 1 < len(command):
+            return command[index + 1]
+        if arg.startswith(flag + "="):
+            return arg.split("=", 1)[1]
+    return None
+
+
+def synthetic_profile(
+    node: str, command: Sequence[str], gpus: Sequence[SyntheticGpu], age_seconds: float = 0.0
+) -> CompactProfile:
+    """A roofline-model result for ``gpus`` with the sweep the command asks for.
+
+    Step time of a decode GEMM at batch B is the larger of the weight traffic over bandwidth and
+    the FLOPs over peak (Williams, Waterman, Patterson 2009); a small per-node jitter derived from
+    the node name makes nodes distinguishable but every run reproducible.
+    """
+    dtype = _option(command, "--dtype") or "bfloat16"
+    k, n = (int(x) for x in (_option(command, "--shape") or "8192x8192").lower().split("x"))
+    batches_text = _option(command, "--batches")
+    batches = tuple(int(b) for b in batches_text.split(",")) if batches_text else DEFAULT_BATCHES
+    efficiency = float(_option(command, "--min-batch-efficiency") or 80) / 100
+    element_bytes = 4 if dtype == "float32" else 2
+    jitter = 1 - int(hashlib.sha256(node.encode()).hexdigest()[:4], 16) / 0xFFFF * 0.05
+    devices = []
+    for index, gpu in enumerate(gpus):
+        bandwidth = gpu.bandwidth_bytes_per_second * jitter
+        peak = gpu.peak_flops_per_second
+        weight_bytes = k * n * element_bytes
+        sweep = tuple(
+            CompactSweepPoint(b, max(weight_bytes / bandwidth, 2 * b * k * n / peak))
+            for b in batches
+        )
+        ridge = peak * element_bytes / (2 * bandwidth)
+        knee = next((b for b in batches if b >= ridge), batches[-1])
+        min_batch = next((b for b in batches if b >= ridge * efficiency), batches[-1])
+        devices.append(
+            CompactDevice(
+                index,
+                gpu.name,
+                "cuda",
+                gpu.memory_bytes,
+                bandwidth,
+                peak,
+                ridge,
+                min_batch,
+                knee,
+                sweep,
+                (),
+            )
+        )
+    created = time.time() - age_seconds
+    return CompactProfile(COMPACT_VERSION, dtype, k, n, created, 0.05, node, tuple(devices))
+
+
+def synthetic_message(
+    node: str, command: Sequence[str], gpus: Sequence[SyntheticGpu], age_seconds: float = 0.0
+) -> str:
+    return encode_compact(synthetic_profile(node, command, gpus, age_seconds))

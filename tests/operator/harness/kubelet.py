@@ -1,0 +1,331 @@
+"""A fake kubelet: runs bound pods' containers as local processes and reports as a kubelet does.
+
+The real product contract is the pod's command plus its termination message: the profiler writes
+its compact result to ``terminationMessagePath`` and the kubelet copies that file (at most 4096
+bytes) into ``state.terminated.message``. So a bound pod's real ``roofline profile`` command runs
+here with only two rewrites, the termination path (to a temporary file) and ``--device all`` (to
+``--device cpu`` on a machine without GPUs); status moves Pending → Running → Succeeded/Failed
+with exit code, reason and message; ``activeDeadlineSeconds`` kills and fails the pod with
+``DeadlineExceeded``; deleting the pod kills the process before the object goes away.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import math
+import os
+import signal
+import tempfile
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from .commands import die_with_parent, product_environment, roofline_argv
+from .defaulting import now_rfc3339
+from .faults import FaultBook, FaultMode, SyntheticGpu, synthetic_message
+from .resources import ApiError
+from .scheduler import extended_requests
+from .store import ObjectStore
+
+MAX_MESSAGE_BYTES = 4096
+FALLBACK_LOG_LINES = 80
+FALLBACK_LOG_BYTES = 2048
+OOM_EXIT_CODE = 137
+SIGKILL_EXIT_CODE = 137
+SMP = "application/strategic-merge-patch+json"
+
+
+@dataclass
+class PodRun:
+    """One pod the kubelet ran: which node, and when it started and ended (monotonic seconds)."""
+
+    pod: str
+    node: str
+    started: float
+    ended: float | None = None
+
+
+def peak_concurrency(runs: list[PodRun]) -> int:
+    """The largest number of runs that overlapped in time."""
+    edges = sorted(
+        [(r.started, 1) for r in runs] + [(r.ended or math.inf, -1) for r in runs],
+        key=lambda e: (e[0], e[1]),
+    )
+    peak = current = 0
+    for _, step in edges:
+        current += step
+        peak = max(peak, current)
+    return peak
+
+
+@dataclass(frozen=True)
+class ContainerExit:
+    exit_code: int
+    reason: str  # Completed, Error, OOMKilled
+    message: str
+
+
+def _fallback_message(log: str) -> str:
+    tail = "\n".join(log.splitlines()[-FALLBACK_LOG_LINES:])
+    return tail.encode()[-FALLBACK_LOG_BYTES:].decode(errors="replace")
+
+
+def termination_message(raw: bytes, policy: str, exit_code: int, log: str) -> str:
+    """What the kubelet puts in ``state.terminated.message``."""
+    message = raw[:MAX_MESSAGE_BYTES].decode(errors="replace")
+    if not message.strip() and policy == "FallbackToLogsOnError" and exit_code != 0:
+        return _fallback_message(log)
+    return message
+
+
+class FakeKubelet:
+    def __init__(
+        self, store: ObjectStore, faults: FaultBook, logs: dict[tuple[str, str], str], workdir: Path
+    ) -> None:
+        self.store = store
+        self.faults = faults
+        self.logs = logs
+        self.workdir = workdir
+        self.pods = store.find_type("pods")
+        self.tasks: dict[str, asyncio.Task[None]] = {}
+        self.has_gpu = False
+        self.runs: list[PodRun] = []
+        #: Every pod as it stood right after the kubelet reported its end, even if deleted since.
+        self.finished: list[dict[str, Any]] = []
+
+    # ---------------------------------------------------------------- status writes
+    def _status(self, pod: Mapping[str, Any], status: dict[str, Any]) -> dict[str, Any] | None:
+        """Write pod status; ``None`` when the pod is already gone (deleted while it ran)."""
+        meta = pod["metadata"]
+        try:
+            return self.store.patch(
+                self.pods,
+                meta["namespace"],
+                meta["name"],
+                SMP,
+                {"status": status},
+                subresource="status",
+            )
+        except ApiError:
+            return None
+
+    def _container_status(
+        self, pod: Mapping[str, Any], state: dict[str, Any], ready: bool
+    ) -> dict[str, Any]:
+        container = pod["spec"]["containers"][0]
+        return {
+            "name": container["name"],
+            "image": container["image"],
+            "imageID": container["image"],
+            "containerID": f"fake://{pod['metadata']['uid']}",
+            "ready": ready,
+            "restartCount": 0,
+            "started": ready,
+            "state": state,
+        }
+
+    def _running(self, pod: Mapping[str, Any]) -> None:
+        now = now_rfc3339()
+        self._status(
+            pod,
+            {
+                "phase": "Running",
+                "startTime": now,
+                "hostIP": "10.0.0.1",
+                "podIP": "10.1.0.1",
+                "conditions": [
+                    {"type": "Ready", "status": "True", "lastTransitionTime": now},
+                    {"type": "ContainersReady", "status": "True", "lastTransitionTime": now},
+                    {"type": "Initialized", "status": "True", "lastTransitionTime": now},
+                ],
+                "containerStatuses": [
+                    self._container_status(pod, {"running": {"startedAt": now}}, True)
+                ],
+            },
+        )
+
+    def _terminated(
+        self,
+        pod: Mapping[str, Any],
+        result: ContainerExit,
+        pod_reason: str | None = None,
+        pod_message: str | None = None,
+    ) -> None:
+        now = now_rfc3339()
+        terminated = {
+            "exitCode": result.exit_code,
+            "reason": result.reason,
+            "startedAt": now,
+            "finishedAt": now,
+            "containerID": f"fake://{pod['metadata']['uid']}",
+        }
+        if result.message:
+            terminated["message"] = result.message
+        status: dict[str, Any] = {
+            "phase": "Succeeded" if result.exit_code == 0 and pod_reason is None else "Failed",
+            "conditions": [
+                {
+                    "type": "Ready",
+                    "status": "False",
+                    "reason": "PodCompleted",
+                    "lastTransitionTime": now,
+                }
+            ],
+            "containerStatuses": [self._container_status(pod, {"terminated": terminated}, False)],
+        }
+        if pod_reason:
+            status.update(reason=pod_reason, message=pod_message or "")
+        final = self._status(pod, status)
+        if final is not None:
+            self.finished.append(final)
+
+    # ---------------------------------------------------------------- running containers
+    def _gpus(self, pod: Mapping[str, Any], node: str) -> tuple[SyntheticGpu, ...]:
+        if node in self.faults.gpus:
+            return self.faults.gpus[node]
+        count = max(1, sum(extended_requests(pod).values()))
+        return tuple(SyntheticGpu() for _ in range(count))
+
+    def _argv(self, container: Mapping[str, Any], message_file: Path) -> list[str]:
+        argv = [*container.get("command", []), *container.get("args", [])]
+        path = container.get("terminationMessagePath", "/dev/termination-log")
+        argv = [
+            str(message_file) if a == path else a.replace(f"={path}", f"={message_file}")
+            for a in argv
+        ]
+        if not self.has_gpu:
+            argv = [
+                "cpu" if a == "all" and i and argv[i - 1] == "--device" else a
+                for i, a in enumerate(argv)
+            ]
+        if argv and argv[0] == "roofline":
+            argv = [*roofline_argv(), *argv[1:]]
+        return argv
+
+    async def _execute(self, pod: Mapping[str, Any], key: tuple[str, str]) -> ContainerExit:
+        container = pod["spec"]["containers"][0]
+        node = pod["spec"]["nodeName"]
+        mode = self.faults.mode(node)
+        command = [*container.get("command", []), *container.get("args", [])]
+        age = self.faults.result_age_seconds.get(node, 0.0)
+        if mode in (FaultMode.SUCCEED_INSTANTLY, FaultMode.SUCCEED_SLOWLY):
+            if mode is FaultMode.SUCCEED_SLOWLY:
+                await asyncio.sleep(self.faults.slow_seconds)
+            message = synthetic_message(node, command, self._gpus(pod, node), age)
+            self.logs[key] = "synthetic profile\n"
+            return ContainerExit(0, "Completed", message)
+        if mode is FaultMode.EXIT_NONZERO:
+            self.logs[key] = "RuntimeError: CUDA error: an illegal memory access was encountered\n"
+            return ContainerExit(1, "Error", "device failed: CUDA error: an illegal memory access")
+        if mode is FaultMode.OOM_KILLED:
+            self.logs[key] = "allocating buffers\n"
+            return ContainerExit(OOM_EXIT_CODE, "OOMKilled", "")
+        if mode is FaultMode.TRUNCATED_MESSAGE:
+            message = synthetic_message(node, command, self._gpus(pod, node))
+            return ContainerExit(0, "Completed", message[: len(message) // 2])
+        if mode is FaultMode.GARBAGE_MESSAGE:
+            return ContainerExit(0, "Completed", "\x00\x01 this is not a result {]")
+        if mode is FaultMode.HANG:
+            self.logs[key] = "waiting for the device\n"
+            await asyncio.Event().wait()
+        return await self._run_process(container, key)
+
+    async def _run_process(
+        self, container: Mapping[str, Any], key: tuple[str, str]
+    ) -> ContainerExit:
+        with tempfile.TemporaryDirectory(dir=self.workdir) as scratch:
+            message_file = Path(scratch) / "termination-log"
+            message_file.touch()
+            env = product_environment(
+                {e["name"]: str(e.get("value", "")) for e in container.get("env", [])}
+            )
+            env["HOME"] = env["TMPDIR"] = env["MPLCONFIGDIR"] = scratch
+            process = await asyncio.create_subprocess_exec(
+                *self._argv(container, message_file),
+                cwd=scratch,
+                env=env,
+                stdout=asyncio.subprocess.PIPE,
+                stderr=asyncio.subprocess.STDOUT,
+                start_new_session=True,
+                preexec_fn=die_with_parent,
+            )
+            self.logs[key] = ""
+            try:
+                assert process.stdout is not None
+                async for line in process.stdout:
+                    self.logs[key] += line.decode(errors="replace")
+                exit_code = await process.wait()
+            finally:
+                if process.returncode is None:
+                    with contextlib.suppress(ProcessLookupError):
+                        os.killpg(process.pid, signal.SIGKILL)
+                    await process.wait()
+            policy = container.get("terminationMessagePolicy", "File")
+            message = termination_message(
+                message_file.read_bytes(), policy, exit_code, self.logs[key]
+            )
+        if exit_code < 0:
+            exit_code = 128 - exit_code
+        return ContainerExit(exit_code, "Completed" if exit_code == 0 else "Error", message)
+
+    async def _run_pod(self, pod: dict[str, Any]) -> None:
+        key = (pod["metadata"]["namespace"], pod["metadata"]["name"])
+        self._running(pod)
+        run = PodRun(key[1], pod["spec"]["nodeName"], time.monotonic())
+        self.runs.append(run)
+        try:
+            await self._run_to_end(pod, key)
+        finally:
+            run.ended = time.monotonic()
+
+    async def _run_to_end(self, pod: dict[str, Any], key: tuple[str, str]) -> None:
+        deadline = pod["spec"].get("activeDeadlineSeconds")
+        try:
+            result = await asyncio.wait_for(self._execute(pod, key), timeout=deadline)
+        except TimeoutError:
+            killed = ContainerExit(SIGKILL_EXIT_CODE, "Error", "")
+            self._terminated(
+                pod,
+                killed,
+                "DeadlineExceeded",
+                "Pod was active on the node longer than the specified deadline",
+            )
+            return
+        except asyncio.CancelledError:
+            self._terminated(pod, ContainerExit(SIGKILL_EXIT_CODE, "Error", ""))
+            self.store.remove_now(self.pods, *key)
+            raise
+        self._terminated(pod, result)
+
+    # ---------------------------------------------------------------- pod lifecycle
+    def observe(self, pod: dict[str, Any], deleted: bool) -> None:
+        uid = pod["metadata"]["uid"]
+        task = self.tasks.get(uid)
+        if deleted or pod["metadata"].get("deletionTimestamp"):
+            if task is not None and not task.done():
+                task.cancel()
+            elif not deleted:
+                self.store.remove_now(
+                    self.pods, pod["metadata"]["namespace"], pod["metadata"]["name"]
+                )
+            if deleted:
+                self.tasks.pop(uid, None)
+            return
+        node = pod.get("spec", {}).get("nodeName")
+        if node and task is None and pod.get("status", {}).get("phase") == "Pending":
+            self.tasks[uid] = asyncio.create_task(self._run_pod(pod), name=f"pod {uid}")
+
+    async def run(self) -> None:
+        subscription = self.store.subscribe(self.pods, None, None, None)
+        try:
+            while True:
+                event = await subscription.queue.get()
+                self.observe(event.object, event.type == "DELETED")
+        finally:
+            self.store.events.unsubscribe(subscription)
+            for task in self.tasks.values():
+                task.cancel()
+            await asyncio.gather(*self.tasks.values(), return_exceptions=True)

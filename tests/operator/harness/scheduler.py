@@ -1,0 +1,216 @@
+"""A fake kube-scheduler: binds pending pods where their affinity, taints and GPUs allow.
+
+The profiler pod requests the node's GPUs and is pinned by a required node affinity, so whether it
+runs depends on what else holds those GPUs. The scheduler accounts extended resources (such as
+``nvidia.com/gpu``) of every bound, unfinished pod against the node's allocatable, and leaves a pod
+that does not fit ``Pending`` with ``PodScheduled=False``/``Unschedulable``, which is what the
+operator must turn into a per-node failure.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections import Counter
+from collections.abc import Mapping
+from typing import Any
+
+from .defaulting import now_rfc3339
+from .faults import FaultBook, FaultMode
+from .store import ObjectStore
+
+#: Unschedulable pods are retried this often, as the real scheduler's backoff queue does.
+RETRY_SECONDS = 0.5
+_UNSCHEDULABLE_TAINT = "node.kubernetes.io/unschedulable"
+
+
+def extended_requests(pod: Mapping[str, Any]) -> Counter[str]:
+    """Requested extended resources (``vendor/name``); CPU and memory are not accounted here."""
+    total: Counter[str] = Counter()
+    for container in pod.get("spec", {}).get("containers", []):
+        resources = container.get("resources") or {}
+        merged = {**(resources.get("limits") or {}), **(resources.get("requests") or {})}
+        for name, quantity in merged.items():
+            if "/" in name:
+                total[name] += int(str(quantity))
+    return total
+
+
+def _expression_matches(expression: Mapping[str, Any], values: Mapping[str, str]) -> bool:
+    key, operator = expression.get("key", ""), expression.get("operator", "In")
+    wanted = expression.get("values") or []
+    if operator == "In":
+        return key in values and values[key] in wanted
+    if operator == "NotIn":
+        return values.get(key) not in wanted
+    if operator == "Exists":
+        return key in values
+    if operator == "DoesNotExist":
+        return key not in values
+    return False
+
+
+def _affinity_allows(pod: Mapping[str, Any], node: Mapping[str, Any]) -> bool:
+    spec = pod.get("spec", {})
+    labels = node["metadata"].get("labels") or {}
+    if any(labels.get(k) != v for k, v in (spec.get("nodeSelector") or {}).items()):
+        return False
+    required = (
+        spec.get("affinity", {})
+        .get("nodeAffinity", {})
+        .get("requiredDuringSchedulingIgnoredDuringExecution")
+    )
+    if not required:
+        return True
+    fields = {"metadata.name": node["metadata"]["name"]}
+    return any(
+        all(_expression_matches(e, labels) for e in term.get("matchExpressions", []))
+        and all(_expression_matches(e, fields) for e in term.get("matchFields", []))
+        for term in required.get("nodeSelectorTerms", [])
+    )
+
+
+def _tolerates(pod: Mapping[str, Any], taint: Mapping[str, Any]) -> bool:
+    for toleration in pod.get("spec", {}).get("tolerations") or []:
+        if toleration.get("effect") and toleration["effect"] != taint.get("effect"):
+            continue
+        if toleration.get("operator") == "Exists" and toleration.get("key") in (
+            None,
+            "",
+            taint["key"],
+        ):
+            return True
+        if toleration.get("key") == taint["key"] and toleration.get("value", "") == taint.get(
+            "value", ""
+        ):
+            return True
+    return False
+
+
+def _taints(node: Mapping[str, Any]) -> list[dict[str, Any]]:
+    taints = [
+        t for t in node.get("spec", {}).get("taints") or [] if t.get("effect") != "PreferNoSchedule"
+    ]
+    if node.get("spec", {}).get("unschedulable"):
+        taints.append({"key": _UNSCHEDULABLE_TAINT, "effect": "NoSchedule"})
+    return taints
+
+
+def _is_active(pod: Mapping[str, Any]) -> bool:
+    return pod.get("status", {}).get("phase") not in ("Succeeded", "Failed")
+
+
+class FakeScheduler:
+    def __init__(self, store: ObjectStore, faults: FaultBook) -> None:
+        self.store = store
+        self.faults = faults
+        self.pods = store.find_type("pods")
+        self.nodes = store.find_type("nodes")
+
+    def _free(self) -> dict[str, Counter[str]]:
+        free: dict[str, Counter[str]] = {}
+        for node in self.store.list(self.nodes, None):
+            allocatable = node.get("status", {}).get("allocatable", {})
+            name = node["metadata"]["name"]
+            if self.faults.mode(name) is FaultMode.NEVER_SCHEDULE:
+                free[name] = Counter()
+                continue
+            free[name] = Counter({k: int(str(v)) for k, v in allocatable.items() if "/" in k})
+        for pod in self.store.list(self.pods, None):
+            node_name = pod.get("spec", {}).get("nodeName")
+            if node_name in free and _is_active(pod):
+                free[node_name].subtract(extended_requests(pod))
+        return free
+
+    def schedule_once(self) -> int:
+        """One pass over unbound pods, oldest first; returns how many were bound."""
+        pending = [
+            p
+            for p in self.store.list(self.pods, None)
+            if not p.get("spec", {}).get("nodeName")
+            and not p["metadata"].get("deletionTimestamp")
+            and _is_active(p)
+        ]
+        if not pending:
+            return 0
+        nodes = {n["metadata"]["name"]: n for n in self.store.list(self.nodes, None)}
+        free = self._free()
+        bound = 0
+        for pod in sorted(pending, key=lambda p: p["metadata"]["creationTimestamp"]):
+            wanted = extended_requests(pod)
+            reasons: Counter[str] = Counter()
+            chosen = None
+            for name, node in nodes.items():
+                if not _affinity_allows(pod, node):
+                    reasons["node(s) didn't match Pod's node affinity/selector"] += 1
+                elif any(not _tolerates(pod, t) for t in _taints(node)):
+                    reasons["node(s) had untolerated taint"] += 1
+                elif any(free[name][r] < q for r, q in wanted.items()):
+                    short = next(r for r, q in wanted.items() if free[name][r] < q)
+                    reasons[f"Insufficient {short}"] += 1
+                else:
+                    chosen = name
+                    break
+            if chosen is not None:
+                free[chosen].subtract(wanted)
+                self._bind(pod, chosen)
+                bound += 1
+            else:
+                detail = ", ".join(f"{n} {r}" for r, n in sorted(reasons.items()))
+                self._unschedulable(pod, f"0/{len(nodes)} nodes are available: {detail}.")
+        return bound
+
+    def _bind(self, pod: Mapping[str, Any], node: str) -> None:
+        meta = pod["metadata"]
+        self.store.patch(
+            self.pods,
+            meta["namespace"],
+            meta["name"],
+            "application/merge-patch+json",
+            {"spec": {"nodeName": node}},
+        )
+        condition = {"type": "PodScheduled", "status": "True", "lastTransitionTime": now_rfc3339()}
+        self.store.patch(
+            self.pods,
+            meta["namespace"],
+            meta["name"],
+            "application/strategic-merge-patch+json",
+            {"status": {"conditions": [condition]}},
+            subresource="status",
+        )
+
+    def _unschedulable(self, pod: Mapping[str, Any], message: str) -> None:
+        conditions = pod.get("status", {}).get("conditions", [])
+        current: dict[str, Any] = next(
+            (c for c in conditions if c.get("type") == "PodScheduled"), {}
+        )
+        if current.get("message") == message:
+            return
+        condition = {
+            "type": "PodScheduled",
+            "status": "False",
+            "reason": "Unschedulable",
+            "message": message,
+            "lastTransitionTime": now_rfc3339(),
+        }
+        meta = pod["metadata"]
+        self.store.patch(
+            self.pods,
+            meta["namespace"],
+            meta["name"],
+            "application/strategic-merge-patch+json",
+            {"status": {"conditions": [condition]}},
+            subresource="status",
+        )
+
+    async def run(self) -> None:
+        subscription = self.store.subscribe(self.pods, None, None, self.store.resource_version)
+        try:
+            while True:
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(subscription.queue.get(), timeout=RETRY_SECONDS)
+                while not subscription.queue.empty():
+                    subscription.queue.get_nowait()
+                self.schedule_once()
+        finally:
+            self.store.events.unsubscribe(subscription)
