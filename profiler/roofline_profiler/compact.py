@@ -142,6 +142,13 @@ def _positive(obj: dict[str, Any], key: str, where: str) -> float:
     return value
 
 
+def _positive_int(obj: dict[str, Any], key: str, where: str) -> int:
+    value = int(_field(obj, key, int, where))
+    if value <= 0:
+        raise CompactDecodeError(f"{where}: field {key!r} must be a positive integer")
+    return value
+
+
 def _optional_int(obj: dict[str, Any], key: str, where: str) -> int | None:
     if obj.get(key) is None:
         return None
@@ -159,12 +166,13 @@ def _decode_device(raw: Any, position: int) -> CompactDevice:
     sweep = []
     for batch, step in zip(batches, steps, strict=True):
         point = {"b": batch, "st": step}
-        if int(_field(point, "b", int, where)) <= 0:
-            raise CompactDecodeError(f"{where}: sweep batch must be positive")
-        sweep.append(CompactSweepPoint(batch=batch, step_seconds=_positive(point, "st", where)))
-    min_batch = int(_field(raw, "mb", int, where))
-    if min_batch <= 0:
-        raise CompactDecodeError(f"{where}: recommended minimum batch must be positive")
+        sweep.append(
+            CompactSweepPoint(
+                batch=_positive_int(point, "b", f"{where} sweep"),
+                step_seconds=_positive(point, "st", f"{where} sweep"),
+            )
+        )
+    min_batch = _positive_int(raw, "mb", where)
     warnings = _field(raw, "w", list, where)
     if not all(isinstance(w, str) for w in warnings):
         raise CompactDecodeError(f"{where}: warnings must be strings")
@@ -210,8 +218,8 @@ def decode_compact(text: str) -> CompactProfile:
     return CompactProfile(
         version=version,
         dtype=str(_field(raw, "dt", str, "result")),
-        shape_k=int(_positive(raw, "k", "result")),
-        shape_n=int(_positive(raw, "n", "result")),
+        shape_k=_positive_int(raw, "k", "result"),
+        shape_n=_positive_int(raw, "n", "result"),
         created_at=float(_field(raw, "t", (int, float), "result")),
         duration_seconds=float(_field(raw, "s", (int, float), "result")),
         hostname=str(_field(raw, "h", str, "result")),
