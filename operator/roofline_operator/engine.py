@@ -9,6 +9,7 @@ period, or a watch event about its pods, the nodes or the profiles, whichever co
 from __future__ import annotations
 
 import asyncio
+import logging
 import time
 from collections import defaultdict
 from collections.abc import Awaitable, Iterable, Mapping
@@ -17,12 +18,18 @@ from typing import Any, cast
 import kopf
 
 from roofline_operator.kubeapi import ApiError, KubeClient
-from roofline_operator.labels import Claimant, label_patch
-from roofline_operator.names import LABEL_NODE, LABEL_PROFILE, FailureReason
+from roofline_operator.labels import Claimant, label_patch, label_safe
+from roofline_operator.names import ANNOTATION_NODE, LABEL_PROFILE, FailureReason
 from roofline_operator.nodes import NodeFacts, select_nodes
 from roofline_operator.outcomes import Failed
 from roofline_operator.planner import RoundInput, RoundPlan, fail_node, plan_round
-from roofline_operator.pods import PodFacts, ProfileRef, parse_time
+from roofline_operator.pods import (
+    PodCollection,
+    PodFacts,
+    ProfileRef,
+    finished_pod_collections,
+    parse_time,
+)
 from roofline_operator.records import NodeRecord, records_from_status
 from roofline_operator.runtime import ProfileClaim, Runtime
 from roofline_operator.spec import ProfileSpec, SpecError, parse_spec
@@ -34,6 +41,12 @@ ERROR_RETRY_SECONDS = 5.0
 LABEL_PATCH_MEMORY_SECONDS = 30.0
 #: Status keys the operator owns; anything else (``status.kopf``) belongs to Kopf.
 OWNED_STATUS_KEYS = ("summary", "nodes", "conditions", "observedGeneration")
+#: Answers to a DELETE-collection that mean "not allowed here": fall back to one delete per pod.
+COLLECTION_REFUSED = (403, 405)
+
+#: Per-node lines go to this logger, not to Kopf's per-object one, which would post each line as
+#: an Event; the engine posts its own Events, one per failure reason per round.
+logger = logging.getLogger(__name__)
 
 
 def first_of(index: Mapping[Any, Iterable[Any]]) -> dict[Any, Any]:
@@ -60,6 +73,9 @@ class ProfileLoop:
         self.deleted: set[str] = set()
         #: Label patches sent recently, so a lagging node index does not cause a second patch.
         self.sent_labels: dict[str, tuple[float, dict[str, str | None]]] = {}
+        #: Whether finished pods go by DELETE-collection; off once the API refuses it (no RBAC).
+        self.collect_finished = True
+        runtime.metrics.start_profile(name)
 
     async def run(
         self,
@@ -163,7 +179,7 @@ class ProfileLoop:
         rejected: list[tuple[str, Failed]] = []
 
         async def create(pod: dict[str, Any]) -> None:
-            node = pod["metadata"]["labels"][LABEL_NODE]
+            node = pod["metadata"]["annotations"][ANNOTATION_NODE]
             try:
                 if await client.create_pod(pod):
                     self.runtime.metrics.pods_launched.labels(self.name).inc()
@@ -181,10 +197,20 @@ class ProfileLoop:
                 self.sent_labels.pop(node, None)  # not sent after all: send it again next round
                 raise
 
+        deletes = dict.fromkeys(plan.deletes)
+        collections: list[PodCollection] = []
+        if self.collect_finished:
+            collections = finished_pod_collections(self.name, plan.finished)
+        else:
+            deletes.update(dict.fromkeys((p.namespace, p.name) for p in plan.finished))
+        # Collections go first: a pod created afterwards can then never match their selectors.
+        results = await asyncio.gather(
+            *(self.collect(client, c) for c in collections), return_exceptions=True
+        )
         jobs: list[Awaitable[Any]] = [create(pod) for pod in plan.creates]
-        jobs += [delete(ns, name) for ns, name in dict.fromkeys(plan.deletes)]
+        jobs += [delete(ns, name) for ns, name in deletes]
         jobs += [label(node, patch) for node, patch in plan.label_patches.items()]
-        results = await asyncio.gather(*jobs, return_exceptions=True)
+        results += await asyncio.gather(*jobs, return_exceptions=True)
         errors = [r for r in results if isinstance(r, BaseException)]
         for error in errors:
             if not isinstance(error, ApiError):
@@ -194,12 +220,43 @@ class ProfileLoop:
             self.logger.warning("%d request(s) failed, e.g. %s", len(errors), errors[0])
         return rejected
 
+    async def collect(self, client: KubeClient, collection: PodCollection) -> None:
+        """Delete finished pods by collection; one by one if the API refuses collections."""
+        if self.collect_finished:
+            try:
+                await client.delete_pods(
+                    collection.namespace, collection.label_selector, collection.field_selector
+                )
+                self.deleted.update(collection.pods)
+                return
+            except ApiError as exc:
+                if exc.status not in COLLECTION_REFUSED:
+                    raise
+                if self.collect_finished:
+                    logger.warning(
+                        "Profile %s: deleting finished pods by collection was refused (%s); "
+                        "deleting them one by one (grant deletecollection on pods to save "
+                        "requests)",
+                        self.name,
+                        exc,
+                    )
+                self.collect_finished = False
+        await asyncio.gather(*(client.delete_pod(collection.namespace, n) for n in collection.pods))
+        self.deleted.update(collection.pods)
+
     def count_and_announce(self, plan: RoundPlan, failures: list[tuple[str, Failed]]) -> None:
         """Failure counters, and Events: one per failure reason per round, not one per node."""
         by_reason: dict[FailureReason, list[str]] = defaultdict(list)
         for node, failure in failures:
             self.runtime.metrics.failures.labels(self.name, failure.reason.value).inc()
             by_reason[failure.reason].append(node)
+            logger.warning(
+                "Profile %s: node %s failed (%s): %s",
+                self.name,
+                node,
+                failure.reason.value,
+                failure.message,
+            )
         for reason, nodes in by_reason.items():
             first = next(f.message for n, f in failures if f.reason is reason)
             message = f"{len(nodes)} node(s) failed ({', '.join(nodes[:5])}): {first}"
@@ -266,7 +323,7 @@ async def release_profile(
         client.delete_pod(p.namespace, p.name) for p in pod_index.get(name, []) if not p.deleting
     ]
     for node in first_of(node_index).values():
-        if node.labels.get(LABEL_PROFILE) == name:
+        if node.labels.get(LABEL_PROFILE) == label_safe(name):
             patch = label_patch(node.labels, None)
             if patch:
                 jobs.append(client.patch_node_labels(node.name, patch))

@@ -17,7 +17,6 @@ from roofline_operator.names import (
     FINALIZER,
     GROUP,
     LABEL_MANAGED_BY,
-    LABEL_PROFILE,
     MANAGED_BY,
     PLURAL,
     VERSION,
@@ -98,8 +97,8 @@ async def claim_index(name: str, body: kopf.Body, **_: Any) -> dict[str, Profile
 
 
 @kopf.on.event("pods", labels=PROFILER_PODS)
-async def pod_changed(labels: kopf.Labels, memo: Runtime, **_: Any) -> None:
-    memo.wakeups.wake(labels.get(LABEL_PROFILE))
+async def pod_changed(body: kopf.Body, memo: Runtime, **_: Any) -> None:
+    memo.wakeups.wake(pod_facts(body).profile)
 
 
 @kopf.on.event("nodes")

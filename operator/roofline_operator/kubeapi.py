@@ -12,7 +12,7 @@ import asyncio
 import logging
 from collections.abc import Mapping
 from typing import Any
-from urllib.parse import quote
+from urllib.parse import quote, urlencode
 
 import aiohttp
 import kopf
@@ -22,6 +22,11 @@ from roofline_operator.names import GROUP, PLURAL, VERSION
 logger = logging.getLogger(__name__)
 
 MERGE_PATCH = "application/merge-patch+json"
+DELETE_IN_BACKGROUND = {
+    "kind": "DeleteOptions",
+    "apiVersion": "v1",
+    "propagationPolicy": "Background",
+}
 #: Delays before the 2nd, 3rd and 4th try of a transiently failed request.
 RETRY_DELAYS = (0.2, 0.5, 1.0)
 REQUEST_TIMEOUT_SECONDS = 30.0
@@ -73,8 +78,12 @@ class KubeClient:
         content_type: str = "application/json",
     ) -> dict[str, Any]:
         last: ApiError | None = None
-        for delay in (0.0, *RETRY_DELAYS):
+        for attempt, delay in enumerate((0.0, *RETRY_DELAYS)):
             if delay:
+                # One INFO line per retried request, not one per try: the caller logs the
+                # final failure, if any.
+                log = logger.info if attempt == 1 else logger.debug
+                log("Retrying %s %s after %s", method, path, last)
                 await asyncio.sleep(delay)
             try:
                 async with self._slots:
@@ -94,7 +103,6 @@ class KubeClient:
                             raise last
             except (aiohttp.ClientConnectionError, asyncio.TimeoutError) as exc:
                 last = ApiError(503, f"connection failed: {exc}")
-            logger.debug("Retrying %s %s after %s", method, path, last)
         assert last is not None
         raise last
 
@@ -123,15 +131,24 @@ class KubeClient:
             await self.request(
                 "DELETE",
                 f"/api/v1/namespaces/{quote(namespace)}/pods/{quote(name)}",
-                body={
-                    "kind": "DeleteOptions",
-                    "apiVersion": "v1",
-                    "propagationPolicy": "Background",
-                },
+                body=DELETE_IN_BACKGROUND,
             )
         except ApiError as exc:
             if exc.status != 404:
                 raise
+
+    async def delete_pods(self, namespace: str, label_selector: str, field_selector: str) -> int:
+        """Delete every pod of ``namespace`` that both selectors match, in one request.
+
+        Returns how many pods the server deleted. Needs the ``deletecollection`` verb on pods.
+        """
+        query = urlencode({"labelSelector": label_selector, "fieldSelector": field_selector})
+        answer = await self.request(
+            "DELETE",
+            f"/api/v1/namespaces/{quote(namespace)}/pods?{query}",
+            body=DELETE_IN_BACKGROUND,
+        )
+        return len(answer.get("items") or [])
 
     async def patch_node_labels(self, node: str, labels: Mapping[str, str | None]) -> bool:
         """Merge-patch a node's labels (``None`` removes one); ``False`` if the node is gone."""

@@ -6,6 +6,7 @@ that a selector can match: integers where the value is a count, at most one deci
 
 from __future__ import annotations
 
+import hashlib
 import math
 import re
 from collections.abc import Iterable, Mapping
@@ -24,6 +25,24 @@ from roofline_profiler.compact import CompactDevice
 #: The Kubernetes label value syntax (apimachinery ``validation.IsValidLabelValue``).
 LABEL_VALUE = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$")
 MAX_LABEL_VALUE_CHARS = 63
+#: Hex digits of the digest that keeps two shortened names apart.
+LABEL_DIGEST_CHARS = 10
+
+
+def label_safe(name: str) -> str:
+    """``name`` itself when it is a valid label value, else a shortened prefix plus a digest.
+
+    Node names may have 253 characters and profile names too, a label value only 63. Selectors
+    and ownership checks compare the same mapping of the full name (kept in an annotation), so the
+    digest makes two names that share a long prefix distinct labels.
+    """
+    if len(name) <= MAX_LABEL_VALUE_CHARS and LABEL_VALUE.match(name):
+        return name
+    digest = hashlib.sha256(name.encode()).hexdigest()[:LABEL_DIGEST_CHARS]
+    keep = MAX_LABEL_VALUE_CHARS - LABEL_DIGEST_CHARS - 1
+    prefix = re.sub(r"[^-A-Za-z0-9_.]", "-", name[:keep])
+    prefix = re.sub(r"^[^A-Za-z0-9]+|[^A-Za-z0-9]+$", "", prefix)
+    return f"{prefix}-{digest}" if prefix else digest
 
 
 def format_label_value(value: float, decimals: int = 1) -> str:
@@ -43,13 +62,17 @@ def format_label_value(value: float, decimals: int = 1) -> str:
 
 
 def node_labels_for(device: CompactDevice, profile: str) -> dict[str, str]:
-    """The labels that describe a node by ``device``, its worst GPU, owned by ``profile``."""
+    """The labels that describe a node by ``device``, its worst GPU, owned by ``profile``.
+
+    The owner label holds :func:`label_safe` of the profile name, which is the name itself for
+    any name of at most 63 characters.
+    """
     return {
         LABEL_RIDGE_POINT: format_label_value(device.ridge_point),
         LABEL_MIN_BATCH: str(device.recommended_min_batch),
         LABEL_BANDWIDTH_GBPS: format_label_value(device.bandwidth_bytes_per_second / 1e9, 0),
         LABEL_PEAK_TFLOPS: format_label_value(device.peak_flops_per_second / 1e12),
-        LABEL_PROFILE: profile,
+        LABEL_PROFILE: label_safe(profile),
     }
 
 

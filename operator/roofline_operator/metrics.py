@@ -15,6 +15,7 @@ from prometheus_client import CollectorRegistry, Counter
 from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.registry import Collector
 
+from roofline_operator.names import FailureReason
 from roofline_operator.records import NodeRecord
 from roofline_operator.status import node_category
 
@@ -208,6 +209,17 @@ class OperatorMetrics:
             ["profile"],
             registry=registry,
         )
+
+    def start_profile(self, profile: str) -> None:
+        """Create the profile's counter series at zero.
+
+        A counter without a series reads as "no data" to ``rate()`` and to alerts, not as zero;
+        every failure reason is a series from the start, as the reason set is bounded.
+        """
+        self.pods_launched.labels(profile)
+        self.reconcile_errors.labels(profile)
+        for reason in FailureReason:
+            self.failures.labels(profile, reason.value)
 
     def forget(self, profile: str) -> None:
         """Drop every series of a deleted profile, keeping label cardinality bounded."""

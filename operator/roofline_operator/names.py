@@ -17,7 +17,8 @@ RESOURCE = f"{PLURAL}.{GROUP}"
 FINALIZER = "roofline.dev/cleanup"
 ANNOTATION_PREFIX = "roofline.dev"
 
-# Profiler pod labels.
+# Profiler pod labels. The profile and node labels hold label-safe forms of the names
+# (``labels.label_safe``): a label value has at most 63 characters, a node name up to 253.
 LABEL_APP_NAME = "app.kubernetes.io/name"
 LABEL_MANAGED_BY = "app.kubernetes.io/managed-by"
 APP_NAME = "roofline-profiler"
@@ -27,7 +28,10 @@ LABEL_NODE = "roofline.dev/node"
 CONTAINER_NAME = "profiler"
 TERMINATION_MESSAGE_PATH = "/dev/termination-log"
 
-# Profiler pod annotations: which attempt of which spec the pod measures.
+# Profiler pod annotations: the full profile and node names, which attempt of which spec the pod
+# measures.
+ANNOTATION_PROFILE = "roofline.dev/profile"
+ANNOTATION_NODE = "roofline.dev/node"
 ANNOTATION_ATTEMPT = "roofline.dev/attempt"
 ANNOTATION_SPEC_HASH = "roofline.dev/spec-hash"
 

@@ -12,7 +12,13 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from roofline_operator.labels import Claimant, label_owners, label_patch, node_labels_for
+from roofline_operator.labels import (
+    Claimant,
+    label_owners,
+    label_patch,
+    label_safe,
+    node_labels_for,
+)
 from roofline_operator.names import LABEL_PROFILE, FailureReason, NodeState
 from roofline_operator.nodes import NodeFacts, select_nodes
 from roofline_operator.outcomes import Failed, InFlight, Succeeded, classify_pod
@@ -22,6 +28,8 @@ from roofline_operator.spec import ProfileSpec
 
 #: How long a pod we created may stay invisible in the watch before it counts as gone.
 POD_APPEARANCE_GRACE_SECONDS = 30.0
+#: Pod phases after which a pod holds no GPU and its result is final.
+FINISHED_PHASES = ("Succeeded", "Failed")
 #: Shortest pause the round asks for, so that deadlines a hair in the future are not spun on.
 MIN_WAKE_SECONDS = 0.05
 
@@ -49,6 +57,8 @@ class RoundPlan:
     records: dict[str, NodeRecord]
     creates: list[dict[str, Any]] = field(default_factory=list)
     deletes: list[tuple[str, str]] = field(default_factory=list)
+    #: Finished pods whose result this round read: deleted by collection, before any create.
+    finished: list[PodFacts] = field(default_factory=list)
     label_patches: dict[str, dict[str, str | None]] = field(default_factory=dict)
     failures: list[tuple[str, Failed]] = field(default_factory=list)
     profiled: list[str] = field(default_factory=list)
@@ -152,7 +162,10 @@ def _follow_pod(
     if isinstance(outcome, InFlight):
         _register_pod_deadline(pod, inp, plan)
         return record
-    plan.deletes.append((pod.namespace, pod.name))
+    if pod.phase in FINISHED_PHASES:
+        plan.finished.append(pod)
+    else:
+        plan.deletes.append((pod.namespace, pod.name))
     if isinstance(outcome, Succeeded):
         plan.profiled.append(record.name)
         return replace(
@@ -217,7 +230,7 @@ def _plan_labels(
         desired = None
         if owner == ours and record is not None and record.result is not None:
             desired = node_labels_for(record.result.worst, ours)
-        elif node.labels.get(LABEL_PROFILE) != ours:
+        elif node.labels.get(LABEL_PROFILE) != label_safe(ours):
             continue
         patch = label_patch(node.labels, desired)
         if patch is not None:

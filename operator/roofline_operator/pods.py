@@ -8,13 +8,16 @@ from __future__ import annotations
 
 import hashlib
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+from roofline_operator.labels import label_safe
 from roofline_operator.names import (
     ANNOTATION_ATTEMPT,
+    ANNOTATION_NODE,
+    ANNOTATION_PROFILE,
     ANNOTATION_SPEC_HASH,
     API_VERSION,
     APP_NAME,
@@ -31,6 +34,10 @@ from roofline_operator.spec import ProfileSpec
 
 #: The profiler runs as this unprivileged user (the image's non-root user).
 PROFILER_UID = 65532
+#: Nodes named in one DELETE-collection request, which keeps its label selector (and URL) short.
+MAX_NODES_PER_COLLECTION = 100
+#: Pods past these phases hold no GPU: only they may be deleted by collection.
+FINISHED_POD_FIELDS = "status.phase!=Pending,status.phase!=Running"
 
 
 @dataclass(frozen=True)
@@ -98,12 +105,21 @@ def build_profiler_pod(
     Pinned with a required node affinity on ``metadata.name`` rather than ``spec.nodeName`` so
     that the scheduler still runs and accounts for the GPUs it requests: a GPU held by a serving
     pod keeps the profiler Pending instead of oversubscribing the device.
+
+    Labels carry label-safe forms of the profile and node names (for selectors), annotations the
+    full names (for reading back): a node name may be longer than a label value may be.
     """
     labels = {
         LABEL_APP_NAME: APP_NAME,
         LABEL_MANAGED_BY: MANAGED_BY,
-        LABEL_PROFILE: profile.name,
-        LABEL_NODE: node,
+        LABEL_PROFILE: label_safe(profile.name),
+        LABEL_NODE: label_safe(node),
+    }
+    annotations = {
+        ANNOTATION_PROFILE: profile.name,
+        ANNOTATION_NODE: node,
+        ANNOTATION_ATTEMPT: str(attempt),
+        ANNOTATION_SPEC_HASH: spec_hash,
     }
     container = {
         "name": CONTAINER_NAME,
@@ -129,7 +145,7 @@ def build_profiler_pod(
             "name": profiler_pod_name(profile.name, node, spec_hash, attempt),
             "namespace": namespace,
             "labels": labels,
-            "annotations": {ANNOTATION_ATTEMPT: str(attempt), ANNOTATION_SPEC_HASH: spec_hash},
+            "annotations": annotations,
             "ownerReferences": [
                 {
                     "apiVersion": API_VERSION,
@@ -217,7 +233,11 @@ def _container_status(status: Mapping[str, Any]) -> Mapping[str, Any]:
 
 
 def pod_facts(body: Mapping[str, Any]) -> PodFacts:
-    """Extract :class:`PodFacts` from a Pod object as served by the API."""
+    """Extract :class:`PodFacts` from a Pod object as served by the API.
+
+    Profile and node names come from the annotations, which hold them whole; the labels are the
+    fallback for pods created before the annotations existed, whose names fit a label anyway.
+    """
     metadata = body.get("metadata") or {}
     labels = metadata.get("labels") or {}
     annotations = metadata.get("annotations") or {}
@@ -233,8 +253,8 @@ def pod_facts(body: Mapping[str, Any]) -> PodFacts:
     return PodFacts(
         name=str(metadata.get("name", "")),
         namespace=str(metadata.get("namespace", "")),
-        profile=str(labels.get(LABEL_PROFILE, "")),
-        node=str(labels.get(LABEL_NODE, "")),
+        profile=str(annotations.get(ANNOTATION_PROFILE) or labels.get(LABEL_PROFILE, "")),
+        node=str(annotations.get(ANNOTATION_NODE) or labels.get(LABEL_NODE, "")),
         attempt=attempt,
         spec_hash=str(annotations.get(ANNOTATION_SPEC_HASH, "")),
         phase=str(status.get("phase") or "Pending"),
@@ -253,3 +273,39 @@ def pod_facts(body: Mapping[str, Any]) -> PodFacts:
             message=terminated.get("message"),
         ),
     )
+
+
+@dataclass(frozen=True)
+class PodCollection:
+    """One DELETE-collection request: finished pods of one profile on some nodes of a namespace."""
+
+    namespace: str
+    label_selector: str
+    field_selector: str
+    #: The pods the request is meant to delete, for the fallback of one delete per pod.
+    pods: tuple[str, ...]
+
+
+def finished_pod_collections(profile: str, pods: Sequence[PodFacts]) -> list[PodCollection]:
+    """Group finished pods into DELETE-collection requests of at most 100 nodes each.
+
+    Deleting finished pods by collection costs one request per hundred nodes instead of one per
+    node. The selectors name the nodes and require a finished phase, so a pod that is still
+    running (or one created after the request) can never be caught.
+    """
+    by_namespace: dict[str, list[PodFacts]] = {}
+    for pod in pods:
+        by_namespace.setdefault(pod.namespace, []).append(pod)
+    collections: list[PodCollection] = []
+    for namespace, members in sorted(by_namespace.items()):
+        nodes = sorted({label_safe(p.node) for p in members})
+        for start in range(0, len(nodes), MAX_NODES_PER_COLLECTION):
+            chunk = nodes[start : start + MAX_NODES_PER_COLLECTION]
+            chosen = set(chunk)
+            selector = (
+                f"{LABEL_MANAGED_BY}={MANAGED_BY},{LABEL_PROFILE}={label_safe(profile)},"
+                f"{LABEL_NODE} in ({','.join(chunk)})"
+            )
+            names = tuple(p.name for p in members if label_safe(p.node) in chosen)
+            collections.append(PodCollection(namespace, selector, FINISHED_POD_FIELDS, names))
+    return collections

@@ -15,6 +15,9 @@ from typing import Any
 from roofline_operator.names import NodeState
 from roofline_operator.records import NodeRecord, format_time, record_to_status
 
+#: Decimals of the ridge points in ``status.summary``: enough to tell GPUs apart, and no float
+#: noise (``3.9225000000000003``) in ``kubectl get``.
+RIDGE_POINT_DECIMALS = 2
 #: Nodes named in a condition message before the rest is summed up as "and N more".
 MAX_NODES_IN_MESSAGE = 5
 
@@ -44,9 +47,9 @@ def summarize(records: Mapping[str, NodeRecord], spec_hash: str) -> dict[str, An
     if results:
         ridges = [r.worst.ridge_point for r in results]
         summary.update(
-            minRidgePoint=min(ridges),
-            medianRidgePoint=statistics.median(ridges),
-            maxRidgePoint=max(ridges),
+            minRidgePoint=round(min(ridges), RIDGE_POINT_DECIMALS),
+            medianRidgePoint=round(statistics.median(ridges), RIDGE_POINT_DECIMALS),
+            maxRidgePoint=round(max(ridges), RIDGE_POINT_DECIMALS),
             recommendedMinBatch=max(r.worst.recommended_min_batch for r in results),
         )
     return summary

@@ -104,7 +104,9 @@ def test_no_rbac_rule_touches_secrets_or_permissions(scenario: Path | None) -> N
 def test_pods_are_created_and_deleted_only_in_the_profiler_namespaces() -> None:
     values = {"profiler": {"namespace": "gpu-profiling"}}
     for role, rule in rules(render_objects(values)):
-        if "pods" in rule["resources"] and {"create", "delete"} & set(rule["verbs"]):
+        if "pods" in rule["resources"] and {"create", "delete", "deletecollection"} & set(
+            rule["verbs"]
+        ):
             assert role["kind"] == "Role"
             assert role["metadata"]["namespace"] == "gpu-profiling"
 
@@ -138,3 +140,15 @@ def test_without_rbac_the_chart_creates_no_roles() -> None:
     objects = render_objects({"rbac": {"create": False}})
     kinds = {obj["kind"] for obj in objects}
     assert kinds.isdisjoint({"ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding"})
+
+
+def test_the_profiler_namespace_role_lets_the_operator_delete_finished_pods_in_bulk() -> None:
+    (role,) = [
+        r
+        for r in objects_of_kind(render_objects(), "Role")
+        if any("pods" in rule["resources"] for rule in r["rules"])
+    ]
+    pod_verbs = {
+        verb for rule in role["rules"] if "pods" in rule["resources"] for verb in rule["verbs"]
+    }
+    assert {"create", "delete", "deletecollection", "watch"} <= pod_verbs

@@ -28,6 +28,7 @@ from .kubelet import FakeKubelet, PodRun
 from .resources import ApiError
 from .scheduler import FakeScheduler
 from .store import ObjectStore
+from .validation import MAX_LABEL_CHARS
 
 T = TypeVar("T")
 MERGE = "application/merge-patch+json"
@@ -42,7 +43,12 @@ def gpu_node(
     unschedulable: bool = False,
     taints: Iterable[Mapping[str, str]] = (),
 ) -> dict[str, Any]:
-    """A Node as the kubelet and GPU Feature Discovery would register it."""
+    """A Node as the kubelet and GPU Feature Discovery would register it.
+
+    The hostname label is the node name when it fits a label value, else the name's first DNS
+    label: a node named by a long FQDN has a short hostname.
+    """
+    hostname = name if len(name) <= MAX_LABEL_CHARS else name.split(".")[0][:MAX_LABEL_CHARS]
     capacity = {"cpu": "16", "memory": "128Gi", "pods": "110", resource: str(gpus)}
     return {
         "apiVersion": "v1",
@@ -50,7 +56,7 @@ def gpu_node(
         "metadata": {
             "name": name,
             "labels": {
-                "kubernetes.io/hostname": name,
+                "kubernetes.io/hostname": hostname,
                 "kubernetes.io/os": "linux",
                 "nvidia.com/gpu.product": "NVIDIA-H200",
                 **(labels or {}),

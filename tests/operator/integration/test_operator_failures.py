@@ -81,6 +81,11 @@ def test_a_failing_node_fails_with_its_reason_without_blocking_the_others(
     )
     assert failures is not None
     assert failures >= 1
+    line = f"node {bad} failed ({reason})"
+    wait_for(lambda: line in shared_operator.log_text(), timeout=10, what=f"a log line {line!r}")
+    logged = [ln for ln in shared_operator.log_text().splitlines() if line in ln]
+    assert len(logged) == 1, "one failure is one log line"
+    assert "WARNING" in logged[0]
 
 
 def test_a_failed_attempt_is_retried_with_backoff_up_to_max_attempts(
@@ -150,6 +155,13 @@ def test_api_conflicts_and_server_errors_are_retried(
     )
     assert [shared_cluster.remaining_faults(f) for f in faults] == [0, 0, 0]
     assert shared_operator.running
+    log = shared_operator.log_text()
+    for retried in (
+        "Retrying POST /api/v1/namespaces/roofline-system/pods after HTTP 503",
+        "Retrying PATCH /api/v1/nodes/flaky-",
+        "Retrying PATCH /apis/roofline.dev/v1alpha1/rooflineprofiles/flaky/status after HTTP 500",
+    ):
+        assert retried in log, f"{retried!r} is not in the operator's log"
     assert set(node_entries(shared_cluster, "flaky")) == set(nodes)
 
 

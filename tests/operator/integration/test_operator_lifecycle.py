@@ -26,6 +26,8 @@ from harness.profiles import (
     write_manifest,
 )
 
+from roofline_operator.labels import label_safe
+
 pytestmark = pytest.mark.usefixtures("shared_operator")
 
 
@@ -179,6 +181,43 @@ def test_deleting_the_profile_removes_its_pods_and_our_labels(
         lambda: our_labels(shared_cluster, done) == {}, timeout=30, what="our labels to be removed"
     )
     assert all(run.ended is not None for run in shared_cluster.runs([busy]))
+
+
+def test_names_longer_than_a_label_value_are_profiled_labelled_and_cleaned_up(
+    shared_cluster: Cluster,
+) -> None:
+    # Two node names that differ only past the 63rd character, and a profile name as long.
+    stem = "long-names-ip-10-0-0-1.eu-west-1.compute.internal.example-cluster.h200-pool"
+    nodes = [f"{stem}.node-{i}" for i in range(2)]
+    for name in nodes:
+        shared_cluster.add_gpu_node(name, labels={"suite": "long-names"})
+    name = "long-names-" + "h200-decode-" * 6 + "bf16"
+    assert min(len(n) for n in [*nodes, name]) > 63
+    shared_cluster.create(PLURAL, example_profile(name, {"suite": "long-names"}), group=GROUP)
+    wait_for_nodes(shared_cluster, name, profiled, nodes)
+    wait_for(
+        lambda: all(our_labels(shared_cluster, n) for n in nodes),
+        timeout=30,
+        what="both long-named nodes to be labelled",
+    )
+    for node in nodes:
+        labels = our_labels(shared_cluster, node)
+        assert labels["roofline.dev/profile"] == label_safe(name)
+        assert labels["roofline.dev/min-batch"].isdigit()
+    assert runs_per_node(shared_cluster, nodes) == dict.fromkeys(nodes, 1)
+    finished = shared_cluster.finished_pods(labels={"roofline.dev/profile": label_safe(name)})
+    assert {p["metadata"]["annotations"]["roofline.dev/node"] for p in finished} == set(nodes)
+    wait_for(
+        lambda: not shared_cluster.list("pods", labels={"roofline.dev/profile": label_safe(name)}),
+        timeout=30,
+        what="the finished pods to be deleted",
+    )
+    shared_cluster.delete(PLURAL, name, group=GROUP)
+    wait_for(
+        lambda: not any(our_labels(shared_cluster, n) for n in nodes),
+        timeout=30,
+        what="our labels to be removed from the long-named nodes",
+    )
 
 
 def test_max_parallel_bounds_how_many_nodes_are_profiled_at_once(shared_cluster: Cluster) -> None:

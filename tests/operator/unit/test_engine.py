@@ -17,29 +17,47 @@ from roofline_operator.engine import ProfileLoop, first_of
 from roofline_operator.kubeapi import ApiError
 from roofline_operator.metrics import OperatorMetrics
 from roofline_operator.names import LABEL_PROFILE, NodeState
-from roofline_operator.pods import pod_facts
+from roofline_operator.pods import Terminated, pod_facts
 from roofline_operator.runtime import Runtime
 
 
 class RecordingClient:
     """Answers like the API server and remembers every request."""
 
-    def __init__(self, refuse_pods: bool = False, failing_label_patches: int = 0) -> None:
+    def __init__(
+        self,
+        refuse_pods: bool = False,
+        failing_label_patches: int = 0,
+        refuse_collections: bool = False,
+    ) -> None:
         self.refuse_pods = refuse_pods
         self.failing_label_patches = failing_label_patches
+        self.refuse_collections = refuse_collections
+        #: Every request in the order it was sent: ``create``, ``delete``, ``collect``, ...
+        self.calls: list[str] = []
         self.created: list[dict[str, Any]] = []
         self.deleted: list[tuple[str, str]] = []
+        self.collections: list[tuple[str, str, str]] = []
         self.labelled: list[tuple[str, Mapping[str, str | None]]] = []
         self.statuses: list[Mapping[str, Any]] = []
 
     async def create_pod(self, pod: dict[str, Any]) -> bool:
+        self.calls.append("create")
         if self.refuse_pods:
             raise ApiError(403, 'pods is forbidden: namespace "nope" not allowed')
         self.created.append(pod)
         return True
 
     async def delete_pod(self, namespace: str, name: str) -> None:
+        self.calls.append("delete")
         self.deleted.append((namespace, name))
+
+    async def delete_pods(self, namespace: str, label_selector: str, field_selector: str) -> int:
+        self.calls.append("collect")
+        if self.refuse_collections:
+            raise ApiError(403, "pods is forbidden: cannot deletecollection")
+        self.collections.append((namespace, label_selector, field_selector))
+        return 1
 
     async def patch_node_labels(self, name: str, labels: Mapping[str, str | None]) -> bool:
         if self.failing_label_patches:
@@ -111,11 +129,96 @@ async def test_results_become_labels_and_the_pod_is_deleted_exactly_once(
     done = succeeded_pod(pod.name, "a", pod.spec_hash, pod.attempt)
     await loop.round(nodes, [done], {})
     await loop.round(nodes, [done], {})  # the watch still shows the pod
-    assert client.deleted == [("roofline-system", pod.name)]
+    assert client.deleted == []
+    assert client.collections == [
+        (
+            "roofline-system",
+            "app.kubernetes.io/managed-by=roofline-operator,roofline.dev/profile=fleet,"
+            "roofline.dev/node in (a)",
+            "status.phase!=Pending,status.phase!=Running",
+        )
+    ]
     assert [name for name, _ in client.labelled] == ["a"]
     assert client.labelled[0][1][LABEL_PROFILE] == "fleet"
     assert loop.records["a"].state is NodeState.PROFILED
     assert ("Profiled", "Profiled 1 node(s): a") in quiet_events
+
+
+@pytest.mark.asyncio
+async def test_finished_pods_are_collected_before_the_round_creates_pods() -> None:
+    client = RecordingClient()
+    loop = loop_with(client, {"maxParallel": 1})
+    nodes = {n: node(n) for n in ("a", "b")}
+    await loop.round(nodes, [], {})
+    first = pod_facts(client.created[0])
+    assert first.node == "a"
+    client.calls.clear()
+    await loop.round(nodes, [succeeded_pod(first.name, "a", first.spec_hash)], {})
+    assert client.calls == ["collect", "create"]
+    assert pod_facts(client.created[1]).node == "b"
+
+
+@pytest.mark.asyncio
+async def test_a_refused_collection_falls_back_to_one_delete_per_finished_pod(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    client = RecordingClient(refuse_collections=True)
+    loop = loop_with(client, {})
+    nodes = {n: node(n) for n in ("a", "b")}
+    await loop.round(nodes, [], {})
+    a, b = (pod_facts(p) for p in client.created)
+    with caplog.at_level(logging.WARNING, logger="roofline_operator.engine"):
+        await loop.round(nodes, [succeeded_pod(a.name, "a", a.spec_hash)], {})
+    assert client.deleted == [("roofline-system", a.name)]
+    assert "deletecollection" in caplog.text
+    await loop.round(nodes, [succeeded_pod(b.name, "b", b.spec_hash)], {})
+    assert client.deleted[-1] == ("roofline-system", b.name)
+    assert client.calls.count("collect") == 1, "a refused collection is not tried again"
+
+
+@pytest.mark.asyncio
+async def test_a_running_pod_of_a_node_that_stopped_matching_is_deleted_by_name() -> None:
+    client = RecordingClient()
+    loop = loop_with(client, {})
+    await loop.round({"a": node("a")}, [], {})
+    pod = pod_facts(client.created[0])
+    running = replace(pod, phase="Running", started_at=1001.0, bound=True)
+    moved = replace(node("a"), labels={"pool": "a100"})
+    await loop.round({"a": moved}, [running], {})
+    assert client.deleted == [(pod.namespace, pod.name)]
+    assert client.collections == []
+
+
+@pytest.mark.asyncio
+async def test_each_node_failure_is_logged_once_at_warning_with_reason_node_and_message(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    client = RecordingClient()
+    loop = loop_with(client, {"retryBackoffSeconds": 60})
+    nodes = {n: node(n) for n in ("a", "b")}
+    await loop.round(nodes, [], {})
+    pods = [pod_facts(p) for p in client.created]
+    failed = [
+        replace(p, phase="Failed", terminated=Terminated(1, "Error", "CUDA error: no device"))
+        for p in pods
+    ]
+    with caplog.at_level(logging.WARNING, logger="roofline_operator.engine"):
+        await loop.round(nodes, failed, {})
+        await loop.round(nodes, failed, {})  # the same failures seen again are not news
+    lines = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
+    assert lines == [
+        "Profile fleet: node a failed (PodFailed): CUDA error: no device",
+        "Profile fleet: node b failed (PodFailed): CUDA error: no device",
+    ]
+
+
+@pytest.mark.asyncio
+async def test_a_profile_loop_publishes_zero_counters_before_any_error() -> None:
+    loop = loop_with(RecordingClient(), {})
+    registry = loop.runtime.metrics.registry
+    assert registry.get_sample_value("roofline_reconcile_errors_total", {"profile": "fleet"}) == 0
+    failures = {"profile": "fleet", "reason": "Timeout"}
+    assert registry.get_sample_value("roofline_profile_failures_total", failures) == 0
 
 
 @pytest.mark.asyncio

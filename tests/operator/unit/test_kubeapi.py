@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -16,6 +17,9 @@ from roofline_operator.kubeapi import ApiError, KubeClient
 class FakeApi:
     def __init__(self) -> None:
         self.requests: list[tuple[str, str, str, Any]] = []
+        self.queries: list[dict[str, str]] = []
+        #: Body of a successful answer, per (method, path).
+        self.payloads: dict[tuple[str, str], dict[str, Any]] = {}
         #: Status codes to answer before the real answer, per (method, path).
         self.failures: dict[tuple[str, str], list[int]] = {}
         self.answer: dict[tuple[str, str], int] = {}
@@ -24,9 +28,14 @@ class FakeApi:
         body = await request.json() if request.can_read_body else None
         key = (request.method, request.path)
         self.requests.append((request.method, request.path, request.content_type, body))
+        self.queries.append(dict(request.query))
         queued = self.failures.get(key)
         status = queued.pop(0) if queued else self.answer.get(key, 200)
-        payload = {"kind": "Status", "message": f"answer {status}"} if status >= 400 else {}
+        payload = (
+            {"kind": "Status", "message": f"answer {status}"}
+            if status >= 400
+            else self.payloads.get(key, {})
+        )
         return web.json_response(payload, status=status)
 
 
@@ -113,3 +122,31 @@ async def test_missing_objects_are_not_errors_for_deletes_and_label_patches(
     fake.answer[("PATCH", "/api/v1/nodes/gone")] = 404
     await client.delete_pod("ns", "p")
     assert await client.patch_node_labels("gone", {"a": None}) is False
+
+
+@pytest.mark.asyncio
+async def test_a_retried_request_is_logged_once_at_info(
+    api: tuple[FakeApi, KubeClient], caplog: pytest.LogCaptureFixture
+) -> None:
+    fake, client = api
+    fake.failures[("PATCH", "/api/v1/nodes/gpu-1")] = [503, 429, 500]
+    with caplog.at_level(logging.INFO, logger="roofline_operator.kubeapi"):
+        assert await client.patch_node_labels("gpu-1", {"a": "1"}) is True
+    infos = [r.getMessage() for r in caplog.records if r.levelno == logging.INFO]
+    assert infos == ["Retrying PATCH /api/v1/nodes/gpu-1 after HTTP 503: answer 503"]
+    assert len(fake.requests) == 4
+
+
+@pytest.mark.asyncio
+async def test_finished_pods_are_deleted_with_one_selected_collection_request(
+    api: tuple[FakeApi, KubeClient],
+) -> None:
+    fake, client = api
+    fake.payloads[("DELETE", "/api/v1/namespaces/ns/pods")] = {"items": [{}, {}]}
+    labels = "roofline.dev/profile=fleet,roofline.dev/node in (gpu-1,gpu-2)"
+    fields = "status.phase!=Pending,status.phase!=Running"
+    assert await client.delete_pods("ns", labels, fields) == 2
+    ((method, path, _, body),) = fake.requests
+    assert (method, path) == ("DELETE", "/api/v1/namespaces/ns/pods")
+    assert fake.queries == [{"labelSelector": labels, "fieldSelector": fields}]
+    assert body["propagationPolicy"] == "Background"

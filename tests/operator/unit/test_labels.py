@@ -11,6 +11,7 @@ from roofline_operator.labels import (
     format_label_value,
     label_owners,
     label_patch,
+    label_safe,
     node_labels_for,
 )
 from roofline_operator.names import NODE_LABEL_KEYS
@@ -69,6 +70,37 @@ def test_removing_labels_deletes_only_our_keys() -> None:
     }
     assert label_patch({"team": "a"}, None) is None
     assert set(NODE_LABEL_KEYS) >= set(label_patch(current, None) or {})
+
+
+LONG_NODE = "ip-10-0-0-1." + "eu-west-1.compute.internal." * 6 + "example"
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        pytest.param(LONG_NODE, id="long-dns-name"),
+        pytest.param("a" * 60 + "." + "b" * 30, id="dot-at-the-cut"),
+        pytest.param("x" * 253, id="longest-name"),
+        pytest.param("-" * 70, id="no-alphanumeric-prefix"),
+    ],
+)
+def test_a_name_too_long_for_a_label_becomes_a_short_valid_distinct_value(name: str) -> None:
+    value = label_safe(name)
+    assert len(value) <= 63
+    assert LABEL_VALUE.match(value)
+    assert value == label_safe(name)
+    assert value != label_safe(name[:-1] + "z")
+
+
+def test_a_name_that_is_a_valid_label_value_stays_as_it_is() -> None:
+    assert label_safe("gpu-node-7.example") == "gpu-node-7.example"
+    assert label_safe("n" * 63) == "n" * 63
+
+
+def test_a_long_profile_name_owns_labels_by_its_label_safe_form() -> None:
+    labels = node_labels_for(device(), "p" * 100)
+    assert labels["roofline.dev/profile"] == label_safe("p" * 100)
+    assert all(LABEL_VALUE.match(v) and len(v) <= 63 for v in labels.values())
 
 
 def test_the_oldest_profile_owns_a_shared_node_then_the_first_by_name() -> None:

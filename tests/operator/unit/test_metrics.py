@@ -5,7 +5,7 @@ from prometheus_client import CollectorRegistry, generate_latest
 from tests.operator.unit.operator_builders import device, profile
 
 from roofline_operator.metrics import OperatorMetrics, snapshot_from_records
-from roofline_operator.names import NodeState
+from roofline_operator.names import FailureReason, NodeState
 from roofline_operator.records import NodeRecord, NodeResult
 
 
@@ -104,6 +104,24 @@ def test_counters_count_pods_failures_and_errors_and_vanish_with_the_profile(
     metrics.forget("fleet")
     text = generate_latest(registry).decode()
     assert 'profile="fleet"' not in text
+
+
+def test_counters_of_a_started_profile_read_zero_for_every_reason_until_forgotten(
+    registry: CollectorRegistry, metrics: OperatorMetrics
+) -> None:
+    metrics.start_profile("fleet")
+    profile = {"profile": "fleet"}
+    assert registry.get_sample_value("roofline_reconcile_errors_total", profile) == 0
+    assert registry.get_sample_value("roofline_profiler_pods_launched_total", profile) == 0
+    for reason in FailureReason:
+        labels = {**profile, "reason": reason.value}
+        assert registry.get_sample_value("roofline_profile_failures_total", labels) == 0
+    metrics.failures.labels("fleet", "Timeout").inc()
+    metrics.start_profile("fleet")  # a restarted loop must not reset what was counted
+    timeouts = {**profile, "reason": "Timeout"}
+    assert registry.get_sample_value("roofline_profile_failures_total", timeouts) == 1
+    metrics.forget("fleet")
+    assert 'profile="fleet"' not in generate_latest(registry).decode()
 
 
 def test_the_exposition_names_follow_the_contract(

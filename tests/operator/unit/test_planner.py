@@ -6,7 +6,7 @@ from typing import Any
 
 from tests.operator.unit.operator_builders import device, node, profile, spec, succeeded_pod
 
-from roofline_operator.labels import Claimant
+from roofline_operator.labels import Claimant, label_safe
 from roofline_operator.names import LABEL_PROFILE, FailureReason, NodeState
 from roofline_operator.nodes import NodeFacts
 from roofline_operator.planner import (
@@ -101,7 +101,8 @@ def test_a_result_is_recorded_labelled_and_its_pod_deleted() -> None:
     assert record.state is NodeState.PROFILED
     assert record.result is not None
     assert record.result.worst.index == 1
-    assert plan.deletes == [("roofline-system", pod.name)]
+    assert plan.deletes == [], "a finished pod is deleted by collection, not by name"
+    assert plan.finished == [done]
     assert plan.profiled == ["a"]
     assert plan.label_patches["a"]["roofline.dev/min-batch"] == "512"
     assert plan.label_patches["a"]["roofline.dev/ridge-point"] == "210"
@@ -119,6 +120,7 @@ def test_a_second_round_on_the_same_world_plans_nothing() -> None:
         )
     )
     assert (third.creates, third.deletes, third.label_patches, third.failures) == ([], [], {}, [])
+    assert third.finished == []
     assert third.records == second.records
 
 
@@ -246,6 +248,31 @@ def test_an_older_profile_owns_shared_labels_and_the_younger_reports_it() -> Non
     plan = plan_round(world([node("a")], records={"a": record}, others=[younger]))
     assert "a" in plan.label_patches
     assert plan.conflicts == {}
+
+
+def test_a_running_pod_past_its_timeout_is_deleted_by_name_not_by_collection() -> None:
+    short = spec(timeoutSeconds=60)
+    first = plan_round(world([node("a")], the_spec=short))
+    (pod,) = created_pods(first)
+    running = replace(pod, phase="Running", started_at=NOW, bound=True)
+    plan = plan_round(
+        world([node("a")], the_spec=short, pods=[running], records=first.records, now=NOW + 61)
+    )
+    assert [f.reason for _, f in plan.failures] == [FailureReason.TIMEOUT]
+    assert plan.deletes == [("roofline-system", pod.name)]
+    assert plan.finished == []
+
+
+def test_a_profile_with_a_long_name_recognises_its_label_safe_owner_label() -> None:
+    long_name = "decode-" + "h200-" * 20 + "fleet"
+    quiet = spec(labelNodes=False)
+    labelled = node(
+        "a", labels={LABEL_PROFILE: label_safe(long_name), "roofline.dev/min-batch": "8"}
+    )
+    inp = replace(world([labelled], the_spec=quiet), profile=ProfileRef(long_name, "u"))
+    assert plan_round(inp).label_patches == {
+        "a": {LABEL_PROFILE: None, "roofline.dev/min-batch": None}
+    }
 
 
 def test_turning_labels_off_removes_our_labels() -> None:

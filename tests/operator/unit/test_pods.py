@@ -2,12 +2,16 @@ from __future__ import annotations
 
 from typing import Any
 
+from harness.selectors import compile_selectors
 from tests.operator.unit.operator_builders import GPU, spec
 
-from roofline_operator.labels import LABEL_VALUE
+from roofline_operator.labels import LABEL_VALUE, label_safe
 from roofline_operator.pods import (
+    MAX_NODES_PER_COLLECTION,
+    PodFacts,
     ProfileRef,
     build_profiler_pod,
+    finished_pod_collections,
     parse_time,
     pod_facts,
     profiler_pod_name,
@@ -16,13 +20,19 @@ from roofline_operator.pods import (
 OWNER = ProfileRef(name="fleet", uid="uid-1")
 
 
-def build(**fields: Any) -> dict[str, Any]:
+LONG_NODE = "ip-10-0-0-1." + "eu-west-1.compute.internal." * 6 + "example"
+LONG_PROFILE = "h200-decode-" + "fleet-" * 15 + "bf16"
+
+
+def build(
+    owner: ProfileRef = OWNER, node: str = "gpu-7", attempt: int = 2, **fields: Any
+) -> dict[str, Any]:
     return build_profiler_pod(
-        profile=OWNER,
+        profile=owner,
         spec=spec(**fields),
-        node="gpu-7",
+        node=node,
         gpus=8,
-        attempt=2,
+        attempt=attempt,
         spec_hash="abc123",
         namespace="roofline-system",
         image="registry.local/roofline:1",
@@ -109,6 +119,87 @@ def test_pod_carries_the_contract_labels_and_an_owner_reference() -> None:
     assert owner["kind"] == "RooflineProfile"
     assert owner["apiVersion"] == "roofline.dev/v1alpha1"
     assert (owner["name"], owner["uid"], owner["controller"]) == ("fleet", "uid-1", True)
+
+
+def test_pod_annotations_carry_the_full_profile_and_node_names() -> None:
+    annotations = build()["metadata"]["annotations"]
+    assert annotations["roofline.dev/profile"] == "fleet"
+    assert annotations["roofline.dev/node"] == "gpu-7"
+    assert (annotations["roofline.dev/attempt"], annotations["roofline.dev/spec-hash"]) == (
+        "2",
+        "abc123",
+    )
+
+
+def test_names_longer_than_a_label_value_get_label_safe_labels_and_are_read_back_whole() -> None:
+    pod = build(ProfileRef(name=LONG_PROFILE, uid="u"), LONG_NODE)
+    labels = pod["metadata"]["labels"]
+    assert labels["roofline.dev/node"] == label_safe(LONG_NODE) != LONG_NODE
+    assert labels["roofline.dev/profile"] == label_safe(LONG_PROFILE) != LONG_PROFILE
+    assert all(len(v) <= 63 and LABEL_VALUE.match(v) for v in labels.values())
+    affinity = pod["spec"]["affinity"]["nodeAffinity"]
+    term = affinity["requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"][0]
+    assert term["matchFields"][0]["values"] == [LONG_NODE]
+    facts = pod_facts(pod)
+    assert (facts.profile, facts.node) == (LONG_PROFILE, LONG_NODE)
+
+
+def test_pod_facts_fall_back_to_labels_for_pods_without_name_annotations() -> None:
+    pod = build()
+    for key in ("roofline.dev/profile", "roofline.dev/node"):
+        del pod["metadata"]["annotations"][key]
+    facts = pod_facts(pod)
+    assert (facts.profile, facts.node) == ("fleet", "gpu-7")
+
+
+def with_phase(pod: dict[str, Any], phase: str) -> dict[str, Any]:
+    return {**pod, "status": {"phase": phase}}
+
+
+def collected_by(collections: Any, pod: dict[str, Any]) -> bool:
+    return any(
+        c.namespace == pod["metadata"]["namespace"]
+        and compile_selectors(c.label_selector, c.field_selector)(pod)
+        for c in collections
+    )
+
+
+def test_a_collection_deletes_finished_pods_of_the_read_nodes_and_nothing_else() -> None:
+    owner = ProfileRef(name=LONG_PROFILE, uid="u")
+    done = build(owner, LONG_NODE, attempt=1)
+    collections = finished_pod_collections(LONG_PROFILE, [pod_facts(with_phase(done, "Failed"))])
+    assert [c.pods for c in collections] == [(done["metadata"]["name"],)]
+    assert collected_by(collections, with_phase(done, "Succeeded"))
+    assert collected_by(collections, with_phase(done, "Failed"))
+    # A pod created after the round read the result (the next attempt), still pending or running.
+    for phase in ("Pending", "Running"):
+        assert not collected_by(collections, with_phase(build(owner, LONG_NODE, 3), phase))
+    # The same node's finished pod of another profile, and another node of the same profile.
+    assert not collected_by(collections, with_phase(build(OWNER, LONG_NODE), "Succeeded"))
+    assert not collected_by(collections, with_phase(build(owner, "gpu-8"), "Succeeded"))
+
+
+def test_collections_hold_at_most_a_hundred_nodes_per_namespace() -> None:
+    def finished(node: str, namespace: str) -> PodFacts:
+        return PodFacts(
+            name=f"p-{node}",
+            namespace=namespace,
+            profile="fleet",
+            node=node,
+            attempt=1,
+            spec_hash="h",
+            phase="Succeeded",
+        )
+
+    pods = [finished(f"gpu-{i:03d}", "a") for i in range(250)] + [finished("gpu-0", "b")]
+    collections = finished_pod_collections("fleet", pods)
+    assert [(c.namespace, len(c.pods)) for c in collections] == [
+        ("a", MAX_NODES_PER_COLLECTION),
+        ("a", MAX_NODES_PER_COLLECTION),
+        ("a", 50),
+        ("b", 1),
+    ]
+    assert sorted(n for c in collections for n in c.pods) == sorted(p.name for p in pods)
 
 
 def test_pod_deadline_is_the_profile_timeout() -> None:

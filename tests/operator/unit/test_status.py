@@ -51,6 +51,19 @@ def test_summary_counts_nodes_and_recommends_the_largest_min_batch() -> None:
     }
 
 
+def test_summary_ridge_points_are_rounded_to_two_decimals() -> None:
+    records = {
+        "a": profiled("a", 3.9125, 8),
+        "b": profiled("b", 3.9325000000000001, 8),
+        "c": profiled("c", 3.91, 8),
+        "d": profiled("d", 4.0066666, 8),
+    }
+    summary = summarize(records, "h")
+    assert summary["medianRidgePoint"] == 3.92
+    assert str(summary["medianRidgePoint"]) == "3.92"
+    assert (summary["minRidgePoint"], summary["maxRidgePoint"]) == (3.91, 4.01)
+
+
 def test_a_result_under_an_old_spec_counts_as_pending() -> None:
     assert summarize({"a": profiled("a", 150.0, 64, spec_hash="old")}, "h")["pending"] == 1
 
