@@ -40,7 +40,7 @@ profile: setup
 
 lint: setup-dev
 	$(BIN)/ruff check .
-	$(BIN)/ruff format --check profiler operator
+	$(BIN)/ruff format --check .
 	$(BIN)/lint-imports
 
 typecheck: setup-dev

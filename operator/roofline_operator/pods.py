@@ -126,7 +126,12 @@ def build_profiler_pod(
         "image": spec.image or image,
         "imagePullPolicy": "IfNotPresent",
         "command": profiler_command(spec),
-        "env": [{"name": "HOME", "value": "/tmp"}, {"name": "MPLCONFIGDIR", "value": "/tmp"}],
+        "env": [
+            {"name": "HOME", "value": "/tmp"},
+            {"name": "MPLCONFIGDIR", "value": "/tmp"},
+            # The profiler names the host in its result after this, not after the pod.
+            {"name": "NODE_NAME", "valueFrom": {"fieldRef": {"fieldPath": "spec.nodeName"}}},
+        ],
         "resources": _resources(spec, gpus),
         "terminationMessagePath": TERMINATION_MESSAGE_PATH,
         "terminationMessagePolicy": "FallbackToLogsOnError",

@@ -231,16 +231,16 @@ class FakeKubelet:
         if mode is FaultMode.HANG:
             self.logs[key] = "waiting for the device\n"
             await asyncio.Event().wait()
-        return await self._run_process(container, key)
+        return await self._run_process(pod, container, key)
 
     async def _run_process(
-        self, container: Mapping[str, Any], key: tuple[str, str]
+        self, pod: Mapping[str, Any], container: Mapping[str, Any], key: tuple[str, str]
     ) -> ContainerExit:
         with tempfile.TemporaryDirectory(dir=self.workdir) as scratch:
             message_file = Path(scratch) / "termination-log"
             message_file.touch()
             env = product_environment(
-                {e["name"]: str(e.get("value", "")) for e in container.get("env", [])}
+                {e["name"]: container_env_value(pod, e) for e in container.get("env", [])}
             )
             env["HOME"] = env["TMPDIR"] = env["MPLCONFIGDIR"] = scratch
             process = await asyncio.create_subprocess_exec(
@@ -329,3 +329,14 @@ class FakeKubelet:
             for task in self.tasks.values():
                 task.cancel()
             await asyncio.gather(*self.tasks.values(), return_exceptions=True)
+
+
+def container_env_value(pod: Mapping[str, Any], entry: Mapping[str, Any]) -> str:
+    """An env entry's value as a kubelet resolves it: literal, or the downward API's fields."""
+    if "value" in entry:
+        return str(entry["value"])
+    path = ((entry.get("valueFrom") or {}).get("fieldRef") or {}).get("fieldPath", "")
+    value: Any = pod
+    for part in path.split("."):
+        value = value.get(part, "") if isinstance(value, Mapping) else ""
+    return str(value)

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 from harness import Cluster, FaultMode, Kubectl, wait_for
-from harness.kubelet import MAX_MESSAGE_BYTES
+from harness.kubelet import MAX_MESSAGE_BYTES, container_env_value
 
 from roofline_profiler.compact import decode_compact
 
@@ -211,3 +211,10 @@ def test_deleting_a_running_pod_kills_its_process_and_removes_it(nodes: Cluster)
         timeout=10,
         what="the pod to be gone",
     )
+
+
+def test_the_fake_kubelet_resolves_downward_api_env_like_a_kubelet() -> None:
+    pod = {"metadata": {"name": "p"}, "spec": {"nodeName": "gpu-3"}}
+    assert container_env_value(pod, {"name": "A", "value": "x"}) == "x"
+    field = {"name": "N", "valueFrom": {"fieldRef": {"fieldPath": "spec.nodeName"}}}
+    assert container_env_value(pod, field) == "gpu-3"

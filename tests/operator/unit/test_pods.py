@@ -257,3 +257,8 @@ def test_malformed_timestamps_read_as_unknown() -> None:
     assert parse_time("yesterday") is None
     assert parse_time(None) is None
     assert parse_time("2026-01-01T00:00:00Z") == 1767225600.0
+
+
+def test_pod_tells_the_profiler_its_node_name_through_the_downward_api() -> None:
+    env = {e["name"]: e for e in container(build())["env"]}
+    assert env["NODE_NAME"]["valueFrom"] == {"fieldRef": {"fieldPath": "spec.nodeName"}}
