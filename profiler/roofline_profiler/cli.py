@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import NoReturn
 
 from roofline_profiler.recommend import DEFAULT_MIN_EFFICIENCY
+from roofline_profiler.roofline import DEFAULT_BATCHES, DEFAULT_SHAPE
 
 PROG = "roofline"
 SHAPE_PATTERN = re.compile(r"^\s*(\d+)\s*[xX×]\s*(\d+)\s*$")
@@ -102,12 +103,12 @@ def build_parser() -> _Parser:
     )
     p.add_argument(
         "--shape",
-        default="4096x14336",
+        default=f"{DEFAULT_SHAPE[0]}x{DEFAULT_SHAPE[1]}",
         help="decode weight KxN (default 4096x14336, the Llama-3-8B FFN up-projection)",
     )
     p.add_argument(
         "--batches",
-        default="1,2,4,8,16,32,64,128,256,512",
+        default=",".join(str(b) for b in DEFAULT_BATCHES),
         help="comma-separated batch sizes to sweep (default 1,2,4,...,512)",
     )
     p.add_argument(
@@ -203,7 +204,6 @@ def run_profile_command(args: argparse.Namespace) -> int:
 
     request = ProfileRequest(
         devices=tuple(infos),
-        dtype=args.dtype,
         k=k,
         n=n,
         batches=batches,

@@ -17,14 +17,10 @@ from roofline_profiler.result import DeviceResult, ProfileResult, SweepEntry
 from roofline_profiler.sanity import plausibility_warnings
 from roofline_profiler.timing import DEFAULT, QUICK
 
-DEFAULT_SHAPE = (4096, 14336)  # Llama-3-8B FFN up-projection
-DEFAULT_BATCHES = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512)
-
 
 @dataclass(frozen=True)
 class ProfileRequest:
     devices: tuple[DeviceInfo, ...]
-    dtype: str | None  # None: each device's default
     k: int
     n: int
     batches: tuple[int, ...]

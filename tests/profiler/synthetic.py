@@ -6,7 +6,7 @@ from roofline_profiler import recommend, roofline
 from roofline_profiler.result import DeviceResult, PeakCandidate, ProfileResult, SweepEntry
 from roofline_profiler.stats import Measurement
 
-DEFAULT_BATCHES = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512)
+DEFAULT_BATCHES = roofline.DEFAULT_BATCHES
 H200_LIKE = {"bandwidth": 4.3e12, "peak": 7.9e14}
 
 
