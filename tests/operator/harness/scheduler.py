@@ -170,6 +170,10 @@ class FakeScheduler:
             {"spec": {"nodeName": node}},
         )
         condition = {"type": "PodScheduled", "status": "True", "lastTransitionTime": now_rfc3339()}
+        self._set_condition(meta, condition)
+
+    def _set_condition(self, meta: Mapping[str, Any], condition: dict[str, Any]) -> None:
+        """Write PodScheduled through the status subresource, as the real scheduler does."""
         self.store.patch(
             self.pods,
             meta["namespace"],
@@ -193,15 +197,7 @@ class FakeScheduler:
             "message": message,
             "lastTransitionTime": now_rfc3339(),
         }
-        meta = pod["metadata"]
-        self.store.patch(
-            self.pods,
-            meta["namespace"],
-            meta["name"],
-            "application/strategic-merge-patch+json",
-            {"status": {"conditions": [condition]}},
-            subresource="status",
-        )
+        self._set_condition(pod["metadata"], condition)
 
     async def run(self) -> None:
         subscription = self.store.subscribe(self.pods, None, None, self.store.resource_version)
