@@ -32,6 +32,9 @@ GPU_BANDWIDTH_BUFFER_BYTES = 2 << 30
 #: Never take more than this share of the device's memory for one buffer.
 MAX_MEMORY_FRACTION = 0.10
 
+#: The peak's three operands may take at most this share of the device's memory.
+PEAK_MEMORY_FRACTION = 0.4
+
 #: Square matmul sizes tried for the peak, per backend; the best median wins.
 PEAK_SIZES = {
     "gpu": (4096, 8192, 16384),
@@ -92,10 +95,11 @@ def measure_peak(
     family = "cpu" if info.backend == "cpu" else "gpu"
     sizes = PEAK_SIZES[f"{family}-quick" if quick else family]
     torch_dtype = DTYPES[dtype]
-    candidates = []
+    candidates: list[PeakCandidate] = []
     for size in sizes:
-        if info.memory_bytes and 3 * size * size * 4 > info.memory_bytes * MAX_MEMORY_FRACTION * 4:
-            continue
+        operands = 3 * size * size * roofline.dtype_bytes(dtype)
+        if candidates and info.memory_bytes and operands > PEAK_MEMORY_FRACTION * info.memory_bytes:
+            continue  # a device too small for the largest size still gets the smaller ones
         a = _random((size, size), torch_dtype, info.device)
         b = _random((size, size), torch_dtype, info.device)
         out = torch.empty((size, size), dtype=torch_dtype, device=info.device)
