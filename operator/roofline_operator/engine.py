@@ -19,7 +19,7 @@ import kopf
 
 from roofline_operator.kubeapi import ApiError, KubeClient
 from roofline_operator.labels import Claimant, label_patch, label_safe
-from roofline_operator.names import ANNOTATION_NODE, LABEL_PROFILE, FailureReason
+from roofline_operator.names import ANNOTATION_NODE, LABEL_PROFILE, FailureReason, parse_time
 from roofline_operator.nodes import NodeFacts, select_nodes
 from roofline_operator.outcomes import Failed
 from roofline_operator.planner import RoundInput, RoundPlan, fail_node, plan_round
@@ -28,7 +28,6 @@ from roofline_operator.pods import (
     PodFacts,
     ProfileRef,
     finished_pod_collections,
-    parse_time,
 )
 from roofline_operator.records import NodeRecord, records_from_status
 from roofline_operator.runtime import ProfileClaim, Runtime

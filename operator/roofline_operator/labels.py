@@ -20,7 +20,7 @@ from roofline_operator.names import (
     LABEL_RIDGE_POINT,
     NODE_LABEL_KEYS,
 )
-from roofline_profiler.compact import CompactDevice
+from roofline_operator.results import GpuResult
 
 #: The Kubernetes label value syntax (apimachinery ``validation.IsValidLabelValue``).
 LABEL_VALUE = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$")
@@ -61,17 +61,17 @@ def format_label_value(value: float, decimals: int = 1) -> str:
     return text
 
 
-def node_labels_for(device: CompactDevice, profile: str) -> dict[str, str]:
-    """The labels that describe a node by ``device``, its worst GPU, owned by ``profile``.
+def node_labels_for(gpu: GpuResult, profile: str) -> dict[str, str]:
+    """The labels that describe a node by ``gpu``, its worst GPU, owned by ``profile``.
 
     The owner label holds :func:`label_safe` of the profile name, which is the name itself for
     any name of at most 63 characters.
     """
     return {
-        LABEL_RIDGE_POINT: format_label_value(device.ridge_point),
-        LABEL_MIN_BATCH: str(device.recommended_min_batch),
-        LABEL_BANDWIDTH_GBPS: format_label_value(device.bandwidth_bytes_per_second / 1e9, 0),
-        LABEL_PEAK_TFLOPS: format_label_value(device.peak_flops_per_second / 1e12),
+        LABEL_RIDGE_POINT: format_label_value(gpu.ridge_point),
+        LABEL_MIN_BATCH: str(gpu.recommended_min_batch),
+        LABEL_BANDWIDTH_GBPS: format_label_value(gpu.bandwidth_bytes_per_second / 1e9, 0),
+        LABEL_PEAK_TFLOPS: format_label_value(gpu.peak_flops_per_second / 1e12),
         LABEL_PROFILE: label_safe(profile),
     }
 

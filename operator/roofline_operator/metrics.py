@@ -64,27 +64,27 @@ def snapshot_from_records(
         category = node_category(record, spec_hash)
         counts["matched"] += 1
         counts[category] += 1
-        result = record.result.profile if record.result is not None else None
+        result = record.result
         nodes.append(
             NodeSample(
                 node=name,
-                timestamp_seconds=result.created_at if result else None,
+                timestamp_seconds=result.profiled_at if result else None,
                 duration_seconds=result.duration_seconds if result else None,
                 failed=category == "failed",
             )
         )
-        for device in result.devices if result else ():
+        for gpu in result.gpus if result else ():
             devices.append(
                 DeviceSample(
                     node=name,
-                    gpu=str(device.index),
-                    product=device.name,
+                    gpu=str(gpu.index),
+                    product=gpu.product,
                     dtype=result.dtype if result else "",
-                    bandwidth_bytes_per_second=device.bandwidth_bytes_per_second,
-                    peak_flops_per_second=device.peak_flops_per_second,
-                    ridge_point=device.ridge_point,
-                    recommended_min_batch=device.recommended_min_batch,
-                    step_seconds=tuple((p.batch, p.step_seconds) for p in device.sweep),
+                    bandwidth_bytes_per_second=gpu.bandwidth_bytes_per_second,
+                    peak_flops_per_second=gpu.peak_flops_per_second,
+                    ridge_point=gpu.ridge_point,
+                    recommended_min_batch=gpu.recommended_min_batch,
+                    step_seconds=gpu.step_seconds,
                 )
             )
     return ProfileSnapshot(profile, tuple(devices), tuple(nodes), counts)

@@ -6,6 +6,8 @@ Kept in one place because the CRD, the pods, the node labels and the metrics mus
 from __future__ import annotations
 
 import enum
+from datetime import datetime, timezone
+from typing import Any
 
 GROUP = "roofline.dev"
 VERSION = "v1alpha1"
@@ -72,3 +74,21 @@ class FailureReason(str, enum.Enum):
     POD_REJECTED = "PodRejected"
     POD_GONE = "PodGone"
     NODE_GONE = "NodeGone"
+
+
+def format_time(seconds: float | None) -> str | None:
+    """A Kubernetes timestamp (RFC 3339, UTC, whole seconds) of unix ``seconds``."""
+    if seconds is None:
+        return None
+    moment = datetime.fromtimestamp(seconds, tz=timezone.utc).replace(microsecond=0)
+    return moment.isoformat().replace("+00:00", "Z")
+
+
+def parse_time(text: Any) -> float | None:
+    """Unix seconds of a Kubernetes RFC 3339 timestamp, or ``None`` if absent or malformed."""
+    if not isinstance(text, str) or not text:
+        return None
+    try:
+        return datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp()
+    except ValueError:
+        return None

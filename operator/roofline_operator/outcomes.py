@@ -10,8 +10,9 @@ from dataclasses import dataclass
 
 from roofline_operator.names import FailureReason
 from roofline_operator.pods import PodFacts
+from roofline_operator.results import NodeResult, from_compact
 from roofline_operator.spec import ProfileSpec
-from roofline_profiler.compact import CompactDecodeError, CompactProfile, decode_compact
+from roofline_profiler.compact import CompactDecodeError, decode_compact
 
 #: Longest failure message kept in status; a termination message can be 4 KiB.
 MAX_MESSAGE_CHARS = 300
@@ -24,7 +25,7 @@ class InFlight:
 
 @dataclass(frozen=True)
 class Succeeded:
-    profile: CompactProfile
+    result: NodeResult
 
 
 @dataclass(frozen=True)
@@ -50,7 +51,7 @@ def first_line(text: str | None, fallback: str) -> str:
 def _succeeded(pod: PodFacts) -> Outcome:
     message = pod.terminated.message if pod.terminated else None
     try:
-        return Succeeded(decode_compact(message or ""))
+        return Succeeded(from_compact(decode_compact(message or ""), pod.spec_hash))
     except CompactDecodeError as exc:
         return Failed(FailureReason.INVALID_RESULT, first_line(str(exc), "invalid result"))
 

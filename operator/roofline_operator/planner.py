@@ -23,7 +23,7 @@ from roofline_operator.names import LABEL_PROFILE, FailureReason, NodeState
 from roofline_operator.nodes import NodeFacts, select_nodes
 from roofline_operator.outcomes import Failed, InFlight, Succeeded, classify_pod
 from roofline_operator.pods import PodFacts, ProfileRef, build_profiler_pod, profiler_pod_name
-from roofline_operator.records import NodeRecord, NodeResult
+from roofline_operator.records import NodeRecord
 from roofline_operator.spec import ProfileSpec
 
 #: How long a pod we created may stay invisible in the watch before it counts as gone.
@@ -100,7 +100,7 @@ def _is_due(record: NodeRecord, inp: RoundInput, plan: RoundPlan) -> bool:
     elif record.result is None or record.result.spec_hash != inp.spec_hash:
         return True
     elif interval is not None:
-        due_at = record.result.profile.created_at + interval
+        due_at = record.result.profiled_at + interval
     else:
         return False
     if due_at <= inp.now:
@@ -176,7 +176,7 @@ def _follow_pod(
             reason=None,
             message=None,
             next_attempt_at=None,
-            result=NodeResult(profile=outcome.profile, spec_hash=pod.spec_hash),
+            result=outcome.result,
         )
     plan.failures.append((record.name, outcome))
     return fail_node(record, outcome, inp.spec, inp.now)
@@ -229,7 +229,7 @@ def _plan_labels(
             plan.conflicts[name] = str(owner)
         desired = None
         if owner == ours and record is not None and record.result is not None:
-            desired = node_labels_for(record.result.worst, ours)
+            desired = node_labels_for(record.result.worst_gpu(), ours)
         elif node.labels.get(LABEL_PROFILE) != label_safe(ours):
             continue
         patch = label_patch(node.labels, desired)

@@ -10,7 +10,6 @@ import hashlib
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from datetime import datetime
 from typing import Any
 
 from roofline_operator.labels import label_safe
@@ -29,6 +28,7 @@ from roofline_operator.names import (
     LABEL_PROFILE,
     MANAGED_BY,
     TERMINATION_MESSAGE_PATH,
+    parse_time,
 )
 from roofline_operator.spec import ProfileSpec
 
@@ -191,16 +191,6 @@ def build_profiler_pod(
             "volumes": [{"name": "tmp", "emptyDir": {"sizeLimit": "1Gi"}}],
         },
     }
-
-
-def parse_time(text: Any) -> float | None:
-    """Unix seconds of a Kubernetes RFC 3339 timestamp, or ``None`` if absent or malformed."""
-    if not isinstance(text, str) or not text:
-        return None
-    try:
-        return datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp()
-    except ValueError:
-        return None
 
 
 @dataclass(frozen=True)

@@ -9,24 +9,11 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from datetime import datetime, timezone
 from typing import Any
 
-from roofline_operator.names import NodeState
-from roofline_operator.pods import parse_time
-from roofline_profiler.compact import CompactDevice, CompactProfile
-
-
-@dataclass(frozen=True)
-class NodeResult:
-    """One successful profile of a node, under one spec digest."""
-
-    profile: CompactProfile
-    spec_hash: str
-
-    @property
-    def worst(self) -> CompactDevice:
-        return self.profile.worst_device()
+from roofline_operator import results
+from roofline_operator.names import NodeState, format_time, parse_time
+from roofline_operator.results import NodeResult
 
 
 @dataclass(frozen=True)
@@ -47,22 +34,6 @@ class NodeRecord:
     result: NodeResult | None = None
 
 
-def format_time(seconds: float | None) -> str | None:
-    if seconds is None:
-        return None
-    moment = datetime.fromtimestamp(seconds, tz=timezone.utc).replace(microsecond=0)
-    return moment.isoformat().replace("+00:00", "Z")
-
-
-def _device_numbers(device: CompactDevice) -> dict[str, Any]:
-    return {
-        "bandwidthBytesPerSecond": device.bandwidth_bytes_per_second,
-        "peakFlopsPerSecond": device.peak_flops_per_second,
-        "ridgePoint": device.ridge_point,
-        "recommendedMinBatch": device.recommended_min_batch,
-    }
-
-
 def record_to_status(record: NodeRecord) -> dict[str, Any]:
     """The ``status.nodes[]`` entry of a record (camelCase, no ``None`` values)."""
     entry: dict[str, Any] = {
@@ -79,60 +50,8 @@ def record_to_status(record: NodeRecord) -> dict[str, Any]:
         "nextAttemptTime": format_time(record.next_attempt_at),
     }
     if record.result is not None:
-        profile, worst = record.result.profile, record.result.worst
-        entry.update(
-            specHash=record.result.spec_hash,
-            profiledTime=format_time(profile.created_at),
-            durationSeconds=profile.duration_seconds,
-            dtype=profile.dtype,
-            shape=f"{profile.shape_k}x{profile.shape_n}",
-            product=worst.name,
-            gpu=str(worst.index),
-            **_device_numbers(worst),
-        )
-        if len(profile.devices) > 1:
-            entry["devices"] = [
-                {"index": d.index, "product": d.name, **_device_numbers(d)} for d in profile.devices
-            ]
+        entry.update(results.to_status(record.result))
     return {k: v for k, v in entry.items() if v is not None}
-
-
-def _device_from_status(raw: Mapping[str, Any], index: int, name: str) -> CompactDevice:
-    return CompactDevice(
-        index=index,
-        name=name,
-        backend="",
-        memory_bytes=None,
-        bandwidth_bytes_per_second=float(raw["bandwidthBytesPerSecond"]),
-        peak_flops_per_second=float(raw["peakFlopsPerSecond"]),
-        ridge_point=float(raw["ridgePoint"]),
-        recommended_min_batch=int(raw["recommendedMinBatch"]),
-        knee_batch=None,
-        sweep=(),
-        warnings=(),
-    )
-
-
-def _result_from_status(raw: Mapping[str, Any]) -> NodeResult | None:
-    if "specHash" not in raw or "ridgePoint" not in raw:
-        return None
-    devices = raw.get("devices") or [
-        {**raw, "index": int(raw.get("gpu", "0")), "product": raw.get("product", "")}
-    ]
-    shape_k, _, shape_n = str(raw.get("shape", "1x1")).partition("x")
-    profile = CompactProfile(
-        version=1,
-        dtype=str(raw.get("dtype", "")),
-        shape_k=int(shape_k or 1),
-        shape_n=int(shape_n or 1),
-        created_at=parse_time(raw.get("profiledTime")) or 0.0,
-        duration_seconds=float(raw.get("durationSeconds", 0.0)),
-        hostname=str(raw["name"]),
-        devices=tuple(
-            _device_from_status(d, int(d["index"]), str(d.get("product", ""))) for d in devices
-        ),
-    )
-    return NodeResult(profile=profile, spec_hash=str(raw["specHash"]))
 
 
 def record_from_status(raw: Mapping[str, Any]) -> NodeRecord | None:
@@ -150,7 +69,7 @@ def record_from_status(raw: Mapping[str, Any]) -> NodeRecord | None:
             next_attempt_at=parse_time(raw.get("nextAttemptTime")),
             reason=raw.get("reason"),
             message=raw.get("message"),
-            result=_result_from_status(raw),
+            result=results.from_status(raw),
         )
     except (KeyError, TypeError, ValueError):
         return None

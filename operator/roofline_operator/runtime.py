@@ -16,7 +16,7 @@ import kopf
 from roofline_operator.config import OperatorConfig
 from roofline_operator.kubeapi import ApiError, KubeClient, session_for
 from roofline_operator.metrics import OperatorMetrics, snapshot_from_records
-from roofline_operator.pods import parse_time
+from roofline_operator.names import parse_time
 from roofline_operator.records import NodeRecord
 from roofline_operator.server import Health
 from roofline_operator.spec import NodeSelection, SpecError, parse_spec

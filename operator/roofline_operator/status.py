@@ -12,8 +12,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from roofline_operator.names import NodeState
-from roofline_operator.records import NodeRecord, format_time, record_to_status
+from roofline_operator.names import NodeState, format_time
+from roofline_operator.records import NodeRecord, record_to_status
 
 #: Decimals of the ridge points in ``status.summary``: enough to tell GPUs apart, and no float
 #: noise (``3.9225000000000003``) in ``kubectl get``.
@@ -45,12 +45,13 @@ def summarize(records: Mapping[str, NodeRecord], spec_hash: str) -> dict[str, An
         "pending": counts["pending"],
     }
     if results:
-        ridges = [r.worst.ridge_point for r in results]
+        worst = [r.worst_gpu() for r in results]
+        ridges = [g.ridge_point for g in worst]
         summary.update(
             minRidgePoint=round(min(ridges), RIDGE_POINT_DECIMALS),
             medianRidgePoint=round(statistics.median(ridges), RIDGE_POINT_DECIMALS),
             maxRidgePoint=round(max(ridges), RIDGE_POINT_DECIMALS),
-            recommendedMinBatch=max(r.worst.recommended_min_batch for r in results),
+            recommendedMinBatch=max(g.recommended_min_batch for g in worst),
         )
     return summary
 

@@ -1,9 +1,13 @@
 """Compact result encoding for the Kubernetes termination message.
 
 The kubelet keeps at most 4096 bytes of a container's termination message, so the operator cannot
-receive the full result document through it. This encoding keeps what the operator publishes (the
-headline numbers and the sweep's step times) in short keys with numbers rounded to four significant
-digits, which fits eight GPUs with the default ten-point sweep in well under the limit.
+receive the full result document through it. This encoding carries only what the operator reads:
+the headline numbers of each GPU and the sweep's step times, numbers rounded to four significant
+digits, each GPU as a short positional array. Eight GPUs with the default sweep take well under half
+of the limit, which leaves room for later per-GPU additions (docs/contracts.md has the layout).
+
+Version 1 (which also carried backend, memory, knee, warnings and hostname) is still read, so the
+results of pods that finish during an upgrade are not lost.
 
 Pure module: no torch, no Kubernetes.
 """
@@ -12,15 +16,24 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-COMPACT_VERSION = 1
+COMPACT_VERSION = 2
+#: Older versions :func:`decode_compact` still reads.
+READABLE_VERSIONS = (1, COMPACT_VERSION)
 MAX_COMPACT_BYTES = 4096
 #: Longest device name kept; GPU product strings are far shorter in practice.
 MAX_NAME_CHARS = 64
 #: Significant digits kept for every measured number.
 SIGNIFICANT_DIGITS = 4
+#: Units on the wire, so that four significant digits stay short: GB/s, TFLOP/s, microseconds.
+BANDWIDTH_UNIT = 1e9
+PEAK_UNIT = 1e12
+STEP_UNIT = 1e-6
+#: The positions of a GPU's array on the wire (version 2), named as error messages name them.
+GPU_FIELDS = ("index", "name", "bandwidth", "peak", "ridge point", "min batch", "step times")
 
 
 class CompactDecodeError(ValueError):
@@ -28,167 +41,165 @@ class CompactDecodeError(ValueError):
 
 
 @dataclass(frozen=True)
-class CompactSweepPoint:
-    batch: int
-    step_seconds: float
-
-
-@dataclass(frozen=True)
 class CompactDevice:
+    """One GPU's headline numbers; ``step_seconds`` follow the profile's ``batches``, or none."""
+
     index: int
     name: str
-    backend: str
-    memory_bytes: int | None
     bandwidth_bytes_per_second: float
     peak_flops_per_second: float
     ridge_point: float
     recommended_min_batch: int
-    knee_batch: int | None
-    sweep: tuple[CompactSweepPoint, ...]
-    warnings: tuple[str, ...]
+    step_seconds: tuple[float, ...]
 
 
 @dataclass(frozen=True)
 class CompactProfile:
-    version: int
     dtype: str
     shape_k: int
     shape_n: int
+    #: Unix seconds.
     created_at: float
     duration_seconds: float
-    hostname: str
+    #: The sweep's batch sizes, shared by every device.
+    batches: tuple[int, ...]
     devices: tuple[CompactDevice, ...]
-
-    def worst_device(self) -> CompactDevice:
-        """The device a node-wide label must describe: the one needing the largest batch.
-
-        Ties go to the lower bandwidth, then the lower index, so the choice is stable.
-        """
-        if not self.devices:
-            raise CompactDecodeError("the profile has no devices")
-        return min(
-            self.devices,
-            key=lambda d: (-d.recommended_min_batch, d.bandwidth_bytes_per_second, d.index),
-        )
+    version: int = COMPACT_VERSION
 
 
-def _round(value: float) -> float:
+def _round(value: float) -> float | int:
+    """``value`` to :data:`SIGNIFICANT_DIGITS` digits; an integral result is written as an int."""
     if value == 0 or not math.isfinite(value):
         return value
-    return float(f"{value:.{SIGNIFICANT_DIGITS}g}")
+    rounded = float(f"{value:.{SIGNIFICANT_DIGITS}g}")
+    return int(rounded) if rounded.is_integer() and abs(rounded) < 1e15 else rounded
 
 
-def _device_to_dict(device: CompactDevice) -> dict[str, Any]:
-    return {
-        "i": device.index,
-        "nm": device.name[:MAX_NAME_CHARS],
-        "be": device.backend,
-        "mem": device.memory_bytes,
-        "bw": _round(device.bandwidth_bytes_per_second),
-        "pk": _round(device.peak_flops_per_second),
-        "rp": _round(device.ridge_point),
-        "mb": device.recommended_min_batch,
-        "kn": device.knee_batch,
-        "b": [p.batch for p in device.sweep],
-        "st": [_round(p.step_seconds) for p in device.sweep],
-        "w": list(device.warnings),
-    }
+def _device_to_wire(device: CompactDevice, with_steps: bool) -> list[Any]:
+    return [
+        device.index,
+        device.name[:MAX_NAME_CHARS],
+        _round(device.bandwidth_bytes_per_second / BANDWIDTH_UNIT),
+        _round(device.peak_flops_per_second / PEAK_UNIT),
+        _round(device.ridge_point),
+        device.recommended_min_batch,
+        [_round(s / STEP_UNIT) for s in device.step_seconds] if with_steps else [],
+    ]
 
 
 def encode_compact(profile: CompactProfile) -> str:
     """Encode ``profile`` as compact JSON text of at most :data:`MAX_COMPACT_BYTES` bytes.
 
-    Warnings are dropped first, then the sweep, when a pathological profile would not fit; the
-    headline numbers always survive.
+    The step times are dropped when a pathological profile would not fit; the headline numbers
+    always survive.
     """
-    doc: dict[str, Any] = {
-        "v": profile.version,
-        "dt": profile.dtype,
-        "k": profile.shape_k,
-        "n": profile.shape_n,
-        "t": round(profile.created_at, 1),
-        "s": _round(profile.duration_seconds),
-        "h": profile.hostname[:MAX_NAME_CHARS],
-        "d": [_device_to_dict(d) for d in profile.devices],
-    }
-    for trim in ("w", "st"):
+    for with_steps in (True, False):
+        doc: dict[str, Any] = {
+            "v": COMPACT_VERSION,
+            "dt": profile.dtype,
+            "k": profile.shape_k,
+            "n": profile.shape_n,
+            "t": round(profile.created_at, 1),
+            "s": _round(profile.duration_seconds),
+            "b": list(profile.batches) if with_steps else [],
+            "g": [_device_to_wire(d, with_steps) for d in profile.devices],
+        }
         text = json.dumps(doc, separators=(",", ":"), ensure_ascii=True)
         if len(text.encode()) <= MAX_COMPACT_BYTES:
             return text
-        for device in doc["d"]:
-            device[trim] = []
-            if trim == "st":
-                device["b"] = []
-    text = json.dumps(doc, separators=(",", ":"), ensure_ascii=True)
-    if len(text.encode()) > MAX_COMPACT_BYTES:
-        raise ValueError(f"compact result is {len(text)} bytes even without sweeps")
-    return text
+    raise ValueError(f"compact result is {len(text)} bytes even without step times")
+
+
+def _check(value: Any, kind: type | tuple[type, ...], name: str, where: str) -> Any:
+    # bool is an int subclass; a boolean is never a valid number here.
+    if isinstance(value, bool) or not isinstance(value, kind):
+        raise CompactDecodeError(f"{where}: field {name!r} has the wrong type")
+    return value
 
 
 def _field(obj: dict[str, Any], key: str, kind: type | tuple[type, ...], where: str) -> Any:
     if key not in obj:
         raise CompactDecodeError(f"{where}: missing field {key!r}")
-    value = obj[key]
-    # bool is an int subclass; a boolean is never a valid number here.
-    if isinstance(value, bool) or not isinstance(value, kind):
-        raise CompactDecodeError(f"{where}: field {key!r} has the wrong type")
-    return value
+    return _check(obj[key], kind, key, where)
 
 
-def _positive(obj: dict[str, Any], key: str, where: str) -> float:
-    value = float(_field(obj, key, (int, float), where))
-    if not math.isfinite(value) or value <= 0:
-        raise CompactDecodeError(f"{where}: field {key!r} must be a positive number")
-    return value
+def _positive(value: Any, name: str, where: str) -> float:
+    number = float(_check(value, (int, float), name, where))
+    if not math.isfinite(number) or number <= 0:
+        raise CompactDecodeError(f"{where}: field {name!r} must be a positive number")
+    return number
 
 
-def _positive_int(obj: dict[str, Any], key: str, where: str) -> int:
-    value = int(_field(obj, key, int, where))
-    if value <= 0:
-        raise CompactDecodeError(f"{where}: field {key!r} must be a positive integer")
-    return value
+def _positive_int(value: Any, name: str, where: str) -> int:
+    number = int(_check(value, int, name, where))
+    if number <= 0:
+        raise CompactDecodeError(f"{where}: field {name!r} must be a positive integer")
+    return number
 
 
-def _optional_int(obj: dict[str, Any], key: str, where: str) -> int | None:
-    if obj.get(key) is None:
-        return None
-    return int(_field(obj, key, int, where))
+def _batches(raw: Any, name: str, where: str) -> tuple[int, ...]:
+    return tuple(_positive_int(b, name, where) for b in _check(raw, list, name, where))
 
 
-def _decode_device(raw: Any, position: int) -> CompactDevice:
+def _steps(
+    raw: Any, name: str, where: str, batches: Sequence[int], unit: float
+) -> tuple[float, ...]:
+    steps = tuple(_positive(s, name, where) * unit for s in _check(raw, list, name, where))
+    if steps and len(steps) != len(batches):
+        raise CompactDecodeError(f"{where}: sweep batches and step times differ in length")
+    return steps
+
+
+def _decode_device_v2(raw: Any, position: int, batches: Sequence[int]) -> CompactDevice:
+    where = f"device #{position}"
+    if not isinstance(raw, list) or len(raw) != len(GPU_FIELDS):
+        raise CompactDecodeError(f"{where}: not an array of {len(GPU_FIELDS)} fields")
+    index, name, bandwidth, peak, ridge, min_batch, steps = raw
+    return CompactDevice(
+        index=int(_check(index, int, "index", where)),
+        name=str(_check(name, str, "name", where)),
+        bandwidth_bytes_per_second=_positive(bandwidth, "bandwidth", where) * BANDWIDTH_UNIT,
+        peak_flops_per_second=_positive(peak, "peak", where) * PEAK_UNIT,
+        ridge_point=_positive(ridge, "ridge point", where),
+        recommended_min_batch=_positive_int(min_batch, "min batch", where),
+        step_seconds=_steps(steps, "step times", where, batches, STEP_UNIT),
+    )
+
+
+def _decode_device_v1(raw: Any, position: int, batches: Sequence[int]) -> CompactDevice:
+    """A version 1 device (an object with short keys); its own sweep batches must match."""
     where = f"device #{position}"
     if not isinstance(raw, dict):
         raise CompactDecodeError(f"{where}: not an object")
-    batches = _field(raw, "b", list, where)
-    steps = _field(raw, "st", list, where)
-    if len(batches) != len(steps):
-        raise CompactDecodeError(f"{where}: sweep batches and step times differ in length")
-    sweep = []
-    for batch, step in zip(batches, steps, strict=True):
-        point = {"b": batch, "st": step}
-        sweep.append(
-            CompactSweepPoint(
-                batch=_positive_int(point, "b", f"{where} sweep"),
-                step_seconds=_positive(point, "st", f"{where} sweep"),
-            )
-        )
-    min_batch = _positive_int(raw, "mb", where)
-    warnings = _field(raw, "w", list, where)
-    if not all(isinstance(w, str) for w in warnings):
-        raise CompactDecodeError(f"{where}: warnings must be strings")
+    own_batches = _batches(_field(raw, "b", list, where), "b", f"{where} sweep")
+    steps = _steps(_field(raw, "st", list, where), "st", f"{where} sweep", own_batches, 1.0)
     return CompactDevice(
         index=int(_field(raw, "i", int, where)),
         name=str(_field(raw, "nm", str, where)),
-        backend=str(_field(raw, "be", str, where)),
-        memory_bytes=_optional_int(raw, "mem", where),
-        bandwidth_bytes_per_second=_positive(raw, "bw", where),
-        peak_flops_per_second=_positive(raw, "pk", where),
-        ridge_point=_positive(raw, "rp", where),
-        recommended_min_batch=min_batch,
-        knee_batch=_optional_int(raw, "kn", where),
-        sweep=tuple(sweep),
-        warnings=tuple(warnings),
+        bandwidth_bytes_per_second=_positive(_field(raw, "bw", object, where), "bw", where),
+        peak_flops_per_second=_positive(_field(raw, "pk", object, where), "pk", where),
+        ridge_point=_positive(_field(raw, "rp", object, where), "rp", where),
+        recommended_min_batch=_positive_int(_field(raw, "mb", object, where), "mb", where),
+        step_seconds=steps if own_batches == tuple(batches) else (),
     )
+
+
+def _decode_devices(
+    raw: dict[str, Any], version: int
+) -> tuple[tuple[int, ...], tuple[CompactDevice, ...]]:
+    if version == 1:
+        devices_raw = _field(raw, "d", list, "result")
+        if not devices_raw:
+            raise CompactDecodeError("result has no devices")
+        first = devices_raw[0] if isinstance(devices_raw[0], dict) else {}
+        batches = tuple(b for b in first.get("b") or [] if isinstance(b, int))
+        devices = tuple(_decode_device_v1(d, i, batches) for i, d in enumerate(devices_raw))
+        return (batches if any(d.step_seconds for d in devices) else ()), devices
+    batches = _batches(_field(raw, "b", list, "result"), "b", "result")
+    devices_raw = _field(raw, "g", list, "result")
+    if not devices_raw:
+        raise CompactDecodeError("result has no devices")
+    return batches, tuple(_decode_device_v2(d, i, batches) for i, d in enumerate(devices_raw))
 
 
 def decode_compact(text: str) -> CompactProfile:
@@ -208,20 +219,18 @@ def decode_compact(text: str) -> CompactProfile:
     if not isinstance(raw, dict):
         raise CompactDecodeError("result is not a JSON object")
     version = _field(raw, "v", int, "result")
-    if version != COMPACT_VERSION:
+    if version not in READABLE_VERSIONS:
         raise CompactDecodeError(
-            f"unsupported result version {version} (expected {COMPACT_VERSION})"
+            f"unsupported result version {version} (expected one of {READABLE_VERSIONS})"
         )
-    devices_raw = _field(raw, "d", list, "result")
-    if not devices_raw:
-        raise CompactDecodeError("result has no devices")
+    batches, devices = _decode_devices(raw, version)
     return CompactProfile(
-        version=version,
         dtype=str(_field(raw, "dt", str, "result")),
-        shape_k=_positive_int(raw, "k", "result"),
-        shape_n=_positive_int(raw, "n", "result"),
+        shape_k=_positive_int(_field(raw, "k", object, "result"), "k", "result"),
+        shape_n=_positive_int(_field(raw, "n", object, "result"), "n", "result"),
         created_at=float(_field(raw, "t", (int, float), "result")),
         duration_seconds=float(_field(raw, "s", (int, float), "result")),
-        hostname=str(_field(raw, "h", str, "result")),
-        devices=tuple(_decode_device(d, i) for i, d in enumerate(devices_raw)),
+        batches=batches,
+        devices=devices,
+        version=version,
     )

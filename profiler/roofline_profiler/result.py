@@ -14,12 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from roofline_profiler.compact import (
-    COMPACT_VERSION,
-    CompactDevice,
-    CompactProfile,
-    CompactSweepPoint,
-)
+from roofline_profiler.compact import CompactDevice, CompactProfile
 from roofline_profiler.recommend import SweepPoint
 from roofline_profiler.stats import Measurement
 
@@ -260,32 +255,31 @@ class ProfileResult:
     def to_compact(self) -> CompactProfile:
         """The subset the operator publishes, for the termination message."""
         return CompactProfile(
-            version=COMPACT_VERSION,
             dtype=self.dtype,
             shape_k=self.shape_k,
             shape_n=self.shape_n,
             created_at=self.created_at_unix,
             duration_seconds=self.duration_seconds,
-            hostname=str(self.environment.get("hostname", "")),
+            batches=self.batches,
             devices=tuple(
                 CompactDevice(
                     index=d.index,
                     name=d.name,
-                    backend=d.backend,
-                    memory_bytes=d.memory_bytes,
                     bandwidth_bytes_per_second=d.bandwidth_bytes_per_second,
                     peak_flops_per_second=d.peak_flops_per_second,
                     ridge_point=d.ridge_point,
                     recommended_min_batch=d.recommended_min_batch,
-                    knee_batch=d.knee_batch,
-                    sweep=tuple(
-                        CompactSweepPoint(e.point.batch, e.point.step_seconds) for e in d.sweep
-                    ),
-                    warnings=tuple(w.code for w in d.warnings),
+                    step_seconds=_steps_along(d.sweep, self.batches),
                 )
                 for d in self.devices
             ),
         )
+
+
+def _steps_along(sweep: tuple[SweepEntry, ...], batches: tuple[int, ...]) -> tuple[float, ...]:
+    """The sweep's step times in the order of ``batches``; none when the sweep measured others."""
+    steps = {e.point.batch: e.point.step_seconds for e in sweep}
+    return tuple(steps[b] for b in batches) if set(steps) == set(batches) else ()
 
 
 def load_schema() -> dict[str, Any]:

@@ -87,7 +87,7 @@ def synthetic_result(devices: int = 1, **kwargs: object) -> ProfileResult:
         dtype=devs[0].dtype,
         shape_k=4096,
         shape_n=14336,
-        batches=DEFAULT_BATCHES,
+        batches=tuple(e.point.batch for e in devs[0].sweep),
         min_batch_efficiency_percent=50,
         environment={
             "hostname": "gpu-node-17",

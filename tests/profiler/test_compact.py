@@ -1,9 +1,9 @@
-import dataclasses
 import json
 
 import pytest
 
 from roofline_profiler.compact import (
+    COMPACT_VERSION,
     MAX_COMPACT_BYTES,
     CompactDecodeError,
     decode_compact,
@@ -11,65 +11,112 @@ from roofline_profiler.compact import (
 )
 from tests.profiler.synthetic import synthetic_result
 
+#: A result as version 1 of the format wrote it (two GPUs), from a pod that ran before an upgrade.
+VERSION_1_MESSAGE = json.dumps(
+    {
+        "v": 1,
+        "dt": "bfloat16",
+        "k": 4096,
+        "n": 14336,
+        "t": 1796272200.0,
+        "s": 21.5,
+        "h": "gpu-node-17",
+        "d": [
+            {
+                "i": i,
+                "nm": "NVIDIA H200",
+                "be": "cuda",
+                "mem": 150754820096,
+                "bw": 4.3e12,
+                "pk": 7.9e14,
+                "rp": 183.7,
+                "mb": 64 * (i + 1),
+                "kn": 128,
+                "b": [1, 64, 256],
+                "st": [2.7e-5, 2.9e-5, 6.1e-5],
+                "w": ["noisy"],
+            }
+            for i in range(2)
+        ],
+    }
+)
 
-def test_an_eight_gpu_node_with_the_default_sweep_fits_the_termination_message() -> None:
+
+def test_an_eight_gpu_node_with_the_default_sweep_fits_in_half_the_termination_message() -> None:
     compact = synthetic_result(
         devices=8, name="NVIDIA H200 NVL with a long product name"
     ).to_compact()
     text = encode_compact(compact)
-    assert len(text.encode()) <= MAX_COMPACT_BYTES
+    # The other half is room for later per-GPU additions (intervals, model plans).
+    assert len(text.encode()) <= MAX_COMPACT_BYTES // 2
     decoded = decode_compact(text)
     assert len(decoded.devices) == 8
-    assert all(len(d.sweep) == 10 for d in decoded.devices)
+    assert len(decoded.batches) == 10
+    assert all(len(d.step_seconds) == 10 for d in decoded.devices)
 
 
 def test_compact_round_trip_keeps_four_significant_digits() -> None:
     original = synthetic_result(devices=2).to_compact()
     decoded = decode_compact(encode_compact(original))
+    assert decoded.version == COMPACT_VERSION
+    assert decoded.batches == original.batches
     for before, after in zip(original.devices, decoded.devices, strict=True):
+        assert (after.index, after.name) == (before.index, before.name)
         assert after.recommended_min_batch == before.recommended_min_batch
         assert after.ridge_point == pytest.approx(before.ridge_point, rel=1e-3)
         assert after.bandwidth_bytes_per_second == pytest.approx(
             before.bandwidth_bytes_per_second, rel=1e-3
         )
         assert after.peak_flops_per_second == pytest.approx(before.peak_flops_per_second, rel=1e-3)
-        for p, q in zip(before.sweep, after.sweep, strict=True):
-            assert q.batch == p.batch
-            assert q.step_seconds == pytest.approx(p.step_seconds, rel=1e-3)
-    assert decoded.hostname == "gpu-node-17"
+        assert after.step_seconds == pytest.approx(before.step_seconds, rel=1e-3)
     assert (decoded.shape_k, decoded.shape_n, decoded.dtype) == (4096, 14336, "bfloat16")
+    assert decoded.created_at == 1796272200.0
+    assert decoded.duration_seconds == 21.5
 
 
-def test_an_oversized_profile_drops_sweeps_before_headline_numbers() -> None:
+def test_the_compact_result_carries_only_what_the_operator_reads() -> None:
+    doc = json.loads(encode_compact(synthetic_result().to_compact()))
+    assert set(doc) == {"v", "dt", "k", "n", "t", "s", "b", "g"}
+    assert "gpu-node-17" not in json.dumps(doc)
+
+
+def test_an_oversized_profile_drops_step_times_before_headline_numbers() -> None:
     result = synthetic_result(devices=8, batches=tuple(range(1, 129)))
     text = encode_compact(result.to_compact())
     assert len(text.encode()) <= MAX_COMPACT_BYTES
     decoded = decode_compact(text)
-    assert all(d.sweep == () for d in decoded.devices)
+    assert decoded.batches == ()
+    assert all(d.step_seconds == () for d in decoded.devices)
     assert decoded.devices[7].recommended_min_batch == result.devices[7].recommended_min_batch
 
 
-def test_worst_device_is_the_one_needing_the_largest_batch() -> None:
-    compact = synthetic_result(devices=3).to_compact()
-    weak = dataclasses.replace(
-        compact.devices[1], recommended_min_batch=512, bandwidth_bytes_per_second=1e12
-    )
-    node = dataclasses.replace(compact, devices=(compact.devices[0], weak, compact.devices[2]))
-    assert node.worst_device().index == 1
+def test_a_version_1_result_is_still_read() -> None:
+    decoded = decode_compact(VERSION_1_MESSAGE)
+    assert decoded.version == 1
+    assert decoded.batches == (1, 64, 256)
+    assert [d.recommended_min_batch for d in decoded.devices] == [64, 128]
+    assert decoded.devices[1].bandwidth_bytes_per_second == 4.3e12
+    assert decoded.devices[0].step_seconds == (2.7e-5, 2.9e-5, 6.1e-5)
+    assert (decoded.shape_k, decoded.created_at) == (4096, 1796272200.0)
 
 
 def _valid() -> dict[str, object]:
     return json.loads(encode_compact(synthetic_result().to_compact()))  # type: ignore[no-any-return]
 
 
-def _mutated(**changes: object) -> str:
+def _mutated(position: int, value: object) -> str:
     doc = _valid()
-    device = doc["d"][0]  # type: ignore[index]
-    for key, value in changes.items():
-        if value is None:
-            device.pop(key)
-        else:
-            device[key] = value
+    gpu = doc["g"][0]  # type: ignore[index]
+    if value is None:
+        gpu.pop(position)
+    else:
+        gpu[position] = value
+    return json.dumps(doc)
+
+
+def _mutated_v1(**changes: object) -> str:
+    doc = json.loads(VERSION_1_MESSAGE)
+    doc["d"][0].update(changes)
     return json.dumps(doc)
 
 
@@ -81,24 +128,26 @@ def _mutated(**changes: object) -> str:
             "roofline: device failure: out of memory", "not a JSON", id="plain-text-error"
         ),
         pytest.param(
-            encode_compact(synthetic_result(devices=4).to_compact())[:700],
+            encode_compact(synthetic_result(devices=4).to_compact())[:300],
             "not a JSON",
             id="truncated",
         ),
         pytest.param("[1, 2]", "not a JSON object", id="array"),
-        pytest.param('{"v": 99, "d": []}', "version 99", id="future-version"),
+        pytest.param('{"v": 99, "g": []}', "version 99", id="future-version"),
         pytest.param(
-            '{"v": 1, "dt": "bfloat16", "k": 1, "n": 1, "t": 0, "s": 0, "h": "", "d": []}',
+            '{"v": 2, "dt": "bfloat16", "k": 1, "n": 1, "t": 0, "s": 0, "b": [], "g": []}',
             "no devices",
             id="no-devices",
         ),
-        pytest.param(_mutated(rp=-3), "'rp' must be a positive", id="negative-ridge"),
-        pytest.param(_mutated(mb=0), "'mb' must be a positive integer", id="zero-min-batch"),
-        pytest.param(_mutated(b=[0] * 10), "'b' must be a positive integer", id="zero-sweep-batch"),
-        pytest.param(_mutated(bw="fast"), "'bw' has the wrong type", id="string-bandwidth"),
-        pytest.param(_mutated(mb=True), "'mb' has the wrong type", id="boolean-batch"),
-        pytest.param(_mutated(pk=None), "missing field 'pk'", id="missing-peak"),
-        pytest.param(_mutated(st=[0.1]), "differ in length", id="ragged-sweep"),
+        pytest.param(_mutated(4, -3), "'ridge point' must be a positive", id="negative-ridge"),
+        pytest.param(_mutated(5, 0), "'min batch' must be a positive integer", id="zero-min-batch"),
+        pytest.param(_mutated(2, "fast"), "'bandwidth' has the wrong type", id="string-bandwidth"),
+        pytest.param(_mutated(5, True), "'min batch' has the wrong type", id="boolean-batch"),
+        pytest.param(_mutated(6, None), "not an array of 7 fields", id="missing-field"),
+        pytest.param(_mutated(6, [0.1]), "differ in length", id="ragged-sweep"),
+        pytest.param(_mutated_v1(rp=-3), "'rp' must be a positive", id="v1-negative-ridge"),
+        pytest.param(_mutated_v1(b=[0] * 3), "'b' must be a positive integer", id="v1-zero-batch"),
+        pytest.param(_mutated_v1(pk=None), "'pk' has the wrong type", id="v1-null-peak"),
         pytest.param("x" * (MAX_COMPACT_BYTES + 1), "longer than", id="too-long"),
     ],
 )

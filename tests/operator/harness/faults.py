@@ -14,13 +14,7 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from roofline_profiler.compact import (
-    COMPACT_VERSION,
-    CompactDevice,
-    CompactProfile,
-    CompactSweepPoint,
-    encode_compact,
-)
+from roofline_profiler.compact import CompactDevice, CompactProfile, encode_compact
 
 
 class FaultMode(enum.Enum):
@@ -42,7 +36,6 @@ class SyntheticGpu:
     name: str = "NVIDIA H200"
     bandwidth_bytes_per_second: float = 4.3e12
     peak_flops_per_second: float = 7.8e14
-    memory_bytes: int = 150_000_000_000
 
 
 @dataclass
@@ -93,30 +86,12 @@ def synthetic_profile(
         bandwidth = gpu.bandwidth_bytes_per_second * jitter
         peak = gpu.peak_flops_per_second
         weight_bytes = k * n * element_bytes
-        sweep = tuple(
-            CompactSweepPoint(b, max(weight_bytes / bandwidth, 2 * b * k * n / peak))
-            for b in batches
-        )
+        steps = tuple(max(weight_bytes / bandwidth, 2 * b * k * n / peak) for b in batches)
         ridge = peak * element_bytes / (2 * bandwidth)
-        knee = next((b for b in batches if b >= ridge), batches[-1])
         min_batch = next((b for b in batches if b >= ridge * efficiency), batches[-1])
-        devices.append(
-            CompactDevice(
-                index,
-                gpu.name,
-                "cuda",
-                gpu.memory_bytes,
-                bandwidth,
-                peak,
-                ridge,
-                min_batch,
-                knee,
-                sweep,
-                (),
-            )
-        )
+        devices.append(CompactDevice(index, gpu.name, bandwidth, peak, ridge, min_batch, steps))
     created = time.time() - age_seconds
-    return CompactProfile(COMPACT_VERSION, dtype, k, n, created, 0.05, node, tuple(devices))
+    return CompactProfile(dtype, k, n, created, 0.05, batches, tuple(devices))
 
 
 def synthetic_message(

@@ -8,12 +8,7 @@ from typing import Any
 from roofline_operator.nodes import NodeFacts
 from roofline_operator.pods import PodFacts, Terminated
 from roofline_operator.spec import ProfileSpec, parse_spec
-from roofline_profiler.compact import (
-    CompactDevice,
-    CompactProfile,
-    CompactSweepPoint,
-    encode_compact,
-)
+from roofline_profiler.compact import CompactDevice, CompactProfile, encode_compact
 
 GPU = "nvidia.com/gpu"
 
@@ -29,27 +24,22 @@ def device(
     return CompactDevice(
         index=index,
         name=name,
-        backend="cuda",
-        memory_bytes=141 * 2**30,
         bandwidth_bytes_per_second=bandwidth,
         peak_flops_per_second=ridge * bandwidth,
         ridge_point=ridge,
         recommended_min_batch=min_batch,
-        knee_batch=min_batch,
-        sweep=(CompactSweepPoint(1, 3.2e-5), CompactSweepPoint(256, 4.1e-5)),
-        warnings=(),
+        step_seconds=(3.2e-5, 4.1e-5),
     )
 
 
 def profile(*devices: CompactDevice, created_at: float = 1_700_000_000.0) -> CompactProfile:
     return CompactProfile(
-        version=1,
         dtype="bfloat16",
         shape_k=8192,
         shape_n=8192,
         created_at=created_at,
         duration_seconds=12.5,
-        hostname="gpu-a",
+        batches=(1, 256),
         devices=devices or (device(),),
     )
 

@@ -184,7 +184,8 @@ def test_no_bare_n_key_that_yaml_1_1_readers_take_for_false(path: Path) -> None:
 def test_the_status_the_operator_writes_fits_the_status_schema(version: dict[str, Any]) -> None:
     from tests.operator.unit.operator_builders import device, profile
 
-    from roofline_operator.records import NodeRecord, NodeResult
+    from roofline_operator.records import NodeRecord
+    from roofline_operator.results import from_compact
     from roofline_operator.status import build_status
 
     records = {
@@ -194,7 +195,7 @@ def test_the_status_the_operator_writes_fits_the_status_schema(version: dict[str
             state=NodeState.PROFILED,
             attempts=1,
             cycle_hash="h",
-            result=NodeResult(profile(device(0), device(1)), "h"),
+            result=from_compact(profile(device(0), device(1)), "h"),
         ),
         "broken": NodeRecord(
             name="broken",

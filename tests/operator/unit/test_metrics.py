@@ -6,7 +6,8 @@ from tests.operator.unit.operator_builders import device, profile
 
 from roofline_operator.metrics import OperatorMetrics, snapshot_from_records
 from roofline_operator.names import FailureReason, NodeState
-from roofline_operator.records import NodeRecord, NodeResult
+from roofline_operator.records import NodeRecord
+from roofline_operator.results import from_compact
 
 
 @pytest.fixture
@@ -23,7 +24,7 @@ def fleet() -> dict[str, NodeRecord]:
     two_gpus = profile(device(0, ridge=180.0, min_batch=128), device(1, ridge=200.0, min_batch=256))
     return {
         "gpu-a": NodeRecord(
-            name="gpu-a", gpus=2, state=NodeState.PROFILED, result=NodeResult(two_gpus, "h")
+            name="gpu-a", gpus=2, state=NodeState.PROFILED, result=from_compact(two_gpus, "h")
         ),
         "gpu-b": NodeRecord(name="gpu-b", gpus=1, state=NodeState.RETRYING, reason="Timeout"),
         "gpu-c": NodeRecord(name="gpu-c", gpus=1, state=NodeState.QUEUED),

@@ -19,7 +19,8 @@ def pod(**changes: object) -> PodFacts:
 def test_a_succeeded_pod_yields_its_decoded_profile() -> None:
     outcome = classify_pod(pod(), SPEC, now=2000.0)
     assert isinstance(outcome, Succeeded)
-    assert outcome.profile.devices[0].name == "NVIDIA H200"
+    assert outcome.result.gpus[0].product == "NVIDIA H200"
+    assert outcome.result.spec_hash == "h"
 
 
 @pytest.mark.parametrize(

@@ -16,7 +16,8 @@ from roofline_operator.planner import (
     plan_round,
 )
 from roofline_operator.pods import PodFacts, ProfileRef, Terminated, pod_facts
-from roofline_operator.records import NodeRecord, NodeResult
+from roofline_operator.records import NodeRecord
+from roofline_operator.results import from_compact
 from roofline_operator.spec import ProfileSpec
 from roofline_profiler.compact import encode_compact
 
@@ -100,7 +101,7 @@ def test_a_result_is_recorded_labelled_and_its_pod_deleted() -> None:
     record = plan.records["a"]
     assert record.state is NodeState.PROFILED
     assert record.result is not None
-    assert record.result.worst.index == 1
+    assert record.result.worst_gpu().index == 1
     assert plan.deletes == [], "a finished pod is deleted by collection, not by name"
     assert plan.finished == [done]
     assert plan.profiled == ["a"]
@@ -189,7 +190,7 @@ def test_a_spec_change_reprofiles_but_keeps_the_old_numbers_meanwhile() -> None:
         state=NodeState.PROFILED,
         attempts=1,
         cycle_hash=old.measurement_hash(),
-        result=NodeResult(profile(), old.measurement_hash()),
+        result=from_compact(profile(), old.measurement_hash()),
     )
     plan = plan_round(world([node("a")], the_spec=new, records={"a": record}))
     assert len(plan.creates) == 1
@@ -199,7 +200,7 @@ def test_a_spec_change_reprofiles_but_keeps_the_old_numbers_meanwhile() -> None:
 
 def test_the_reprofile_interval_requeues_a_profiled_node() -> None:
     every_hour = spec(reprofileInterval="1h")
-    result = NodeResult(profile(created_at=NOW - 1800), every_hour.measurement_hash())
+    result = from_compact(profile(created_at=NOW - 1800), every_hour.measurement_hash())
     record = NodeRecord(
         name="a",
         gpus=1,
@@ -238,7 +239,7 @@ def test_an_older_profile_owns_shared_labels_and_the_younger_reports_it() -> Non
         gpus=1,
         state=NodeState.PROFILED,
         cycle_hash=digest,
-        result=NodeResult(profile(), digest),
+        result=from_compact(profile(), digest),
     )
     older = Claimant("elder", 100.0, frozenset({"a"}))
     plan = plan_round(world([node("a")], records={"a": record}, others=[older]))
@@ -282,7 +283,7 @@ def test_turning_labels_off_removes_our_labels() -> None:
         gpus=1,
         state=NodeState.PROFILED,
         cycle_hash=quiet.measurement_hash(),
-        result=NodeResult(profile(), quiet.measurement_hash()),
+        result=from_compact(profile(), quiet.measurement_hash()),
     )
     labelled = node("a", labels={LABEL_PROFILE: "fleet", "roofline.dev/ridge-point": "180"})
     plan = plan_round(world([labelled], the_spec=quiet, records={"a": record}))

@@ -6,13 +6,13 @@ from harness.selectors import compile_selectors
 from tests.operator.unit.operator_builders import GPU, spec
 
 from roofline_operator.labels import LABEL_VALUE, label_safe
+from roofline_operator.names import parse_time
 from roofline_operator.pods import (
     MAX_NODES_PER_COLLECTION,
     PodFacts,
     ProfileRef,
     build_profiler_pod,
     finished_pod_collections,
-    parse_time,
     pod_facts,
     profiler_pod_name,
 )

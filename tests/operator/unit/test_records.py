@@ -5,11 +5,11 @@ from tests.operator.unit.operator_builders import device, profile
 from roofline_operator.names import NodeState
 from roofline_operator.records import (
     NodeRecord,
-    NodeResult,
     record_from_status,
     record_to_status,
     records_from_status,
 )
+from roofline_operator.results import from_compact
 
 
 def test_a_single_gpu_node_round_trips_through_status_without_a_device_list() -> None:
@@ -19,7 +19,7 @@ def test_a_single_gpu_node_round_trips_through_status_without_a_device_list() ->
         state=NodeState.PROFILED,
         attempts=1,
         cycle_hash="h",
-        result=NodeResult(profile(device(ridge=181.5, min_batch=128)), "h"),
+        result=from_compact(profile(device(ridge=181.5, min_batch=128)), "h"),
     )
     entry = record_to_status(record)
     assert "devices" not in entry
@@ -31,14 +31,14 @@ def test_a_single_gpu_node_round_trips_through_status_without_a_device_list() ->
     assert restored.state is NodeState.PROFILED
     assert restored.result is not None
     assert restored.result.spec_hash == "h"
-    assert restored.result.worst.ridge_point == 181.5
-    assert restored.result.profile.created_at == 1_700_000_000.0
+    assert restored.result.worst_gpu().ridge_point == 181.5
+    assert restored.result.profiled_at == 1_700_000_000.0
 
 
 def test_a_multi_gpu_node_keeps_per_gpu_numbers_and_reports_its_worst_gpu() -> None:
     devices = (device(0, min_batch=64), device(1, min_batch=256, ridge=200.0), device(2))
     record = NodeRecord(
-        name="gpu-8", gpus=3, state=NodeState.PROFILED, result=NodeResult(profile(*devices), "h")
+        name="gpu-8", gpus=3, state=NodeState.PROFILED, result=from_compact(profile(*devices), "h")
     )
     entry = record_to_status(record)
     assert [d["index"] for d in entry["devices"]] == [0, 1, 2]
@@ -46,7 +46,7 @@ def test_a_multi_gpu_node_keeps_per_gpu_numbers_and_reports_its_worst_gpu() -> N
     restored = record_from_status(entry)
     assert restored is not None
     assert restored.result is not None
-    assert [d.recommended_min_batch for d in restored.result.profile.devices] == [64, 256, 128]
+    assert [d.recommended_min_batch for d in restored.result.gpus] == [64, 256, 128]
 
 
 def test_a_failure_entry_keeps_reason_attempts_and_next_attempt_time() -> None:

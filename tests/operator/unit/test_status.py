@@ -4,7 +4,8 @@ import pytest
 from tests.operator.unit.operator_builders import device, profile
 
 from roofline_operator.names import NodeState
-from roofline_operator.records import NodeRecord, NodeResult
+from roofline_operator.records import NodeRecord
+from roofline_operator.results import from_compact
 from roofline_operator.status import (
     build_status,
     merge_conditions,
@@ -14,7 +15,7 @@ from roofline_operator.status import (
 
 
 def profiled(name: str, ridge: float, min_batch: int, spec_hash: str = "h") -> NodeRecord:
-    result = NodeResult(profile(device(ridge=ridge, min_batch=min_batch)), spec_hash)
+    result = from_compact(profile(device(ridge=ridge, min_batch=min_batch)), spec_hash)
     return NodeRecord(name=name, gpus=1, state=NodeState.PROFILED, result=result)
 
 

@@ -1,0 +1,139 @@
+"""The operator's result of one node: built from a pod's compact result or from the status.
+
+The compact result is the wire format between the profiler pod and the operator; this is what the
+operator keeps, publishes in ``status.nodes[]``, in node labels and in metrics. A restarted operator
+rebuilds it from the status entry, which holds everything but the sweep's step times (those are for
+metrics, and ``status`` must stay small for a thousand nodes).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from roofline_operator.names import format_time, parse_time
+from roofline_profiler.compact import CompactProfile
+
+
+@dataclass(frozen=True)
+class GpuResult:
+    index: int
+    product: str
+    bandwidth_bytes_per_second: float
+    peak_flops_per_second: float
+    ridge_point: float
+    recommended_min_batch: int
+    #: ``(batch, seconds)`` of the sweep; empty when rebuilt from the status.
+    step_seconds: tuple[tuple[int, float], ...] = ()
+
+
+@dataclass(frozen=True)
+class NodeResult:
+    """One successful profile of a node, under one spec digest."""
+
+    spec_hash: str
+    #: Unix seconds when the profiler finished measuring.
+    profiled_at: float
+    duration_seconds: float
+    dtype: str
+    shape_k: int
+    shape_n: int
+    gpus: tuple[GpuResult, ...]
+
+    def worst_gpu(self) -> GpuResult:
+        """The GPU a node-wide label must describe: the one needing the largest batch.
+
+        Ties go to the lower bandwidth, then the lower index, so the choice is stable.
+        """
+        return min(
+            self.gpus,
+            key=lambda g: (-g.recommended_min_batch, g.bandwidth_bytes_per_second, g.index),
+        )
+
+
+def from_compact(profile: CompactProfile, spec_hash: str) -> NodeResult:
+    """The result a profiler pod reported, measured under ``spec_hash``."""
+    return NodeResult(
+        spec_hash=spec_hash,
+        profiled_at=profile.created_at,
+        duration_seconds=profile.duration_seconds,
+        dtype=profile.dtype,
+        shape_k=profile.shape_k,
+        shape_n=profile.shape_n,
+        gpus=tuple(
+            GpuResult(
+                index=d.index,
+                product=d.name,
+                bandwidth_bytes_per_second=d.bandwidth_bytes_per_second,
+                peak_flops_per_second=d.peak_flops_per_second,
+                ridge_point=d.ridge_point,
+                recommended_min_batch=d.recommended_min_batch,
+                step_seconds=tuple(zip(profile.batches, d.step_seconds, strict=False)),
+            )
+            for d in profile.devices
+        ),
+    )
+
+
+def _gpu_numbers(gpu: GpuResult) -> dict[str, Any]:
+    return {
+        "bandwidthBytesPerSecond": gpu.bandwidth_bytes_per_second,
+        "peakFlopsPerSecond": gpu.peak_flops_per_second,
+        "ridgePoint": gpu.ridge_point,
+        "recommendedMinBatch": gpu.recommended_min_batch,
+    }
+
+
+def to_status(result: NodeResult) -> dict[str, Any]:
+    """The result's fields of a ``status.nodes[]`` entry: the worst GPU at the top level, and
+    every GPU under ``devices`` when the node has more than one."""
+    worst = result.worst_gpu()
+    fields: dict[str, Any] = {
+        "specHash": result.spec_hash,
+        "profiledTime": format_time(result.profiled_at),
+        "durationSeconds": result.duration_seconds,
+        "dtype": result.dtype,
+        "shape": f"{result.shape_k}x{result.shape_n}",
+        "product": worst.product,
+        "gpu": str(worst.index),
+        **_gpu_numbers(worst),
+    }
+    if len(result.gpus) > 1:
+        fields["devices"] = [
+            {"index": g.index, "product": g.product, **_gpu_numbers(g)} for g in result.gpus
+        ]
+    return fields
+
+
+def _gpu_from_status(raw: Mapping[str, Any], index: int, product: str) -> GpuResult:
+    return GpuResult(
+        index=index,
+        product=product,
+        bandwidth_bytes_per_second=float(raw["bandwidthBytesPerSecond"]),
+        peak_flops_per_second=float(raw["peakFlopsPerSecond"]),
+        ridge_point=float(raw["ridgePoint"]),
+        recommended_min_batch=int(raw["recommendedMinBatch"]),
+    )
+
+
+def from_status(entry: Mapping[str, Any]) -> NodeResult | None:
+    """The result kept in a ``status.nodes[]`` entry; ``None`` when the entry holds none.
+
+    Raises ``KeyError``, ``TypeError`` or ``ValueError`` for an entry too damaged to trust.
+    """
+    if "specHash" not in entry or "ridgePoint" not in entry:
+        return None
+    gpus = entry.get("devices") or [
+        {**entry, "index": int(entry.get("gpu", "0")), "product": entry.get("product", "")}
+    ]
+    shape_k, _, shape_n = str(entry.get("shape", "1x1")).partition("x")
+    return NodeResult(
+        spec_hash=str(entry["specHash"]),
+        profiled_at=parse_time(entry.get("profiledTime")) or 0.0,
+        duration_seconds=float(entry.get("durationSeconds", 0.0)),
+        dtype=str(entry.get("dtype", "")),
+        shape_k=int(shape_k or 1),
+        shape_n=int(shape_n or 1),
+        gpus=tuple(_gpu_from_status(g, int(g["index"]), str(g.get("product", ""))) for g in gpus),
+    )
