@@ -25,6 +25,7 @@ WORKDIR /src
 COPY pyproject.toml README.md ./
 COPY profiler/ profiler/
 COPY operator/ operator/
+COPY cli/ cli/
 RUN pip wheel --no-deps --wheel-dir /dist . \
     && test "$(find /dist -name 'roofline_operator-*.whl' | wc -l)" -eq 1
 
@@ -48,7 +49,7 @@ ENV PYTHONDONTWRITEBYTECODE=1 \
 RUN --mount=type=bind,from=builder,source=/dist,target=/dist \
     set -- /dist/roofline_operator-*.whl \
     && pip install --no-cache-dir "$1[operator]" \
-    && python -c "import roofline_operator, kopf, prometheus_client" \
+    && python -c "import roofline_cli, roofline_operator, kopf, prometheus_client" \
     && ! python -c "import torch" 2>/dev/null \
     && groupadd --system --gid 65532 roofline \
     && useradd --system --uid 65532 --gid 65532 --no-create-home --home-dir /nonexistent \
@@ -82,7 +83,7 @@ ENV PYTHONDONTWRITEBYTECODE=1 \
 RUN --mount=type=bind,from=builder,source=/dist,target=/dist \
     pip install --no-cache-dir --no-deps /dist/roofline_operator-*.whl \
     && pip install --no-cache-dir "jsonschema==4.23.0" "nvidia-ml-py==12.575.51" \
-    && python -c "import torch, roofline_profiler.cli; assert torch.version.cuda, 'no CUDA torch'" \
+    && python -c "import torch, roofline_cli, roofline_profiler.cli; assert torch.version.cuda, 'no CUDA torch'" \
     && test "$(pip list 2>/dev/null | grep -c '^torch ')" -eq 1 \
     && groupadd --system --gid 65532 roofline \
     && useradd --system --uid 65532 --gid 65532 --no-create-home --home-dir /nonexistent \

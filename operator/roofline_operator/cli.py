@@ -6,8 +6,10 @@ variables) and one typed configuration, checked before anything connects to a cl
 
 from __future__ import annotations
 
+import logging
 import sys
 from collections.abc import Sequence
+from typing import TypedDict
 
 import kopf
 from prometheus_client import CollectorRegistry
@@ -17,16 +19,27 @@ from roofline_operator.metrics import OperatorMetrics
 from roofline_operator.runtime import Runtime
 
 
+class KopfLogging(TypedDict):
+    debug: bool
+    verbose: bool
+    quiet: bool
+
+
+def kopf_logging(log_level: int) -> KopfLogging:
+    """Kopf's logging switches for a log level: ``--verbose`` is Kopf's verbose mode (debug
+    messages of the operator, none of asyncio), ``--debug`` its debug mode."""
+    return {
+        "debug": log_level <= logging.DEBUG,
+        "verbose": log_level < logging.INFO,
+        "quiet": log_level >= logging.WARNING,
+    }
+
+
 def run_operator(config: OperatorConfig) -> None:
     """Run until SIGINT/SIGTERM. Watches cluster-wide: profiles and nodes are cluster objects."""
-    import logging
-
     from roofline_operator import handlers  # noqa: F401  (registers the handlers)
 
-    kopf.configure(
-        debug=config.log_level <= logging.DEBUG,
-        quiet=config.log_level >= logging.WARNING,
-    )
+    kopf.configure(**kopf_logging(config.log_level))
     if config.log_level >= logging.INFO:
         # Kopf logs every successful handler call; with a thousand nodes that drowns the log.
         logging.getLogger("kopf.objects").setLevel(logging.WARNING)

@@ -19,6 +19,8 @@ from roofline_operator import __version__
 SERVICE_ACCOUNT_NAMESPACE_FILE = Path("/var/run/secrets/kubernetes.io/serviceaccount/namespace")
 DEFAULT_PROFILER_IMAGE = f"ghcr.io/roofline-dev/roofline:{__version__}"
 DEFAULT_METRICS_PORT = 9090
+#: Log level of ``--verbose``: between INFO and DEBUG, Kopf's own verbose mode.
+VERBOSE = (logging.DEBUG + logging.INFO) // 2
 
 
 class ConfigError(ValueError):
@@ -64,8 +66,13 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--batch-window-seconds", help="event gathering window per round")
     parser.add_argument("--api-concurrency", help="API requests in flight at once")
     level = parser.add_mutually_exclusive_group()
-    level.add_argument("--verbose", "-v", action="store_true", help="log more")
-    level.add_argument("--debug", action="store_true", help="log everything")
+    level.add_argument(
+        "--verbose",
+        "-v",
+        action="store_true",
+        help="log every handler call and the operator's debug messages",
+    )
+    level.add_argument("--debug", action="store_true", help="log everything, asyncio included")
     level.add_argument("--quiet", "-q", action="store_true", help="log warnings only")
     return parser
 
@@ -97,6 +104,8 @@ def _default_namespace() -> str:
 def _log_level(args: argparse.Namespace) -> int:
     if args.debug:
         return logging.DEBUG
+    if args.verbose:
+        return VERBOSE
     if args.quiet:
         return logging.WARNING
     return logging.INFO

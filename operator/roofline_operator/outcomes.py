@@ -13,6 +13,7 @@ from roofline_operator.pods import PodFacts
 from roofline_operator.results import NodeResult, from_compact
 from roofline_operator.spec import ProfileSpec
 from roofline_profiler.compact import CompactDecodeError, decode_compact
+from roofline_profiler.errors import first_line
 
 #: Longest failure message kept in status; a termination message can be 4 KiB.
 MAX_MESSAGE_CHARS = 300
@@ -37,23 +38,14 @@ class Failed:
 Outcome = InFlight | Succeeded | Failed
 
 
-def first_line(text: str | None, fallback: str) -> str:
-    """The first non-empty line of ``text``, shortened for a status message."""
-    for line in (text or "").splitlines():
-        if line.strip():
-            line = line.strip()
-            if len(line) > MAX_MESSAGE_CHARS:
-                return line[: MAX_MESSAGE_CHARS - 3] + "..."
-            return line
-    return fallback
-
-
 def _succeeded(pod: PodFacts) -> Outcome:
     message = pod.terminated.message if pod.terminated else None
     try:
         return Succeeded(from_compact(decode_compact(message or ""), pod.spec_hash))
     except CompactDecodeError as exc:
-        return Failed(FailureReason.INVALID_RESULT, first_line(str(exc), "invalid result"))
+        return Failed(
+            FailureReason.INVALID_RESULT, first_line(exc, "invalid result", MAX_MESSAGE_CHARS)
+        )
 
 
 def _failed(pod: PodFacts) -> Outcome:
@@ -65,7 +57,8 @@ def _failed(pod: PodFacts) -> Outcome:
     exit_code = terminated.exit_code if terminated else None
     fallback = f"exit code {exit_code}" if exit_code is not None else (pod.reason or "pod failed")
     return Failed(
-        FailureReason.POD_FAILED, first_line(terminated.message if terminated else None, fallback)
+        FailureReason.POD_FAILED,
+        first_line(terminated.message if terminated else None, fallback, MAX_MESSAGE_CHARS),
     )
 
 
@@ -90,7 +83,7 @@ def classify_pod(pod: PodFacts, spec: ProfileSpec, now: float) -> Outcome:
         waited = now - pod.created_at
         if waited > spec.pending_timeout_seconds:
             why = pod.waiting_reason if pod.bound else pod.scheduler_message
-            detail = f": {first_line(why, '')}" if why else ""
+            detail = f": {first_line(why, '', MAX_MESSAGE_CHARS)}" if why else ""
             where = "not started" if pod.bound else "not scheduled"
             return Failed(
                 FailureReason.UNSCHEDULABLE,

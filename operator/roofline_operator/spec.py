@@ -15,7 +15,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-DTYPES = ("float32", "float16", "bfloat16")
+from roofline_profiler import limits
+
 DEFAULT_GPU_RESOURCE = "nvidia.com/gpu"
 DEFAULT_DTYPE = "bfloat16"
 DEFAULT_MAX_PARALLEL = 4
@@ -221,8 +222,8 @@ def _shape(raw: Any) -> tuple[int, int] | None:
         return None
     if not isinstance(raw, Mapping):
         raise SpecError("spec.shape must be an object with k and n")
-    k = _int(raw, "k", None, 1, 1 << 20)
-    n = _int(raw, "n", None, 1, 1 << 20)
+    k = _int(raw, "k", None, limits.MIN_DIMENSION, limits.MAX_DIMENSION)
+    n = _int(raw, "n", None, limits.MIN_DIMENSION, limits.MAX_DIMENSION)
     if k is None or n is None:
         raise SpecError("spec.shape needs both k and n")
     return k, n
@@ -231,13 +232,17 @@ def _shape(raw: Any) -> tuple[int, int] | None:
 def _batches(raw: Any) -> tuple[int, ...]:
     if raw is None:
         return ()
-    if not isinstance(raw, list) or not all(
-        isinstance(b, int) and not isinstance(b, bool) and 1 <= b <= 65536 for b in raw
-    ):
-        raise SpecError("spec.batches must be a list of integers between 1 and 65536")
-    if len(set(raw)) != len(raw):
+    if not isinstance(raw, list):
+        raise SpecError("spec.batches must be a list of integers")
+    if not raw:
+        return ()
+    try:
+        batches = limits.check_batches(raw)
+    except limits.LimitError as exc:
+        raise SpecError(f"spec.batches: {exc}") from None
+    if len(batches) != len(raw):
         raise SpecError("spec.batches must not repeat a batch size")
-    return tuple(sorted(raw))
+    return batches
 
 
 def _optional_str(spec: Mapping[str, Any], key: str) -> str | None:
@@ -258,8 +263,8 @@ def parse_spec(spec: Mapping[str, Any]) -> ProfileSpec:
     if namespace is not None and not _NAMESPACE.fullmatch(namespace):
         raise SpecError(f"spec.namespace {namespace!r} is not a valid namespace name")
     dtype = _optional_str(spec, "dtype") or DEFAULT_DTYPE
-    if dtype not in DTYPES:
-        raise SpecError(f"spec.dtype must be one of {', '.join(DTYPES)}, got {dtype!r}")
+    if dtype not in limits.DTYPE_NAMES:
+        raise SpecError(f"spec.dtype must be one of {', '.join(limits.DTYPE_NAMES)}, got {dtype!r}")
     interval_text = _optional_str(spec, "reprofileInterval")
     interval = parse_duration(interval_text) if interval_text else None
     if interval is not None and interval < 60:
@@ -267,7 +272,13 @@ def parse_spec(spec: Mapping[str, Any]) -> ProfileSpec:
     resources = spec.get("resources") or {}
     if not isinstance(resources, Mapping):
         raise SpecError("spec.resources must be an object")
-    efficiency = _int(spec, "minBatchEfficiencyPercent", None, 1, 100)
+    efficiency = _int(
+        spec,
+        "minBatchEfficiencyPercent",
+        None,
+        limits.MIN_EFFICIENCY_PERCENT,
+        limits.MAX_EFFICIENCY_PERCENT,
+    )
     tolerations, raw_tolerations = _tolerations(spec.get("tolerations"))
     label_nodes = spec.get("labelNodes", True)
     quick = spec.get("quick", False)

@@ -1,5 +1,7 @@
-"""The ``roofline`` command: ``roofline profile`` measures this machine, ``roofline operator`` runs
-the Kubernetes operator.
+"""The profiler's command line: ``roofline profile`` measures this machine.
+
+The ``roofline`` command (``roofline_cli``) hands its profiler subcommands to :func:`main`; run
+alone, ``python -m roofline_profiler.cli profile ...`` does the same.
 
 Exit codes: 0 success; 1 the device failed (one line on stderr, and the same line in the
 ``--compact`` file so a pod's termination message says why); 2 bad input (one line on stderr,
@@ -11,20 +13,17 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import re
 import sys
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import NoReturn
+from typing import NoReturn, TypeVar
 
-from roofline_profiler.recommend import DEFAULT_MIN_EFFICIENCY
-from roofline_profiler.roofline import DEFAULT_BATCHES, DEFAULT_SHAPE
+from roofline_profiler import limits
+from roofline_profiler.errors import first_line
 
 PROG = "roofline"
-SHAPE_PATTERN = re.compile(r"^\s*(\d+)\s*[xX×]\s*(\d+)\s*$")
-MAX_DIMENSION = 1 << 20
-MAX_BATCH = 1 << 16
+_T = TypeVar("_T")
 
 
 class UsageError(Exception):
@@ -38,40 +37,18 @@ class _Parser(argparse.ArgumentParser):
         raise UsageError(message)
 
 
-def parse_shape(text: str) -> tuple[int, int]:
-    match = SHAPE_PATTERN.match(text)
-    if not match:
-        raise UsageError(f"--shape {text!r} is not of the form KxN (e.g. 4096x14336)")
-    k, n = int(match.group(1)), int(match.group(2))
-    if not (1 <= k <= MAX_DIMENSION and 1 <= n <= MAX_DIMENSION):
-        raise UsageError(f"--shape {text!r}: K and N must lie in 1..{MAX_DIMENSION}")
-    return k, n
+def _argument_type(parse: Callable[[str], _T], what: str) -> Callable[[str], _T]:
+    """``parse`` as an argparse ``type``: a :class:`limits.LimitError` becomes argparse's
+    one-line error for the flag, the value is parsed into its type once."""
 
-
-def parse_batches(text: str) -> tuple[int, ...]:
-    parts = [p.strip() for p in text.split(",")]
-    if not parts or any(not p for p in parts):
-        raise UsageError(f"--batches {text!r} must be a comma-separated list of positive integers")
-    batches = []
-    for part in parts:
+    def convert(text: str) -> _T:
         try:
-            value = int(part)
-        except ValueError:
-            raise UsageError(f"--batches: {part!r} is not an integer") from None
-        if not 1 <= value <= MAX_BATCH:
-            raise UsageError(f"--batches: {value} is not a batch size in 1..{MAX_BATCH}")
-        batches.append(value)
-    return tuple(sorted(set(batches)))
+            return parse(text)
+        except limits.LimitError as exc:
+            raise argparse.ArgumentTypeError(str(exc)) from None
 
-
-def parse_percent(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise UsageError(f"--min-batch-efficiency {text!r} is not an integer percent") from None
-    if not 1 <= value <= 100:
-        raise UsageError(f"--min-batch-efficiency {value} must lie in 1..100")
-    return value
+    convert.__name__ = what
+    return convert
 
 
 def _output_path(text: str | None, flag: str) -> Path | None:
@@ -88,7 +65,7 @@ def _output_path(text: str | None, flag: str) -> Path | None:
 
 def build_parser() -> _Parser:
     parser = _Parser(prog=PROG, description=__doc__.split("\n\n")[0] if __doc__ else None)
-    sub = parser.add_subparsers(dest="command", metavar="{profile,operator}", parser_class=_Parser)
+    sub = parser.add_subparsers(dest="command", parser_class=_Parser)
     sub.required = True
     p = sub.add_parser("profile", help="measure this machine's decode roofline")
     p.add_argument(
@@ -98,22 +75,30 @@ def build_parser() -> _Parser:
     )
     p.add_argument(
         "--dtype",
-        help="float32, float16 or bfloat16 (default: bfloat16 on GPUs "
+        type=_argument_type(limits.canonical_dtype, "dtype"),
+        help=f"{', '.join(limits.DTYPE_NAMES)} (default: bfloat16 on GPUs "
         "that support it, else float16; float32 on the CPU)",
     )
+    k, n = limits.DEFAULT_SHAPE
     p.add_argument(
         "--shape",
-        default=f"{DEFAULT_SHAPE[0]}x{DEFAULT_SHAPE[1]}",
-        help="decode weight KxN (default 4096x14336, the Llama-3-8B FFN up-projection)",
+        type=_argument_type(limits.parse_shape, "shape"),
+        default=limits.DEFAULT_SHAPE,
+        metavar="KxN",
+        help=f"decode weight KxN (default {k}x{n}, the Llama-3-8B FFN up-projection)",
     )
     p.add_argument(
         "--batches",
-        default=",".join(str(b) for b in DEFAULT_BATCHES),
-        help="comma-separated batch sizes to sweep (default 1,2,4,...,512)",
+        type=_argument_type(limits.parse_batches, "batches"),
+        default=limits.DEFAULT_BATCHES,
+        metavar="B1,B2,...",
+        help="comma-separated batch sizes to sweep, each in "
+        f"{limits.MIN_BATCH}..{limits.MAX_BATCH} (default 1,2,4,...,512)",
     )
     p.add_argument(
         "--min-batch-efficiency",
-        default=str(round(DEFAULT_MIN_EFFICIENCY * 100)),
+        type=_argument_type(limits.parse_efficiency_percent, "percent"),
+        default=limits.DEFAULT_MIN_BATCH_EFFICIENCY_PERCENT,
         metavar="PERCENT",
         help="share of measured peak FLOP/s a batch must reach to be "
         "the recommended minimum (default %(default)s)",
@@ -132,11 +117,6 @@ def build_parser() -> _Parser:
         "--compact",
         metavar="PATH",
         help="write the compact (<= 4096 bytes) result, e.g. /dev/termination-log in a pod",
-    )
-    sub.add_parser(
-        "operator",
-        help="run the Kubernetes operator (see roofline operator --help)",
-        add_help=False,
     )
     return parser
 
@@ -177,9 +157,7 @@ class _Progress:
 
 
 def run_profile_command(args: argparse.Namespace) -> int:
-    k, n = parse_shape(args.shape)
-    batches = parse_batches(args.batches)
-    percent = parse_percent(args.min_batch_efficiency)
+    k, n = args.shape
     outputs = {
         flag: _output_path(getattr(args, flag.lstrip("-")), flag)
         for flag in ("--json", "--markdown", "--plot", "--compact")
@@ -193,10 +171,7 @@ def run_profile_command(args: argparse.Namespace) -> int:
 
     try:
         infos = devmod.resolve_devices(args.device)
-        dtypes = [
-            devmod.canonical_dtype(args.dtype) if args.dtype else devmod.default_dtype(i)
-            for i in infos
-        ]
+        dtypes = [args.dtype or devmod.default_dtype(i) for i in infos]
         for info, dtype in zip(infos, dtypes, strict=True):
             devmod.check_dtype_supported(info, dtype)
     except devmod.DeviceError as exc:
@@ -206,8 +181,8 @@ def run_profile_command(args: argparse.Namespace) -> int:
         devices=tuple(infos),
         k=k,
         n=n,
-        batches=batches,
-        min_batch_efficiency_percent=percent,
+        batches=args.batches,
+        min_batch_efficiency_percent=args.min_batch_efficiency,
         bandwidth_kind=args.bandwidth,
         quick=args.quick,
     )
@@ -243,10 +218,6 @@ def run_profile_command(args: argparse.Namespace) -> int:
 
 def main(argv: Sequence[str] | None = None) -> int:
     arguments = list(sys.argv[1:] if argv is None else argv)
-    if arguments[:1] == ["operator"]:
-        from roofline_operator.cli import main as operator_main
-
-        return operator_main(arguments[1:])
     try:
         args = build_parser().parse_args(arguments)
         return run_profile_command(args)
@@ -257,8 +228,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"{PROG}: interrupted", file=sys.stderr)
         return 130
     except Exception as exc:  # a bug or an environment problem: still one line, never a trace
-        detail = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
-        print(f"{PROG}: error: {type(exc).__name__}: {detail}", file=sys.stderr)
+        print(f"{PROG}: error: {type(exc).__name__}: {first_line(exc)}", file=sys.stderr)
         return 1
 
 

@@ -20,6 +20,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from roofline_profiler.errors import first_line
+
 COMPACT_VERSION = 2
 #: Older versions :func:`decode_compact` still reads.
 READABLE_VERSIONS = (1, COMPACT_VERSION)
@@ -214,7 +216,7 @@ def decode_compact(text: str) -> CompactProfile:
     try:
         raw = json.loads(text)
     except json.JSONDecodeError as exc:
-        snippet = text.strip().splitlines()[0][:120] if text.strip() else ""
+        snippet = first_line(text, max_chars=120)
         raise CompactDecodeError(f"not a JSON result ({exc.msg}): {snippet!r}") from None
     if not isinstance(raw, dict):
         raise CompactDecodeError("result is not a JSON object")

@@ -15,12 +15,10 @@ from pathlib import Path
 
 import torch
 
-DTYPES: dict[str, torch.dtype] = {
-    "float32": torch.float32,
-    "float16": torch.float16,
-    "bfloat16": torch.bfloat16,
-}
-DTYPE_ALIASES = {"fp32": "float32", "fp16": "float16", "half": "float16", "bf16": "bfloat16"}
+from roofline_profiler.limits import DTYPE_NAMES
+
+#: The torch dtype of each of the limits' dtype names.
+DTYPES: dict[str, torch.dtype] = {name: getattr(torch, name) for name in DTYPE_NAMES}
 DEVICE_PATTERN = re.compile(r"^(all|cpu|mps|cuda)(:(\d+))?$")
 
 
@@ -131,14 +129,6 @@ def resolve_devices(spec: str) -> list[DeviceInfo]:
     if int(number) >= count:
         raise DeviceError(f"device {spec!r} does not exist: torch sees {count} GPU(s)")
     return [_cuda_info(int(number))]
-
-
-def canonical_dtype(name: str) -> str:
-    key = name.strip().lower()
-    key = DTYPE_ALIASES.get(key, key)
-    if key not in DTYPES:
-        raise DeviceError(f"unknown dtype {name!r} (expected float32, float16 or bfloat16)")
-    return key
 
 
 def default_dtype(info: DeviceInfo) -> str:

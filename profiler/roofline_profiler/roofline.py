@@ -17,17 +17,7 @@ from __future__ import annotations
 
 import math
 
-#: The decode weight swept by default: Llama-3-8B's FFN up-projection (K = hidden, N = FFN width).
-DEFAULT_SHAPE = (4096, 14336)
-#: Batches swept by default: powers of two from one token to well past any GPU's ridge point.
-DEFAULT_BATCHES = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512)
-
-#: Bytes per element of the dtypes the profiler measures.
-DTYPE_BYTES: dict[str, int] = {
-    "float32": 4,
-    "float16": 2,
-    "bfloat16": 2,
-}
+from roofline_profiler.limits import DTYPE_BYTES
 
 
 def dtype_bytes(dtype: str) -> int:

@@ -11,6 +11,7 @@ import torch
 
 from roofline_profiler import recommend, roofline
 from roofline_profiler.devices import DeviceInfo, check_dtype_supported
+from roofline_profiler.errors import first_line
 from roofline_profiler.measure import measure_bandwidth, measure_peak, measure_sweep
 from roofline_profiler.metadata import environment, telemetry
 from roofline_profiler.result import DeviceResult, ProfileResult, SweepEntry
@@ -125,10 +126,8 @@ def run_profile(
         except torch.OutOfMemoryError as exc:
             raise DeviceFailure(f"{info.device} ({info.name}) ran out of memory: {exc}") from exc
         except RuntimeError as exc:
-            first_line = (
-                str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-            )
-            raise DeviceFailure(f"{info.device} ({info.name}) failed: {first_line}") from exc
+            why = first_line(exc, type(exc).__name__)
+            raise DeviceFailure(f"{info.device} ({info.name}) failed: {why}") from exc
         finally:
             _free(info)
     finished = time.time()

@@ -136,8 +136,8 @@ def test_runtime_images_carry_the_oci_labels(stage: str) -> None:
 def test_the_build_context_holds_what_the_wheel_is_built_from() -> None:
     ignore = (ROOT / ".dockerignore").read_text().splitlines()
     assert "*" in ignore, "the context is a whitelist"
-    for needed in ("!pyproject.toml", "!README.md", "!profiler/", "!operator/"):
+    for needed in ("!pyproject.toml", "!README.md", "!profiler/", "!operator/", "!cli/"):
         assert needed in ignore
     copied = re.findall(r"^COPY (?!--from)(.+) \S+$", stages()["builder"], re.MULTILINE)
     sources = {src for line in copied for src in line.split()}
-    assert sources == {"pyproject.toml", "README.md", "profiler/", "operator/"}
+    assert sources == {"pyproject.toml", "README.md", "profiler/", "operator/", "cli/"}

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from roofline_profiler import recommend, roofline
+from roofline_profiler import limits, recommend, roofline
 from roofline_profiler.result import DeviceResult, PeakCandidate, ProfileResult, SweepEntry
 from roofline_profiler.stats import Measurement
 
-DEFAULT_BATCHES = roofline.DEFAULT_BATCHES
+DEFAULT_BATCHES = limits.DEFAULT_BATCHES
 H200_LIKE = {"bandwidth": 4.3e12, "peak": 7.9e14}
 
 

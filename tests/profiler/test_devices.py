@@ -4,7 +4,6 @@ import torch
 from roofline_profiler.devices import (
     DeviceError,
     DeviceInfo,
-    canonical_dtype,
     default_dtype,
     resolve_devices,
 )
@@ -34,14 +33,6 @@ def test_a_gpu_that_is_not_there_is_bad_input() -> None:
 def test_malformed_device_names_are_bad_input(spec: str) -> None:
     with pytest.raises(DeviceError):
         resolve_devices(spec)
-
-
-@pytest.mark.parametrize(
-    ("name", "canonical"),
-    [("bf16", "bfloat16"), ("FP16", "float16"), ("half", "float16"), ("float32", "float32")],
-)
-def test_dtype_aliases_are_understood(name: str, canonical: str) -> None:
-    assert canonical_dtype(name) == canonical
 
 
 def test_the_cpu_defaults_to_float32() -> None:

@@ -14,14 +14,14 @@ import sys
 from pathlib import Path
 
 REPO_ROOT = Path(__file__).resolve().parents[3]
-SOURCE_FOLDERS = (REPO_ROOT / "profiler", REPO_ROOT / "operator")
+SOURCE_FOLDERS = (REPO_ROOT / "profiler", REPO_ROOT / "operator", REPO_ROOT / "cli")
 
 
 def roofline_argv() -> list[str]:
     script = Path(sys.executable).parent / "roofline"
     if script.exists():
         return [str(script)]
-    return [sys.executable, "-m", "roofline_profiler.cli"]
+    return [sys.executable, "-m", "roofline_cli"]
 
 
 def product_environment(extra: dict[str, str] | None = None) -> dict[str, str]:

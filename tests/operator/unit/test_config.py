@@ -4,6 +4,7 @@ import logging
 
 import pytest
 
+from roofline_operator.cli import kopf_logging
 from roofline_operator.config import DEFAULT_PROFILER_IMAGE, ConfigError, load_config
 
 
@@ -58,3 +59,22 @@ def test_bad_settings_fail_fast_with_one_line(argv: list[str], fragment: str) ->
     with pytest.raises(ConfigError, match=fragment) as caught:
         load_config(argv, {})
     assert "\n" not in str(caught.value)
+
+
+@pytest.mark.parametrize(
+    ("flags", "switches"),
+    [
+        ([], {"debug": False, "verbose": False, "quiet": False}),
+        (["--quiet"], {"debug": False, "verbose": False, "quiet": True}),
+        (["--verbose"], {"debug": False, "verbose": True, "quiet": False}),
+        (["--debug"], {"debug": True, "verbose": True, "quiet": False}),
+    ],
+)
+def test_each_log_flag_sets_its_own_level(flags: list[str], switches: dict[str, bool]) -> None:
+    assert kopf_logging(load_config(flags, {}).log_level) == switches
+
+
+def test_verbose_logs_more_than_the_default_and_less_than_debug() -> None:
+    levels = [load_config(f, {}).log_level for f in (["--debug"], ["--verbose"], [], ["--quiet"])]
+    assert levels == sorted(levels)
+    assert len(set(levels)) == 4

@@ -15,6 +15,7 @@ import yaml
 from roofline_operator import spec as spec_module
 from roofline_operator.names import GROUP, KIND, PLURAL, VERSION, NodeState
 from roofline_operator.spec import parse_duration, parse_spec
+from roofline_profiler import limits
 
 ROOT = Path(__file__).resolve().parents[3]
 CRD_PATH = ROOT / "charts" / "roofline-operator" / "crds" / "rooflineprofiles.roofline.dev.yaml"
@@ -131,7 +132,21 @@ def test_schema_defaults_agree_with_the_operators_defaults(version: dict[str, An
         "quick": False,
     }
     assert {k: properties[k]["default"] for k in expected} == expected
-    assert properties["dtype"]["enum"] == list(spec_module.DTYPES)
+
+
+def test_schema_limits_are_the_profilers_limits(version: dict[str, Any]) -> None:
+    properties = version["schema"]["openAPIV3Schema"]["properties"]["spec"]["properties"]
+    assert properties["dtype"]["enum"] == list(limits.DTYPE_NAMES)
+    for dimension in ("k", "n"):
+        shape = properties["shape"]["properties"][dimension]
+        assert (shape["minimum"], shape["maximum"]) == (limits.MIN_DIMENSION, limits.MAX_DIMENSION)
+    batch = properties["batches"]["items"]
+    assert (batch["minimum"], batch["maximum"]) == (limits.MIN_BATCH, limits.MAX_BATCH)
+    efficiency = properties["minBatchEfficiencyPercent"]
+    assert (efficiency["minimum"], efficiency["maximum"]) == (
+        limits.MIN_EFFICIENCY_PERCENT,
+        limits.MAX_EFFICIENCY_PERCENT,
+    )
 
 
 def test_the_example_validates_against_the_schema(

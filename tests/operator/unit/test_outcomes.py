@@ -6,7 +6,13 @@ import pytest
 from tests.operator.unit.operator_builders import spec, succeeded_pod
 
 from roofline_operator.names import FailureReason
-from roofline_operator.outcomes import Failed, InFlight, Succeeded, classify_pod, first_line
+from roofline_operator.outcomes import (
+    MAX_MESSAGE_CHARS,
+    Failed,
+    InFlight,
+    Succeeded,
+    classify_pod,
+)
 from roofline_operator.pods import PodFacts, Terminated
 
 SPEC = spec(timeoutSeconds=60, pendingTimeoutSeconds=30)
@@ -89,7 +95,12 @@ def test_a_pod_pending_too_long_is_unschedulable_with_the_schedulers_reason() ->
     assert "Insufficient nvidia.com/gpu" in outcome.message
 
 
-def test_first_line_shortens_long_messages() -> None:
-    assert first_line("\n\n  x  \ny", "fallback") == "x"
-    assert first_line(None, "fallback") == "fallback"
-    assert len(first_line("a" * 5000, "")) == 300
+def test_a_long_failure_message_is_shortened_to_one_status_line() -> None:
+    message = "\n\n  " + "a" * 5000 + "\nsecond line"
+    failed = pod(
+        phase="Failed", terminated=Terminated(exit_code=1, reason="Error", message=message)
+    )
+    outcome = classify_pod(failed, SPEC, now=2000.0)
+    assert isinstance(outcome, Failed)
+    assert len(outcome.message) == MAX_MESSAGE_CHARS
+    assert outcome.message.endswith("...")

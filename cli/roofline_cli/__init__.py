@@ -1,0 +1,62 @@
+"""``roofline``: one command above the profiler and the operator.
+
+``roofline profile`` (and every other subcommand of the profiler's parser) runs the profiler's
+command line, ``roofline operator`` runs the Kubernetes operator. This package is the only place
+that imports both; the profiler never imports the operator, nor the operator this package
+(import-linter contracts in ``pyproject.toml``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+
+PROG = "roofline"
+OPERATOR_COMMAND = "operator"
+OPERATOR_HELP = "run the Kubernetes operator (see roofline operator --help)"
+
+
+def profiler_commands() -> dict[str, str]:
+    """The profiler's subcommands with their one-line help, read from its own parser."""
+    from roofline_profiler.cli import build_parser
+
+    for action in build_parser()._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            helps = {a.dest: a.help or "" for a in action._choices_actions}
+            return {name: helps.get(name, "") for name in action.choices}
+    return {}
+
+
+def usage(commands: dict[str, str]) -> str:
+    names = "|".join(commands)
+    width = max(len(name) for name in commands)
+    lines = [
+        f"usage: {PROG} {{{names}}} ...",
+        "",
+        "Measure each GPU's decode roofline and publish it to Kubernetes.",
+        "",
+        "commands:",
+        *(f"  {name:<{width}}  {text}" for name, text in commands.items()),
+    ]
+    return "\n".join(lines) + "\n"
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    arguments = list(sys.argv[1:] if argv is None else argv)
+    command = arguments[0] if arguments else None
+    if command == OPERATOR_COMMAND:
+        from roofline_operator.cli import main as operator_main
+
+        return operator_main(arguments[1:])
+    commands = {**profiler_commands(), OPERATOR_COMMAND: OPERATOR_HELP}
+    if command in commands:
+        from roofline_profiler.cli import main as profiler_main
+
+        return profiler_main(arguments)
+    if command in ("-h", "--help"):
+        sys.stdout.write(usage(commands))
+        return 0
+    what = f"unknown command {command!r}" if command else "a command is required"
+    print(f"{PROG}: error: {what} (choose from {', '.join(commands)})", file=sys.stderr)
+    return 2

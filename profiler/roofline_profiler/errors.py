@@ -1,0 +1,24 @@
+"""One line out of a message or an exception, for stderr, a status condition or an error reason.
+
+Every error the product reports is a single line (a CLI error, a termination message, a failure
+message in status), so this is the one rule for cutting a longer text down to one.
+
+Pure module: no torch, no Kubernetes.
+"""
+
+from __future__ import annotations
+
+
+def first_line(text: object, fallback: str = "", max_chars: int | None = None) -> str:
+    """The first non-empty line of ``text`` (a string or an exception), stripped.
+
+    ``fallback`` when there is none (``None``, an empty message); longer than ``max_chars``, the
+    line is cut and ends in ``...``.
+    """
+    for line in ("" if text is None else str(text)).splitlines():
+        line = line.strip()
+        if line:
+            if max_chars is not None and len(line) > max_chars:
+                return line[: max_chars - 3] + "..."
+            return line
+    return fallback

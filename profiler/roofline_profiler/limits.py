@@ -1,0 +1,116 @@
+"""The one definition of every input limit, default and dtype name.
+
+The command line, the profiler, the operator's spec parser and (checked by a test) the CRD's schema
+all read these, so a batch or a shape that one of them accepts, all of them accept. Efficiency is a
+percent here, as in the CRD and on the command line; only the maths turns it into a fraction.
+
+Pure module: no torch, no Kubernetes.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+
+#: Bytes per element of the dtypes the profiler measures; the keys are the canonical names.
+DTYPE_BYTES: dict[str, int] = {
+    "float32": 4,
+    "float16": 2,
+    "bfloat16": 2,
+}
+DTYPE_NAMES: tuple[str, ...] = tuple(DTYPE_BYTES)
+#: Other spellings accepted on the command line.
+DTYPE_ALIASES: dict[str, str] = {
+    "fp32": "float32",
+    "fp16": "float16",
+    "half": "float16",
+    "bf16": "bfloat16",
+}
+
+MIN_BATCH = 1
+MAX_BATCH = 1 << 16
+#: Bounds of the decode weight's K and N.
+MIN_DIMENSION = 1
+MAX_DIMENSION = 1 << 20
+
+#: The decode weight swept by default: Llama-3-8B's FFN up-projection (K = hidden, N = FFN width).
+DEFAULT_SHAPE = (4096, 14336)
+#: Batches swept by default: powers of two from one token to well past any GPU's ridge point.
+DEFAULT_BATCHES = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512)
+
+#: Share of peak FLOP/s the recommended minimum batch must reach, in percent.
+DEFAULT_MIN_BATCH_EFFICIENCY_PERCENT = 50
+MIN_EFFICIENCY_PERCENT = 1
+MAX_EFFICIENCY_PERCENT = 100
+
+_SHAPE = re.compile(r"^\s*(\d+)\s*[xX×]\s*(\d+)\s*$")
+
+
+class LimitError(ValueError):
+    """A value outside the limits; ``str()`` is a one-line reason."""
+
+
+def canonical_dtype(name: str) -> str:
+    """The canonical name of ``name`` or one of its aliases (``bf16`` is ``bfloat16``)."""
+    key = name.strip().lower()
+    key = DTYPE_ALIASES.get(key, key)
+    if key not in DTYPE_BYTES:
+        raise LimitError(f"unknown dtype {name!r} (expected {', '.join(DTYPE_NAMES)})")
+    return key
+
+
+def check_shape(k: int, n: int) -> tuple[int, int]:
+    if not (MIN_DIMENSION <= k <= MAX_DIMENSION and MIN_DIMENSION <= n <= MAX_DIMENSION):
+        raise LimitError(f"K and N must lie in {MIN_DIMENSION}..{MAX_DIMENSION}, got {k}x{n}")
+    return k, n
+
+
+def parse_shape(text: str) -> tuple[int, int]:
+    """``KxN`` (``x``, ``X`` or ``×``) as two integers within the limits."""
+    match = _SHAPE.match(text)
+    if not match:
+        raise LimitError(f"{text!r} is not of the form KxN (e.g. 4096x14336)")
+    return check_shape(int(match.group(1)), int(match.group(2)))
+
+
+def check_batches(batches: Iterable[int]) -> tuple[int, ...]:
+    """The batch sizes in ascending order without repeats; each must lie within the limits."""
+    values = tuple(batches)
+    if not values:
+        raise LimitError("the batch list is empty")
+    for value in values:
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise LimitError(f"{value!r} is not an integer")
+        if not MIN_BATCH <= value <= MAX_BATCH:
+            raise LimitError(f"{value} is not a batch size in {MIN_BATCH}..{MAX_BATCH}")
+    return tuple(sorted(set(values)))
+
+
+def parse_batches(text: str) -> tuple[int, ...]:
+    """A comma-separated list of batch sizes, as :func:`check_batches` returns it."""
+    parts = [p.strip() for p in text.split(",")]
+    if any(not p for p in parts):
+        raise LimitError(f"{text!r} must be a comma-separated list of positive integers")
+    values = []
+    for part in parts:
+        try:
+            values.append(int(part))
+        except ValueError:
+            raise LimitError(f"{part!r} is not an integer") from None
+    return check_batches(values)
+
+
+def check_efficiency_percent(value: int) -> int:
+    if not MIN_EFFICIENCY_PERCENT <= value <= MAX_EFFICIENCY_PERCENT:
+        raise LimitError(
+            f"{value} must lie in {MIN_EFFICIENCY_PERCENT}..{MAX_EFFICIENCY_PERCENT} (percent)"
+        )
+    return value
+
+
+def parse_efficiency_percent(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise LimitError(f"{text!r} is not an integer percent") from None
+    return check_efficiency_percent(value)
