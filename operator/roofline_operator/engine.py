@@ -18,9 +18,9 @@ from typing import Any, cast
 import kopf
 
 from roofline_operator.kubeapi import ApiError, KubeClient
-from roofline_operator.labels import Claimant, label_patch, label_safe
+from roofline_operator.labels import LabelClaim, label_patch, label_safe
 from roofline_operator.names import ANNOTATION_NODE, LABEL_PROFILE, FailureReason, parse_time
-from roofline_operator.nodes import NodeFacts, select_nodes
+from roofline_operator.nodes import NodeFacts
 from roofline_operator.outcomes import Failed
 from roofline_operator.planner import RoundInput, RoundPlan, fail_node, plan_round
 from roofline_operator.pods import (
@@ -30,7 +30,7 @@ from roofline_operator.pods import (
     finished_pod_collections,
 )
 from roofline_operator.records import NodeRecord, records_from_status
-from roofline_operator.runtime import ProfileClaim, Runtime
+from roofline_operator.runtime import Runtime
 from roofline_operator.spec import ProfileSpec, SpecError, parse_spec
 from roofline_operator.status import build_status, merge_patch
 
@@ -81,7 +81,7 @@ class ProfileLoop:
         stopped: kopf.DaemonStopped,
         node_index: Mapping[str, Iterable[NodeFacts]],
         pod_index: Mapping[str, Iterable[PodFacts]],
-        claim_index: Mapping[str, Iterable[ProfileClaim]],
+        claim_index: Mapping[str, Iterable[LabelClaim]],
     ) -> None:
         wakeup = self.runtime.wakeups.event(self.name)
         config = self.runtime.config
@@ -110,7 +110,7 @@ class ProfileLoop:
         self,
         nodes: Mapping[str, NodeFacts],
         pods: list[PodFacts],
-        claims: Mapping[str, ProfileClaim],
+        claims: Mapping[str, LabelClaim],
     ) -> float | None:
         now = time.time()
         client = await self.runtime.client()
@@ -139,15 +139,10 @@ class ProfileLoop:
         spec_hash: str,
         nodes: Mapping[str, NodeFacts],
         pods: list[PodFacts],
-        claims: Mapping[str, ProfileClaim],
+        claims: Mapping[str, LabelClaim],
         now: float,
     ) -> RoundInput:
         metadata = self.body.get("metadata") or {}
-        others = [
-            Claimant(c.name, c.created_at, frozenset(select_nodes(nodes.values(), c.selection)))
-            for c in claims.values()
-            if c.name != self.name and c.selection is not None
-        ]
         return RoundInput(
             profile=ProfileRef(name=self.name, uid=str(metadata.get("uid", ""))),
             created_at=parse_time(metadata.get("creationTimestamp")) or 0.0,
@@ -158,7 +153,7 @@ class ProfileLoop:
             nodes=nodes,
             pods=pods,
             records=self.records,
-            others=others,
+            claims=list(claims.values()),
             deleted=frozenset(self.deleted),
             now=now,
         )

@@ -12,6 +12,7 @@ from typing import Any
 import kopf
 
 from roofline_operator.engine import ProfileLoop, release_profile
+from roofline_operator.labels import LabelClaim, label_claim
 from roofline_operator.names import (
     ANNOTATION_PREFIX,
     FINALIZER,
@@ -23,16 +24,14 @@ from roofline_operator.names import (
 )
 from roofline_operator.nodes import NodeFacts, node_facts
 from roofline_operator.pods import PodFacts, pod_facts
-from roofline_operator.runtime import ProfileClaim, Runtime, profile_claim
+from roofline_operator.runtime import Runtime
 from roofline_operator.server import start_server
 
 PROFILER_PODS = {LABEL_MANAGED_BY: MANAGED_BY}
 EXIT_TIMEOUT_SECONDS = 20.0
 
 
-Indexes = tuple[
-    kopf.Index[str, NodeFacts], kopf.Index[str, PodFacts], kopf.Index[str, ProfileClaim]
-]
+Indexes = tuple[kopf.Index[str, NodeFacts], kopf.Index[str, PodFacts], kopf.Index[str, LabelClaim]]
 
 
 def _indexes(kwargs: dict[str, Any]) -> Indexes:
@@ -92,8 +91,8 @@ async def pod_index(body: kopf.Body, **_: Any) -> dict[str, PodFacts]:
 
 
 @kopf.index(GROUP, VERSION, PLURAL)
-async def claim_index(name: str, body: kopf.Body, **_: Any) -> dict[str, ProfileClaim]:
-    return {name: profile_claim(name, body)}
+async def claim_index(name: str, body: kopf.Body, **_: Any) -> dict[str, LabelClaim]:
+    return {name: label_claim(name, body)}
 
 
 @kopf.on.event("pods", labels=PROFILER_PODS)

@@ -63,8 +63,6 @@ class KubeClient:
         self._session = session
         self._server = server.rstrip("/")
         self._slots = asyncio.Semaphore(concurrency)
-        #: Requests sent, for logs and the scale benchmark's per-node request count.
-        self.requests_sent = 0
 
     async def close(self) -> None:
         await self._session.close()
@@ -86,21 +84,22 @@ class KubeClient:
                 log("Retrying %s %s after %s", method, path, last)
                 await asyncio.sleep(delay)
             try:
-                async with self._slots:
-                    self.requests_sent += 1
-                    async with self._session.request(
+                async with (
+                    self._slots,
+                    self._session.request(
                         method,
                         self._server + path,
                         json=body,
                         headers={"Content-Type": content_type} if body is not None else None,
-                    ) as response:
-                        payload = await self._payload(response)
-                        if response.status < 400:
-                            return payload
-                        message = str(payload.get("message") or response.reason or "")
-                        last = ApiError(response.status, message)
-                        if not _transient(response.status, method):
-                            raise last
+                    ) as response,
+                ):
+                    payload = await self._payload(response)
+                    if response.status < 400:
+                        return payload
+                    message = str(payload.get("message") or response.reason or "")
+                    last = ApiError(response.status, message)
+                    if not _transient(response.status, method):
+                        raise last
             except (aiohttp.ClientConnectionError, asyncio.TimeoutError) as exc:
                 last = ApiError(503, f"connection failed: {exc}")
         assert last is not None

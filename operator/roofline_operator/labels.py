@@ -11,6 +11,7 @@ import math
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from typing import Any
 
 from roofline_operator.names import (
     LABEL_BANDWIDTH_GBPS,
@@ -19,8 +20,11 @@ from roofline_operator.names import (
     LABEL_PROFILE,
     LABEL_RIDGE_POINT,
     NODE_LABEL_KEYS,
+    parse_time,
 )
+from roofline_operator.nodes import NodeFacts, select_nodes
 from roofline_operator.results import GpuResult
+from roofline_operator.spec import NodeSelection, SpecError, parse_spec
 
 #: The Kubernetes label value syntax (apimachinery ``validation.IsValidLabelValue``).
 LABEL_VALUE = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$")
@@ -93,22 +97,39 @@ def label_patch(
 
 
 @dataclass(frozen=True)
-class Claimant:
-    """A profile that wants to label some nodes, with the facts that rank it."""
+class LabelClaim:
+    """A profile's claim on the labels of the nodes it selects, ranked by the profile's age."""
 
     name: str
     created_at: float
-    nodes: frozenset[str]
+    #: ``None`` when the profile labels no nodes (``labelNodes: false``, an invalid spec, or
+    #: the profile is being deleted).
+    selection: NodeSelection | None
 
 
-def label_owners(claimants: Iterable[Claimant]) -> dict[str, str]:
-    """Node name to the profile that owns its labels: the oldest claimant, then by name.
+def label_claim(name: str, body: Mapping[str, Any]) -> LabelClaim:
+    """The claim of the RooflineProfile ``body``, as every other profile sees it."""
+    metadata = body.get("metadata") or {}
+    created_at = parse_time(metadata.get("creationTimestamp")) or 0.0
+    try:
+        spec = parse_spec(body.get("spec") or {})
+    except SpecError:
+        return LabelClaim(name, created_at, None)
+    deleting = metadata.get("deletionTimestamp") is not None
+    selection = spec.selection if spec.label_nodes and not deleting else None
+    return LabelClaim(name, created_at, selection)
+
+
+def label_owners(claims: Iterable[LabelClaim], nodes: Iterable[NodeFacts]) -> dict[str, str]:
+    """Node name to the profile that owns its labels: the oldest claim, then by name.
 
     A fixed, global order means every profile reaches the same verdict on its own, so two
     profiles never take turns overwriting a node's labels.
     """
+    candidates = list(nodes)
     owners: dict[str, str] = {}
-    for claimant in sorted(claimants, key=lambda c: (c.created_at, c.name)):
-        for node in claimant.nodes:
-            owners.setdefault(node, claimant.name)
+    for claim in sorted(claims, key=lambda c: (c.created_at, c.name)):
+        if claim.selection is not None:
+            for node in select_nodes(candidates, claim.selection):
+                owners.setdefault(node, claim.name)
     return owners

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from roofline_operator.labels import (
-    Claimant,
+    LabelClaim,
     label_owners,
     label_patch,
     label_safe,
@@ -45,8 +45,9 @@ class RoundInput:
     nodes: Mapping[str, NodeFacts]
     pods: Sequence[PodFacts]
     records: Mapping[str, NodeRecord]
-    #: Other profiles that label nodes, to decide who owns a shared node's labels.
-    others: Sequence[Claimant]
+    #: Every profile's label claim (this profile's own is ignored), to decide who owns a shared
+    #: node's labels.
+    claims: Sequence[LabelClaim]
     #: Pods this operator already asked to delete, whether or not the watch shows it yet.
     deleted: frozenset[str]
     now: float
@@ -218,10 +219,9 @@ def _plan_labels(
     inp: RoundInput, selected: Mapping[str, int], records: Mapping[str, NodeRecord], plan: RoundPlan
 ) -> None:
     ours = inp.profile.name
-    claimants = list(inp.others)
-    if inp.spec.label_nodes:
-        claimants.append(Claimant(ours, inp.created_at, frozenset(selected)))
-    owners = label_owners(claimants)
+    own = LabelClaim(ours, inp.created_at, inp.spec.selection if inp.spec.label_nodes else None)
+    claims = [c for c in inp.claims if c.name != ours]
+    owners = label_owners([*claims, own], inp.nodes.values())
     for name, node in inp.nodes.items():
         record = records.get(name)
         owner = owners.get(name)

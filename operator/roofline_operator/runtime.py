@@ -16,32 +16,8 @@ import kopf
 from roofline_operator.config import OperatorConfig
 from roofline_operator.kubeapi import ApiError, KubeClient, session_for
 from roofline_operator.metrics import OperatorMetrics, snapshot_from_records
-from roofline_operator.names import parse_time
 from roofline_operator.records import NodeRecord
 from roofline_operator.server import Health
-from roofline_operator.spec import NodeSelection, SpecError, parse_spec
-
-
-@dataclass(frozen=True)
-class ProfileClaim:
-    """A profile as another profile sees it: which nodes it would label, and its age."""
-
-    name: str
-    created_at: float
-    #: ``None`` when the profile labels no nodes (``labelNodes: false`` or an invalid spec).
-    selection: NodeSelection | None
-
-
-def profile_claim(name: str, body: Mapping[str, Any]) -> ProfileClaim:
-    metadata = body.get("metadata") or {}
-    created_at = parse_time(metadata.get("creationTimestamp")) or 0.0
-    try:
-        spec = parse_spec(body.get("spec") or {})
-    except SpecError:
-        return ProfileClaim(name, created_at, None)
-    deleting = metadata.get("deletionTimestamp") is not None
-    selection = spec.selection if spec.label_nodes and not deleting else None
-    return ProfileClaim(name, created_at, selection)
 
 
 class Wakeups:

@@ -7,6 +7,7 @@ from typing import Any
 
 from roofline_operator.nodes import NodeFacts
 from roofline_operator.pods import PodFacts, Terminated
+from roofline_operator.results import GpuResult, from_compact
 from roofline_operator.spec import ProfileSpec, parse_spec
 from roofline_profiler.compact import CompactDevice, CompactProfile, encode_compact
 
@@ -30,6 +31,12 @@ def device(
         recommended_min_batch=min_batch,
         step_seconds=(3.2e-5, 4.1e-5),
     )
+
+
+def gpu(index: int = 0, **numbers: Any) -> GpuResult:
+    """A GPU's result as the operator keeps it; ``numbers`` as for :func:`device`."""
+    (only,) = from_compact(profile(device(index, **numbers)), "h").gpus
+    return only
 
 
 def profile(*devices: CompactDevice, created_at: float = 1_700_000_000.0) -> CompactProfile:

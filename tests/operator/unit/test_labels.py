@@ -3,12 +3,13 @@ from __future__ import annotations
 import math
 
 import pytest
-from tests.operator.unit.operator_builders import device
+from tests.operator.unit.operator_builders import gpu, node, spec
 
 from roofline_operator.labels import (
     LABEL_VALUE,
-    Claimant,
+    LabelClaim,
     format_label_value,
+    label_claim,
     label_owners,
     label_patch,
     label_safe,
@@ -40,7 +41,7 @@ def test_numbers_without_a_label_form_are_refused(value: float) -> None:
 
 
 def test_node_labels_describe_the_given_device_and_name_the_owner() -> None:
-    labels = node_labels_for(device(ridge=187.4, min_batch=256, bandwidth=4.1e12), "fleet")
+    labels = node_labels_for(gpu(ridge=187.4, min_batch=256, bandwidth=4.1e12), "fleet")
     assert labels == {
         "roofline.dev/ridge-point": "187.4",
         "roofline.dev/min-batch": "256",
@@ -98,17 +99,45 @@ def test_a_name_that_is_a_valid_label_value_stays_as_it_is() -> None:
 
 
 def test_a_long_profile_name_owns_labels_by_its_label_safe_form() -> None:
-    labels = node_labels_for(device(), "p" * 100)
+    labels = node_labels_for(gpu(), "p" * 100)
     assert labels["roofline.dev/profile"] == label_safe("p" * 100)
     assert all(LABEL_VALUE.match(v) and len(v) <= 63 for v in labels.values())
 
 
 def test_the_oldest_profile_owns_a_shared_node_then_the_first_by_name() -> None:
+    nodes = [
+        node("a", labels={"ab": "y"}),
+        node("b", labels={"ab": "y", "bc": "y"}),
+        node("c", labels={"bc": "y"}),
+    ]
     owners = label_owners(
         [
-            Claimant("young", 200.0, frozenset({"a", "b"})),
-            Claimant("old", 100.0, frozenset({"b"})),
-            Claimant("also-old", 100.0, frozenset({"b", "c"})),
-        ]
+            LabelClaim("young", 200.0, spec(nodeSelector={"ab": "y"}).selection),
+            LabelClaim("old", 100.0, spec(nodeSelector={"ab": "y", "bc": "y"}).selection),
+            LabelClaim("also-old", 100.0, spec(nodeSelector={"bc": "y"}).selection),
+            LabelClaim("oldest-but-not-labelling", 1.0, None),
+        ],
+        nodes,
     )
     assert owners == {"a": "young", "b": "also-old", "c": "also-old"}
+
+
+@pytest.mark.parametrize(
+    ("body", "claims"),
+    [
+        pytest.param({"spec": {"nodeSelector": {"pool": "h200"}}}, True, id="labelling"),
+        pytest.param({"spec": {"labelNodes": False}}, False, id="label-nodes-off"),
+        pytest.param({"spec": {"maxParallel": "many"}}, False, id="invalid-spec"),
+        pytest.param(
+            {"metadata": {"deletionTimestamp": "2026-01-01T00:00:00Z"}, "spec": {}},
+            False,
+            id="being-deleted",
+        ),
+    ],
+)
+def test_only_a_valid_labelling_profile_claims_nodes(body: dict[str, object], claims: bool) -> None:
+    created = {"creationTimestamp": "2026-01-01T00:00:00Z"}
+    metadata = {**created, **body.get("metadata", {})}  # type: ignore[dict-item]
+    claim = label_claim("p", {**body, "metadata": metadata})
+    assert claim.created_at == 1767225600.0
+    assert (claim.selection is not None) is claims

@@ -6,7 +6,7 @@ from typing import Any
 
 from tests.operator.unit.operator_builders import device, node, profile, spec, succeeded_pod
 
-from roofline_operator.labels import Claimant, label_safe
+from roofline_operator.labels import LabelClaim, label_safe
 from roofline_operator.names import LABEL_PROFILE, FailureReason, NodeState
 from roofline_operator.nodes import NodeFacts
 from roofline_operator.planner import (
@@ -31,7 +31,7 @@ def world(
     the_spec: ProfileSpec | None = None,
     pods: Sequence[PodFacts] = (),
     records: dict[str, NodeRecord] | None = None,
-    others: Sequence[Claimant] = (),
+    claims: Sequence[LabelClaim] = (),
     deleted: frozenset[str] = frozenset(),
     now: float = NOW,
 ) -> RoundInput:
@@ -46,7 +46,7 @@ def world(
         nodes={n.name: n for n in nodes},
         pods=pods,
         records=records or {},
-        others=others,
+        claims=claims,
         deleted=deleted,
         now=now,
     )
@@ -241,12 +241,12 @@ def test_an_older_profile_owns_shared_labels_and_the_younger_reports_it() -> Non
         cycle_hash=digest,
         result=from_compact(profile(), digest),
     )
-    older = Claimant("elder", 100.0, frozenset({"a"}))
-    plan = plan_round(world([node("a")], records={"a": record}, others=[older]))
+    older = LabelClaim("elder", 100.0, DEFAULT_SPEC.selection)
+    plan = plan_round(world([node("a")], records={"a": record}, claims=[older]))
     assert plan.label_patches == {}
     assert plan.conflicts == {"a": "elder"}
-    younger = Claimant("junior", 900.0, frozenset({"a"}))
-    plan = plan_round(world([node("a")], records={"a": record}, others=[younger]))
+    younger = LabelClaim("junior", 900.0, DEFAULT_SPEC.selection)
+    plan = plan_round(world([node("a")], records={"a": record}, claims=[younger]))
     assert "a" in plan.label_patches
     assert plan.conflicts == {}
 
