@@ -1,9 +1,10 @@
 """The reconcile loop of one RooflineProfile: observe, plan, apply, publish, wait.
 
-It runs inside a Kopf daemon for as long as the profile exists. A round reads the indexed world
-(no API reads), lets :func:`plan_round` decide, performs the planned requests concurrently, and
-writes the whole status with one merge patch. It then sleeps until the next deadline, the resync
-period, or a watch event about its pods, the nodes or the profiles, whichever comes first.
+It runs inside a Kopf daemon for as long as the profile exists. A round observes the indexed
+world (no API reads), lets :func:`plan_round` decide, applies the plan (``apply.PlanApplier``:
+the requests, concurrently), and publishes: the whole status in one merge patch, Events, metrics.
+It then sleeps until the next deadline, the resync period, or a watch event about its pods, the
+nodes or the profiles, whichever comes first.
 """
 
 from __future__ import annotations
@@ -17,18 +18,14 @@ from typing import Any, cast
 
 import kopf
 
+from roofline_operator.apply import PlanApplier
 from roofline_operator.kubeapi import ApiError, KubeClient
 from roofline_operator.labels import LabelClaim, label_patch, label_safe
-from roofline_operator.names import ANNOTATION_NODE, LABEL_PROFILE, FailureReason, parse_time
+from roofline_operator.names import LABEL_PROFILE, FailureReason, parse_time
 from roofline_operator.nodes import NodeFacts
 from roofline_operator.outcomes import Failed
 from roofline_operator.planner import RoundInput, RoundPlan, fail_node, plan_round
-from roofline_operator.pods import (
-    PodCollection,
-    PodFacts,
-    ProfileRef,
-    finished_pod_collections,
-)
+from roofline_operator.pods import PodFacts, ProfileRef
 from roofline_operator.records import NodeRecord, records_from_status
 from roofline_operator.runtime import Runtime
 from roofline_operator.spec import ProfileSpec, SpecError, parse_spec
@@ -36,12 +33,8 @@ from roofline_operator.status import build_status, merge_patch
 
 #: Pause after a round that raised, before the next try.
 ERROR_RETRY_SECONDS = 5.0
-#: How long a sent label patch suppresses an identical one while the node watch catches up.
-LABEL_PATCH_MEMORY_SECONDS = 30.0
 #: Status keys the operator owns; anything else (``status.kopf``) belongs to Kopf.
 OWNED_STATUS_KEYS = ("summary", "nodes", "conditions", "observedGeneration")
-#: Answers to a DELETE-collection that mean "not allowed here": fall back to one delete per pod.
-COLLECTION_REFUSED = (403, 405)
 
 #: Per-node lines go to this logger, not to Kopf's per-object one, which would post each line as
 #: an Event; the engine posts its own Events, one per failure reason per round.
@@ -59,7 +52,7 @@ def first_of(index: Mapping[Any, Iterable[Any]]) -> dict[Any, Any]:
 
 
 class ProfileLoop:
-    """The in-memory side of one profile: its records, what was last written, pods deleted."""
+    """The in-memory side of one profile: its records, what was last written, its applier."""
 
     def __init__(self, runtime: Runtime, name: str, body: Mapping[str, Any], logger: Any) -> None:
         self.runtime = runtime
@@ -69,11 +62,7 @@ class ProfileLoop:
         status = dict(body.get("status") or {})
         self.records: dict[str, NodeRecord] = records_from_status(status)
         self.written: dict[str, Any] = {k: status[k] for k in OWNED_STATUS_KEYS if k in status}
-        self.deleted: set[str] = set()
-        #: Label patches sent recently, so a lagging node index does not cause a second patch.
-        self.sent_labels: dict[str, tuple[float, dict[str, str | None]]] = {}
-        #: Whether finished pods go by DELETE-collection; off once the API refuses it (no RBAC).
-        self.collect_finished = True
+        self.applier = PlanApplier(name, runtime.metrics, logger)
         runtime.metrics.start_profile(name)
 
     async def run(
@@ -112,21 +101,25 @@ class ProfileLoop:
         pods: list[PodFacts],
         claims: Mapping[str, LabelClaim],
     ) -> float | None:
+        """One round; returns the seconds until the next deadline, if any."""
         now = time.time()
         client = await self.runtime.client()
+        # Observe.
         try:
             spec = parse_spec(self.body.get("spec") or {})
         except SpecError as exc:
             await self.publish(client, {}, "", str(exc), now)
             return None
         spec_hash = spec.measurement_hash()
-        self.deleted &= {p.name for p in pods}
-        plan = plan_round(self._input(spec, spec_hash, nodes, pods, claims, now))
-        self.skip_repeated_label_patches(plan, now)
-        rejected = await self.apply(client, plan)
+        deleted = self.applier.observe(pods)
+        # Plan.
+        plan = plan_round(self._input(spec, spec_hash, nodes, pods, claims, deleted, now))
+        # Apply: a pod the API refused fails its node now, not a round later.
+        rejected = await self.applier.apply(client, plan, now)
         for node, failure in rejected:
             plan.records[node] = fail_node(plan.records[node], failure, spec, now)
         self.records = plan.records
+        # Publish.
         self.count_and_announce(plan, [*plan.failures, *rejected])
         await self.publish(client, plan.conflicts, spec_hash, None, now)
         self.runtime.publish_snapshot(self.name, self.records, spec_hash)
@@ -140,6 +133,7 @@ class ProfileLoop:
         nodes: Mapping[str, NodeFacts],
         pods: list[PodFacts],
         claims: Mapping[str, LabelClaim],
+        deleted: frozenset[str],
         now: float,
     ) -> RoundInput:
         metadata = self.body.get("metadata") or {}
@@ -154,89 +148,9 @@ class ProfileLoop:
             pods=pods,
             records=self.records,
             claims=list(claims.values()),
-            deleted=frozenset(self.deleted),
+            deleted=deleted,
             now=now,
         )
-
-    def skip_repeated_label_patches(self, plan: RoundPlan, now: float) -> None:
-        for node in list(self.sent_labels):
-            sent_at, patch = self.sent_labels[node]
-            if now - sent_at > LABEL_PATCH_MEMORY_SECONDS or node not in plan.label_patches:
-                del self.sent_labels[node]
-            elif plan.label_patches[node] == patch:
-                del plan.label_patches[node]
-        for node, patch in plan.label_patches.items():
-            self.sent_labels[node] = (now, patch)
-
-    async def apply(self, client: KubeClient, plan: RoundPlan) -> list[tuple[str, Failed]]:
-        """Send the plan's requests concurrently; return the nodes whose pod was refused."""
-        rejected: list[tuple[str, Failed]] = []
-
-        async def create(pod: dict[str, Any]) -> None:
-            node = pod["metadata"]["annotations"][ANNOTATION_NODE]
-            try:
-                if await client.create_pod(pod):
-                    self.runtime.metrics.pods_launched.labels(self.name).inc()
-            except ApiError as exc:
-                rejected.append((node, Failed(FailureReason.POD_REJECTED, exc.message[:300])))
-
-        async def delete(namespace: str, name: str) -> None:
-            await client.delete_pod(namespace, name)
-            self.deleted.add(name)
-
-        async def label(node: str, patch: dict[str, str | None]) -> None:
-            try:
-                await client.patch_node_labels(node, patch)
-            except ApiError:
-                self.sent_labels.pop(node, None)  # not sent after all: send it again next round
-                raise
-
-        deletes = dict.fromkeys(plan.deletes)
-        collections: list[PodCollection] = []
-        if self.collect_finished:
-            collections = finished_pod_collections(self.name, plan.finished)
-        else:
-            deletes.update(dict.fromkeys((p.namespace, p.name) for p in plan.finished))
-        # Collections go first: a pod created afterwards can then never match their selectors.
-        results = await asyncio.gather(
-            *(self.collect(client, c) for c in collections), return_exceptions=True
-        )
-        jobs: list[Awaitable[Any]] = [create(pod) for pod in plan.creates]
-        jobs += [delete(ns, name) for ns, name in deletes]
-        jobs += [label(node, patch) for node, patch in plan.label_patches.items()]
-        results += await asyncio.gather(*jobs, return_exceptions=True)
-        errors = [r for r in results if isinstance(r, BaseException)]
-        for error in errors:
-            if not isinstance(error, ApiError):
-                raise error
-        if errors:
-            self.runtime.metrics.reconcile_errors.labels(self.name).inc(len(errors))
-            self.logger.warning("%d request(s) failed, e.g. %s", len(errors), errors[0])
-        return rejected
-
-    async def collect(self, client: KubeClient, collection: PodCollection) -> None:
-        """Delete finished pods by collection; one by one if the API refuses collections."""
-        if self.collect_finished:
-            try:
-                await client.delete_pods(
-                    collection.namespace, collection.label_selector, collection.field_selector
-                )
-                self.deleted.update(collection.pods)
-                return
-            except ApiError as exc:
-                if exc.status not in COLLECTION_REFUSED:
-                    raise
-                if self.collect_finished:
-                    logger.warning(
-                        "Profile %s: deleting finished pods by collection was refused (%s); "
-                        "deleting them one by one (grant deletecollection on pods to save "
-                        "requests)",
-                        self.name,
-                        exc,
-                    )
-                self.collect_finished = False
-        await asyncio.gather(*(client.delete_pod(collection.namespace, n) for n in collection.pods))
-        self.deleted.update(collection.pods)
 
     def count_and_announce(self, plan: RoundPlan, failures: list[tuple[str, Failed]]) -> None:
         """Failure counters, and Events: one per failure reason per round, not one per node."""

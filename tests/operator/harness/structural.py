@@ -15,12 +15,6 @@ from typing import Any
 
 import jsonschema
 
-_KUBERNETES_KEYWORDS = {
-    "x-kubernetes-int-or-string",
-    "x-kubernetes-preserve-unknown-fields",
-    "x-kubernetes-list-type",
-}
-
 
 def apply_defaults(value: Any, schema: dict[str, Any]) -> Any:
     """Fill ``default`` values for absent properties of present objects, recursively."""
@@ -71,13 +65,23 @@ def prune_unknown(value: Any, schema: dict[str, Any], path: str, pruned: list[st
     return value
 
 
-def _as_json_schema(schema: Any) -> Any:
-    """OpenAPI v3 to JSON Schema: int-or-string and nullable become type unions."""
+def as_json_schema(schema: Any, *, closed: bool = False) -> Any:
+    """A CRD's OpenAPI v3 schema as JSON Schema.
+
+    int-or-string and nullable become type unions, a ``set`` list has unique items, and the
+    ``x-kubernetes-*`` keywords go. ``closed`` also rejects fields an object does not declare
+    (unless it preserves unknown fields), as ``kubectl``'s strict validation does; without it,
+    unknown fields are left to :func:`prune_unknown`, as the API server does.
+    """
     if isinstance(schema, list):
-        return [_as_json_schema(item) for item in schema]
+        return [as_json_schema(item, closed=closed) for item in schema]
     if not isinstance(schema, dict):
         return schema
-    result = {k: _as_json_schema(v) for k, v in schema.items() if k not in _KUBERNETES_KEYWORDS}
+    result = {
+        k: as_json_schema(v, closed=closed)
+        for k, v in schema.items()
+        if not k.startswith("x-kubernetes-")
+    }
     if schema.get("x-kubernetes-int-or-string"):
         result.pop("type", None)
         result["anyOf"] = [{"type": "integer"}, {"type": "string"}]
@@ -87,7 +91,11 @@ def _as_json_schema(schema: Any) -> Any:
         result["type"] = [result["type"], "null"]
     result.pop("nullable", None)
     if "properties" in schema:
-        result["properties"] = {k: _as_json_schema(v) for k, v in schema["properties"].items()}
+        properties = schema["properties"]
+        result["properties"] = {k: as_json_schema(v, closed=closed) for k, v in properties.items()}
+        preserve = schema.get("x-kubernetes-preserve-unknown-fields")
+        if closed and "additionalProperties" not in schema and not preserve:
+            result["additionalProperties"] = False
     return result
 
 
@@ -96,7 +104,7 @@ def validation_errors(obj: dict[str, Any], schema: dict[str, Any]) -> list[str]:
     checked = {k: v for k, v in obj.items() if k not in ("metadata", "apiVersion", "kind")}
     properties = {k: v for k, v in schema.get("properties", {}).items() if k not in ("metadata",)}
     validator = jsonschema.Draft4Validator(
-        _as_json_schema({**schema, "properties": properties}),
+        as_json_schema({**schema, "properties": properties}),
         format_checker=None,
     )
     messages: list[str] = []

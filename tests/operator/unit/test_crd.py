@@ -11,6 +11,7 @@ import jsonschema
 import kubernetes_validate
 import pytest
 import yaml
+from harness.structural import as_json_schema
 
 from roofline_operator import spec as spec_module
 from roofline_operator.names import GROUP, KIND, PLURAL, VERSION, NodeState
@@ -40,23 +41,8 @@ def example() -> dict[str, Any]:
     return document
 
 
-def to_json_schema(node: Any) -> Any:
-    """An OpenAPI v3 CRD schema as JSON Schema, strict about unknown fields like kubectl."""
-    if isinstance(node, list):
-        return [to_json_schema(item) for item in node]
-    if not isinstance(node, dict):
-        return node
-    converted = {k: to_json_schema(v) for k, v in node.items() if not k.startswith("x-kubernetes-")}
-    if node.get("x-kubernetes-int-or-string"):
-        converted.pop("type", None)
-    preserve = node.get("x-kubernetes-preserve-unknown-fields")
-    if "properties" in node and "additionalProperties" not in node and not preserve:
-        converted["additionalProperties"] = False
-    return converted
-
-
 def validate(version: dict[str, Any], document: dict[str, Any]) -> None:
-    schema = to_json_schema(version["schema"]["openAPIV3Schema"])
+    schema = as_json_schema(version["schema"]["openAPIV3Schema"], closed=True)
     schema["properties"]["metadata"] = {"type": "object"}
     jsonschema.Draft7Validator(schema).validate(document)
 
@@ -233,7 +219,9 @@ def test_the_status_the_operator_writes_fits_the_status_schema(version: dict[str
         generation=2,
         now=1.7e9,
     )
-    schema = to_json_schema(version["schema"]["openAPIV3Schema"]["properties"]["status"])
+    schema = as_json_schema(
+        version["schema"]["openAPIV3Schema"]["properties"]["status"], closed=True
+    )
     jsonschema.Draft7Validator(
         schema, format_checker=jsonschema.Draft7Validator.FORMAT_CHECKER
     ).validate(status)
