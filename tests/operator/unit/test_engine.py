@@ -17,7 +17,7 @@ from roofline_operator.engine import ProfileLoop, first_of
 from roofline_operator.kubeapi import ApiError
 from roofline_operator.metrics import OperatorMetrics
 from roofline_operator.names import LABEL_PROFILE, NodeState
-from roofline_operator.pods import Terminated, pod_facts
+from roofline_operator.pods import PodFacts, Terminated, pod_facts
 from roofline_operator.runtime import Runtime
 
 
@@ -99,6 +99,12 @@ def loop_with(client: RecordingClient, spec: Mapping[str, Any], status: Any = No
     return ProfileLoop(runtime, "fleet", body, logging.getLogger("test"))
 
 
+def succeeded(client: RecordingClient, index: int = 0) -> PodFacts:
+    """The ``index``-th pod the loop created, as the watch shows it once it succeeded."""
+    pod = pod_facts(client.created[index])
+    return succeeded_pod(pod.name, pod.node, pod.spec_hash, pod.attempt)
+
+
 @pytest.mark.asyncio
 async def test_a_round_creates_pods_and_writes_status_once() -> None:
     client = RecordingClient()
@@ -125,8 +131,7 @@ async def test_results_become_labels_and_the_pod_is_deleted_exactly_once(
     loop = loop_with(client, {})
     nodes = {"a": node("a")}
     await loop.round(nodes, [], {})
-    pod = pod_facts(client.created[0])
-    done = succeeded_pod(pod.name, "a", pod.spec_hash, pod.attempt)
+    done = succeeded(client)
     await loop.round(nodes, [done], {})
     await loop.round(nodes, [done], {})  # the watch still shows the pod
     assert client.deleted == []
@@ -254,8 +259,7 @@ async def test_results_in_status_survive_a_restart() -> None:
     loop = loop_with(client, {})
     nodes = {"a": node("a")}
     await loop.round(nodes, [], {})
-    pod = pod_facts(client.created[0])
-    await loop.round(nodes, [succeeded_pod(pod.name, "a", pod.spec_hash)], {})
+    await loop.round(nodes, [succeeded(client)], {})
     written = loop.written
 
     restarted_client = RecordingClient()
@@ -274,8 +278,7 @@ async def test_a_label_patch_that_failed_is_sent_again_next_round() -> None:
     loop = loop_with(client, {})
     nodes = {"a": node("a")}
     await loop.round(nodes, [], {})
-    pod = pod_facts(client.created[0])
-    done = succeeded_pod(pod.name, "a", pod.spec_hash, pod.attempt)
+    done = succeeded(client)
     await loop.round(nodes, [done], {})
     assert client.labelled == []
     await loop.round(nodes, [done], {})
