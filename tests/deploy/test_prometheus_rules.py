@@ -111,7 +111,7 @@ def test_the_underfilled_alert_uses_the_models_minimum_and_falls_back_to_the_nod
         if case["alertname"] == "RooflineUnderfilledBatch"
         for alert in case.get("exp_alerts", [])
     }
-    assert {("vllm", "node"), ("sglang", "model")} <= sources
+    assert {("vllm", "node"), ("sglang", "model"), ("tensorrt-llm", "model")} <= sources
     assert {("tgi", "node"), ("tensorrt-llm", "node")} <= sources
 
 
