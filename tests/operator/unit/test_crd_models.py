@@ -325,3 +325,9 @@ def test_spec_fields_the_contract_documents_are_in_the_schema() -> None:
     for field in ("name", "preset", "config", "configMapRef", "contextTokens", "tensorParallel"):
         assert f"| `.{field}`" in section
         assert field in MODEL_SCHEMA["properties"]
+
+
+def test_the_example_has_no_bare_n_key_that_yaml_1_1_readers_take_for_false() -> None:
+    bare = re.compile(r"(^\s*n\s*:)|([{,\[]\s*n\s*[:,\]])", re.MULTILINE)
+    assert not bare.search(EXAMPLE_PATH.read_text())
+    assert "shape" not in EXAMPLE["spec"]
