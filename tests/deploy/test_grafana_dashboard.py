@@ -122,3 +122,45 @@ def test_the_chart_ships_the_dashboard_unchanged() -> None:
         if o["kind"] == "ConfigMap"
     ]
     assert json.loads(config_map["data"]["roofline-dashboard.json"]) == DASHBOARD
+
+
+def test_a_single_model_variable_lists_the_planned_models() -> None:
+    model = VARIABLES["model"]
+    assert model["definition"].startswith("label_values(roofline_model_recommended_min_batch")
+    assert model["definition"].endswith(", model)")
+    assert not model["multi"]
+
+
+@pytest.mark.parametrize(
+    "metric",
+    [
+        "roofline_model_recommended_min_batch",
+        "roofline_model_max_batch",
+        "roofline_model_tokens_per_second",
+        "roofline_model_step_seconds",
+    ],
+)
+def test_every_model_metric_is_shown_for_the_selected_model(metric: str) -> None:
+    panels = panels_reading(metric)
+    assert panels, metric
+    for panel in panels:
+        for target in panel["targets"]:
+            if metric in metric_names(target["expr"]):
+                assert 'model="$model"' in target["expr"], (panel["title"], target["expr"])
+
+
+def test_the_plan_table_shows_min_and_both_maxima_per_node() -> None:
+    (table,) = [p for p in panels_reading("roofline_model_max_batch") if p["type"] == "table"]
+    exprs = [t["expr"] for t in table["targets"]]
+    assert any("roofline_model_recommended_min_batch" in e for e in exprs)
+    assert any('bound="memory"' in e for e in exprs)
+    assert any('bound="latency"' in e for e in exprs)
+    assert all("by (profile, node, model)" in e for e in exprs)
+    assert table["transformations"][1]["options"]["indexByName"]["node"] == 0
+
+
+def test_the_predicted_step_time_is_plotted_against_batch() -> None:
+    (panel,) = panels_reading("roofline_model_step_seconds")
+    assert panel["options"]["xField"] == "batch"
+    assert panel["targets"][0]["format"] == "table"
+    assert panel["fieldConfig"]["defaults"]["unit"] == "s"

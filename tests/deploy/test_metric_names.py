@@ -2,7 +2,9 @@
 
 The operator's names come from a scrape of its own metric registry, filled with one profile, so
 a renamed or dropped metric fails here rather than as a silent, empty panel or an alert that
-can never fire.
+can never fire. The per-model series (``roofline_model_*``) are taken from the "Model plans"
+section of docs/contracts.md with the labels it documents, until the operator's registry exposes
+them; from then on the registry's labels must be the documented ones.
 """
 
 from __future__ import annotations
@@ -32,6 +34,9 @@ EXTERNAL_METRICS = frozenset(
         "tgi_queue_size",
         "trtllm_num_requests_running",
         "trtllm_num_requests_waiting",
+        "vllm:kv_cache_usage_perc",
+        "vllm:gpu_cache_usage_perc",
+        "sglang:token_usage",
         "kube_pod_info",
     }
 )
@@ -80,6 +85,25 @@ def contract_metric_names() -> set[str]:
     return set(re.findall(r"^- `(roofline_[a-z_]+)`", section, re.MULTILINE))
 
 
+#: Labels every per-model series carries (docs/contracts.md, "Model plans").
+MODEL_LABELS = frozenset({"profile", "node", "gpu", "product", "dtype", "model"})
+_MODEL_METRIC = re.compile(
+    r"^- `(roofline_model_[a-z_]+)`(?: \(extra label `(\w+)`)?", re.MULTILINE
+)
+
+
+def contract_model_metrics() -> dict[str, set[str]]:
+    """The per-model metrics docs/contracts.md promises, each with its label names."""
+    text = (ROOT / "docs" / "contracts.md").read_text()
+    section = text.split("## Model plans", 1)[1].split("\n## ", 1)[0]
+    metrics = section.split("### Metrics", 1)[1].split("\n### ", 1)[0]
+    assert all(f"`{label}`" in metrics.split("\n\n")[1] for label in MODEL_LABELS)
+    return {
+        name: set(MODEL_LABELS) | ({extra} if extra else set())
+        for name, extra in _MODEL_METRIC.findall(metrics)
+    }
+
+
 def rules() -> list[dict[str, Any]]:
     document = yaml.safe_load(RULES_FILE.read_text())
     return [rule for group in document["groups"] for rule in group["rules"]]
@@ -114,6 +138,10 @@ def dashboard_expressions() -> list[str]:
 
 
 EXPOSED = scrape_operator()
+MODEL_METRICS = contract_model_metrics()
+#: What the rules and the dashboard may read from the operator: its registry, plus the
+#: contracted per-model series it does not expose yet.
+AVAILABLE = {**MODEL_METRICS, **EXPOSED}
 
 
 @pytest.mark.parametrize(
@@ -124,7 +152,7 @@ EXPOSED = scrape_operator()
     ],
 )
 def test_every_metric_read_is_exposed_recorded_or_a_known_engine_metric(source: Any) -> None:
-    known = set(EXPOSED) | recorded_names() | EXTERNAL_METRICS
+    known = set(AVAILABLE) | recorded_names() | EXTERNAL_METRICS
     used = {name for expr in source() for name in metric_names(expr)}
     assert used, "no metric names found"
     assert used <= known, sorted(used - known)
@@ -140,11 +168,11 @@ def test_every_metric_read_is_exposed_recorded_or_a_known_engine_metric(source: 
 def test_operator_metrics_are_selected_only_by_labels_they_carry(source: Any) -> None:
     for expr in source():
         for metric, labels in selector_labels(expr).items():
-            if metric in EXPOSED:
-                assert labels <= EXPOSED[metric], (expr, labels - EXPOSED[metric])
+            if metric in AVAILABLE:
+                assert labels <= AVAILABLE[metric], (expr, labels - AVAILABLE[metric])
         names = metric_names(expr)
-        if names and names <= set(EXPOSED):
-            carried = set.union(*(EXPOSED[name] for name in names))
+        if names and names <= set(AVAILABLE):
+            carried = set.union(*(AVAILABLE[name] for name in names))
             assert grouping_labels(expr) <= carried, (expr, grouping_labels(expr) - carried)
 
 
@@ -156,7 +184,7 @@ def test_the_dashboard_variables_read_labels_the_operator_exposes() -> None:
         match = _LABEL_VALUES.match(variable["definition"])
         assert match
         (metric,) = metric_names(match["expr"])
-        carried = EXPOSED.get(metric) or {"namespace", "pod", "node", "engine", "model_name"}
+        carried = AVAILABLE.get(metric) or {"namespace", "pod", "node", "engine", "model_name"}
         assert match["label"] in carried, variable["definition"]
 
 
@@ -168,7 +196,25 @@ def test_the_rules_read_every_operator_metric_they_alert_on() -> None:
         "roofline_peak_flops_per_second",
         "roofline_node_profile_failed",
         "roofline_profile_timestamp_seconds",
+        "roofline_model_recommended_min_batch",
+        "roofline_model_max_batch",
     } <= used
+
+
+def test_the_contract_names_the_four_model_metrics_and_their_extra_labels() -> None:
+    extra = {name: labels - MODEL_LABELS for name, labels in MODEL_METRICS.items()}
+    assert extra == {
+        "roofline_model_recommended_min_batch": set(),
+        "roofline_model_max_batch": {"bound"},
+        "roofline_model_tokens_per_second": {"range_end"},
+        "roofline_model_step_seconds": {"batch"},
+    }
+
+
+def test_model_metrics_the_operator_exposes_carry_the_contracts_labels() -> None:
+    for name, labels in MODEL_METRICS.items():
+        if name in EXPOSED:
+            assert EXPOSED[name] == labels, name
 
 
 def test_the_operator_exposes_the_metrics_the_contract_names() -> None:

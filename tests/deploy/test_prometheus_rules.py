@@ -45,7 +45,14 @@ def plain_rules() -> dict[str, Any]:
 
 
 def alerts() -> dict[str, dict[str, Any]]:
-    return {r["alert"]: r for g in plain_rules()["groups"] for r in g["rules"] if "alert" in r}
+    """Alert rules by name, and by ``name/cause`` where one alert has several rules."""
+    found: dict[str, dict[str, Any]] = {}
+    for group in plain_rules()["groups"]:
+        for rule in group["rules"]:
+            if "alert" in rule:
+                cause = rule["labels"].get("cause")
+                found[f"{rule['alert']}/{cause}" if cause else rule["alert"]] = rule
+    return found
 
 
 def rule_tests() -> list[dict[str, Any]]:
@@ -89,10 +96,73 @@ def test_promtool_unit_tests_fail_when_an_alert_misbehaves(tmp_path: Path) -> No
 
 def test_every_alert_is_unit_tested_both_firing_and_silent() -> None:
     cases = alert_cases()
-    for name in alerts():
+    for key in alerts():
+        name, _, cause = key.partition("/")
         mine = [case for case in cases if case["alertname"] == name]
-        assert any(case.get("exp_alerts") for case in mine), f"{name} never fires in a test"
-        assert any(not case.get("exp_alerts") for case in mine), f"{name} is never silent"
+        fired = [a for case in mine for a in case.get("exp_alerts", [])]
+        assert any(a["exp_labels"].get("cause", "") == cause for a in fired), f"{key} never fires"
+        assert any(not case.get("exp_alerts") for case in mine), f"{key} is never silent"
+
+
+def test_the_underfilled_alert_uses_the_models_minimum_and_falls_back_to_the_nodes() -> None:
+    sources = {
+        (alert["exp_labels"]["engine"], alert["exp_labels"]["min_batch_source"])
+        for case in alert_cases()
+        if case["alertname"] == "RooflineUnderfilledBatch"
+        for alert in case.get("exp_alerts", [])
+    }
+    assert {("vllm", "node"), ("sglang", "model"), ("tensorrt-llm", "model")} <= sources
+    assert {("tgi", "node"), ("tensorrt-llm", "node")} <= sources
+
+
+def test_the_overfilled_alert_fires_for_both_causes_on_vllm_and_sglang() -> None:
+    fired = {
+        (alert["exp_labels"]["engine"], alert["exp_labels"]["cause"])
+        for case in alert_cases()
+        if case["alertname"] == "RooflineOverfilledBatch"
+        for alert in case.get("exp_alerts", [])
+    }
+    assert fired == {(e, c) for e in ("vllm", "sglang") for c in ("latency", "kv-cache")}
+
+
+@needs_promtool
+@pytest.mark.parametrize(
+    ("original", "broken", "failing_test"),
+    [
+        pytest.param(
+            "node_model:roofline_model_recommended_min_batch:max,",
+            "node:roofline_recommended_min_batch:max,",
+            "held to its model's minimum",
+            id="model-minimum-ignored",
+        ),
+        pytest.param(
+            '"model", "$1", "model_name", "(?:.*/)?([^/]+)"',
+            '"model", "$1", "model_name", "(.*)"',
+            "held to its model's minimum",
+            id="org-prefix-kept",
+        ),
+        pytest.param(
+            "or on (node, namespace, pod, engine)",
+            "and on (node, namespace, pod, engine)",
+            "falls back to the node minimum",
+            id="no-fallback",
+        ),
+    ],
+)
+def test_promtool_unit_tests_fail_when_the_model_join_breaks(
+    tmp_path: Path, original: str, broken: str, failing_test: str
+) -> None:
+    """Guards on the guard: each way of losing the per-model minimum breaks a unit test."""
+    text = RULES_FILE.read_text()
+    assert original in text
+    (tmp_path / "rules").mkdir()
+    (tmp_path / "rules" / RULES_FILE.name).write_text(text.replace(original, broken))
+    (tmp_path / "tests").mkdir()
+    for path in RULE_TESTS:
+        shutil.copy(path, tmp_path / "tests" / path.name)
+    result = promtool("test", "rules", *map(str, sorted((tmp_path / "tests").iterdir())))
+    assert result.returncode != 0
+    assert failing_test in result.stdout + result.stderr
 
 
 def test_the_underfilled_alert_fires_and_stays_silent_for_every_engine() -> None:
@@ -123,12 +193,18 @@ def test_the_underfilled_alert_fires_and_stays_silent_for_every_engine() -> None
     assert engines_fed == ENGINES
 
 
+BATCH_RECORDS = (
+    "node_namespace_pod:roofline_serving_running_requests:sum",
+    "node_namespace_pod:roofline_serving_waiting_requests:sum",
+)
+
+
 def engine_metrics(engine: str) -> tuple[str, str]:
     """(running, waiting) metric names of an engine, as the recording rules read them."""
     found = []
     for group in plain_rules()["groups"]:
         for rule in group["rules"]:
-            if rule.get("labels", {}).get("engine") == engine:
+            if rule.get("record") in BATCH_RECORDS and rule["labels"]["engine"] == engine:
                 (metric,) = metric_names(rule["expr"]) - {"kube_pod_info"}
                 found.append(metric)
     running, waiting = found
@@ -161,10 +237,23 @@ def test_chart_values_tune_the_thresholds_and_windows() -> None:
             "degradedGpu": {"ratio": 0.9, "minPeers": 5, "for": "2h", "severity": "info"},
             "failedProfile": {"for": "1h", "severity": "critical"},
             "staleProfile": {"maxAgeSeconds": 86400, "for": "10m", "severity": "warning"},
+            "overfilledBatch": {
+                "window": "20m",
+                "for": "5m",
+                "kvCacheUsage": 0.9,
+                "minWaitingRequests": 3,
+                "severity": "critical",
+            },
         }
     }
     groups = the_one(render_objects(tuned), "PrometheusRule")["spec"]["groups"]
-    by_name = {r.get("alert", r.get("record")): r for g in groups for r in g["rules"]}
+    by_name = {
+        r["alert"] + "/" + r["labels"]["cause"]
+        if "cause" in r.get("labels", {})
+        else r.get("alert", r.get("record")): r
+        for g in groups
+        for r in g["rules"]
+    }
     underfilled = by_name["RooflineUnderfilledBatch"]
     assert "avg_over_time < 0.8" in underfilled["expr"]
     assert "avg_over_time >= 2" in underfilled["expr"]
@@ -181,6 +270,15 @@ def test_chart_values_tune_the_thresholds_and_windows() -> None:
     assert by_name["RooflineProfileFailed"]["for"] == "1h"
     assert by_name["RooflineProfileStale"]["expr"].endswith("> 86400")
     assert by_name["RooflineProfileStale"]["labels"]["severity"] == "warning"
+    latency = by_name["RooflineOverfilledBatch/latency"]
+    kv_cache = by_name["RooflineOverfilledBatch/kv-cache"]
+    assert latency["expr"].startswith(
+        "avg_over_time(node_namespace_pod:roofline_serving_running_requests:sum[20m])"
+    )
+    assert "kv_cache_usage:max[20m]) >= 0.9\n" in kv_cache["expr"]
+    assert kv_cache["expr"].endswith("waiting_requests:sum[20m]) >= 3")
+    for rule in (latency, kv_cache):
+        assert (rule["for"], rule["labels"]["severity"]) == ("5m", "critical")
     untouched = plain_rules()["groups"]
     assert [g["name"] for g in groups] == [g["name"] for g in untouched]
     assert underfilled["annotations"] == alerts()["RooflineUnderfilledBatch"]["annotations"]
