@@ -38,6 +38,7 @@ KV bytes per token in bf16.
 
 Additions beyond the planning interface: :attr:`ModelArch.moe_layers`,
 :attr:`ModelArch.sliding_window`, :attr:`ModelArch.mlp_bias`, :func:`attended_tokens`,
+:func:`heads_per_gpu`,
 :func:`active_parameter_count`, :data:`SUPPORTED_MODEL_TYPES`.
 
 Pure module: no torch, no numpy.
@@ -67,6 +68,7 @@ __all__ = [
     "decode_step_bytes",
     "decode_step_flops",
     "expected_active_experts",
+    "heads_per_gpu",
     "kv_cache_bytes_per_token",
     "load_model",
     "model_from_config",
@@ -286,6 +288,11 @@ def decode_gemms(arch: ModelArch, batch: int, tensor_parallel: int = 1) -> tuple
     return _gemms(arch, batch, tensor_parallel, active)
 
 
+def heads_per_gpu(arch: ModelArch, tensor_parallel: int = 1) -> tuple[int, int]:
+    """Query heads and KV heads one GPU of the TP group attends with."""
+    return arch.num_heads // tensor_parallel, _kv_heads(arch, tensor_parallel)
+
+
 def attended_tokens(arch: ModelArch, context_tokens: int) -> int:
     """Tokens of KV cache one sequence's attention reads at this context."""
     if arch.sliding_window is None:
@@ -422,15 +429,19 @@ def _vocab_rows(arch: ModelArch, tp: int) -> int:
 
 
 def _model_type(config: Mapping[str, Any], source: str) -> str:
+    supported = ", ".join(SUPPORTED_MODEL_TYPES)
     model_type = config.get("model_type")
     if model_type is None:
         architectures = config.get("architectures")
-        if isinstance(architectures, list) and architectures:
-            model_type = _ARCHITECTURES.get(str(architectures[0]), str(architectures[0]))
-    if model_type is None:
-        raise ModelError(f"{source}: model_type is missing")
+        if not isinstance(architectures, list) or not architectures:
+            raise ModelError(f"{source}: model_type is missing")
+        if architectures[0] not in _ARCHITECTURES:
+            raise ModelError(
+                f"{source}: architectures {architectures[0]!r} is not supported "
+                f"({', '.join(_ARCHITECTURES)})"
+            )
+        return _ARCHITECTURES[architectures[0]]
     if model_type not in SUPPORTED_MODEL_TYPES:
-        supported = ", ".join(SUPPORTED_MODEL_TYPES)
         raise ModelError(f"{source}: model_type {model_type!r} is not supported ({supported})")
     return str(model_type)
 

@@ -246,6 +246,8 @@ def plan_model(
 ) -> ModelPlan:
     """The serving plan of one model on one device at one context length."""
     size = element_bytes(dtype)
+    if device_memory_bytes <= 0:
+        raise ValueError(f"{arch.name}: device memory must be known to plan a batch")
     points = tuple(
         sorted(
             (p for p in predictions if p.context_tokens == context_tokens), key=lambda p: p.batch
@@ -266,6 +268,11 @@ def plan_model(
             f"{weights / 2**30:.1f} GiB of weights and {reserve / 2**30:.1f} GiB of activations "
             f"leave no room for one sequence of {context_tokens} tokens in "
             f"{options.gpu_memory_utilization:.0%} of {device_memory_bytes / 2**30:.1f} GiB"
+        )
+    if tensor_parallel > 1 and not tensor_parallel_measured:
+        warnings.append(
+            f"the all-reduces of tensor parallel {tensor_parallel} are modelled, not measured "
+            f"(fewer than {tensor_parallel} devices visible)"
         )
     if context_tokens > arch.max_position_embeddings:
         warnings.append(

@@ -332,3 +332,14 @@ def test_tp_degrees_that_divide_or_replicate_kv_heads_are_accepted(
     )
     with pytest.raises(ModelError, match="neither divides nor is a multiple"):
         models.check_tensor_parallel(kv12, 12)
+
+
+def test_an_unknown_architecture_without_model_type_is_named() -> None:
+    with pytest.raises(ModelError, match="architectures 'GPT2LMHeadModel' is not supported"):
+        models.model_from_config(_config(model_type=..., architectures=["GPT2LMHeadModel"]), "x")
+
+
+def test_heads_per_gpu_replicate_kv_heads_past_their_count(llama8: models.ModelArch) -> None:
+    assert models.heads_per_gpu(llama8) == (32, 8)
+    assert models.heads_per_gpu(llama8, 4) == (8, 2)
+    assert models.heads_per_gpu(llama8, 16) == (2, 1)

@@ -245,3 +245,16 @@ def test_unknown_dtype_is_rejected(llama8: models.ModelArch) -> None:
             llama8, "int3", 4096, 1, True, [StepPrediction(1, 4096, 0.01)], GIB, PEAK,
             PlanOptions(),
         )  # fmt: skip
+
+
+def test_modelled_tensor_parallel_is_flagged(llama8: models.ModelArch) -> None:
+    plan = planning.plan_model(
+        llama8, "bfloat16", 4096, 2, False, [StepPrediction(8, 4096, 0.01)], 80 * GIB, PEAK,
+        PlanOptions(),
+    )  # fmt: skip
+    assert "all-reduces of tensor parallel 2 are modelled, not measured" in plan.warnings[0]
+
+
+def test_unknown_device_memory_is_rejected(llama8: models.ModelArch) -> None:
+    with pytest.raises(ValueError, match="device memory must be known"):
+        _plan(llama8, [StepPrediction(1, 4096, 0.01)], memory=0)
