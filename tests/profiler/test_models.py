@@ -1,6 +1,4 @@
-import json
 import math
-from pathlib import Path
 
 import pytest
 
@@ -219,86 +217,6 @@ def test_tied_embeddings_are_stored_once_but_read_as_lm_head() -> None:
     assert models.decode_step_bytes(tied, 1, 0, 2) == models.decode_step_bytes(untied, 1, 0, 2)
 
 
-def test_head_dim_defaults_to_hidden_over_heads_when_null() -> None:
-    assert models.model_from_config(_config(head_dim=None), "x").head_dim == 128
-    assert models.model_from_config(_config(head_dim=64), "x").head_dim == 64
-
-
-def test_model_type_is_taken_from_architectures_when_missing() -> None:
-    arch = models.model_from_config(_config(model_type=...), "x")
-    assert arch.model_type == "llama"
-
-
-def test_a_config_path_loads_with_its_folder_as_name(tmp_path: Path) -> None:
-    folder = tmp_path / "my-model"
-    folder.mkdir()
-    (folder / "config.json").write_text(json.dumps(dict(models.PRESETS["qwen3-8b"])))
-    arch = models.load_model(str(folder / "config.json"))
-    assert (arch.name, arch.model_type, arch.qk_norm) == ("my-model", "qwen3", True)
-
-
-@pytest.mark.parametrize(
-    ("overrides", "message"),
-    [
-        pytest.param({"model_type": "gpt2"}, "model_type 'gpt2' is not supported", id="unknown"),
-        pytest.param({"hidden_size": ...}, "hidden_size is missing", id="missing"),
-        pytest.param(
-            {"num_key_value_heads": 0}, "num_key_value_heads must be a positive", id="zero"
-        ),
-        pytest.param({"num_key_value_heads": 5}, "num_key_value_heads (5) must divide", id="gqa"),
-        pytest.param({"num_hidden_layers": "32"}, "num_hidden_layers must be a positive", id="str"),
-        pytest.param({"tie_word_embeddings": "no"}, "tie_word_embeddings must be true", id="bool"),
-        pytest.param(
-            {"hidden_size": 4000, "num_attention_heads": 3, "num_key_value_heads": 3},
-            "head_dim is missing",
-            id="hd",
-        ),
-    ],
-)
-def test_a_malformed_config_is_one_line_naming_the_field(
-    overrides: dict[str, object], message: str
-) -> None:
-    with pytest.raises(ModelError, match=r"^config\.json: ") as info:
-        models.model_from_config(_config(**overrides), "x")
-    assert message in str(info.value)
-    assert "\n" not in str(info.value)
-
-
-def test_moe_config_without_expert_count_names_the_field() -> None:
-    config = {k: v for k, v in models.PRESETS["mixtral-8x7b"].items() if k != "num_local_experts"}
-    with pytest.raises(ModelError, match="num_local_experts is missing"):
-        models.model_from_config(config, "x")
-
-
-def test_qwen_per_layer_sliding_windows_are_rejected() -> None:
-    config = dict(models.PRESETS["qwen3-8b"], use_sliding_window=True)
-    with pytest.raises(ModelError, match="use_sliding_window"):
-        models.model_from_config(config, "x")
-
-
-def test_an_unknown_preset_lists_the_presets() -> None:
-    with pytest.raises(ModelError, match=r"unknown model preset .llama-9.*llama-3\.1-8b"):
-        models.load_model("llama-9")
-
-
-@pytest.mark.parametrize(
-    ("content", "message"),
-    [
-        pytest.param(None, "cannot read the config", id="absent"),
-        pytest.param("{not json", "not valid JSON", id="not-json"),
-        pytest.param("[1, 2]", "must be a JSON object", id="not-object"),
-    ],
-)
-def test_an_unreadable_or_malformed_file_is_one_line(
-    tmp_path: Path, content: str | None, message: str
-) -> None:
-    path = tmp_path / "config.json"
-    if content is not None:
-        path.write_text(content)
-    with pytest.raises(ModelError, match=message):
-        models.load_model(str(path))
-
-
 @pytest.mark.parametrize(
     ("preset", "tp", "message"),
     [
@@ -332,11 +250,6 @@ def test_tp_degrees_that_divide_or_replicate_kv_heads_are_accepted(
     )
     with pytest.raises(ModelError, match="neither divides nor is a multiple"):
         models.check_tensor_parallel(kv12, 12)
-
-
-def test_an_unknown_architecture_without_model_type_is_named() -> None:
-    with pytest.raises(ModelError, match="architectures 'GPT2LMHeadModel' is not supported"):
-        models.model_from_config(_config(model_type=..., architectures=["GPT2LMHeadModel"]), "x")
 
 
 def test_heads_per_gpu_replicate_kv_heads_past_their_count(llama8: models.ModelArch) -> None:
