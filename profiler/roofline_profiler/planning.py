@@ -39,10 +39,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from roofline_profiler import engines, models
+from roofline_profiler.limits import DTYPE_BYTES
 from roofline_profiler.models import ModelArch
 
 #: Bytes of one element of each dtype the profiler measures in.
-ELEMENT_BYTES: Mapping[str, int] = {"float32": 4, "float16": 2, "bfloat16": 2}
+ELEMENT_BYTES: Mapping[str, int] = DTYPE_BYTES
 #: vLLM's default ``--block-size``: KV memory is handed out in blocks of this many tokens.
 KV_BLOCK_TOKENS = 16
 #: Tokens of vLLM's profiling forward (its ``--max-num-batched-tokens`` for online serving).
