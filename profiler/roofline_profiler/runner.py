@@ -7,12 +7,14 @@ import datetime as dt
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import torch
 
 from roofline_profiler import ceilings, roofline
 from roofline_profiler.devices import DeviceInfo, check_dtype_supported
 from roofline_profiler.measure import (
+    Shape,
     bandwidth_workloads,
     peak_label,
     peak_workloads,
@@ -23,6 +25,7 @@ from roofline_profiler.measure import (
 from roofline_profiler.metadata import environment, telemetry
 from roofline_profiler.result import DeviceResult, PeakCandidate, ProfileResult, SweepEntry
 from roofline_profiler.sanity import plausibility_warnings
+from roofline_profiler.stats import Measurement
 from roofline_profiler.timing import DEFAULT, QUICK, measure_rounds
 
 
@@ -59,34 +62,56 @@ def profile_device(
     sweep_w = sweep_workloads(info, dtype, request.k, request.n, request.batches)
     measured = measure_rounds([*bandwidth_w, *peak_w, *sweep_w], info.device, policy, tagged)
 
-    bandwidth = {w.label: measured[w.label] for w in bandwidth_w}
-    peak = {w.label: measured[w.label] for w in peak_w}
-    sweep = [(b, measured[sweep_label(b)]) for b in request.batches]
+    return assemble_device_result(
+        info_fields(info, dtype),
+        request,
+        {w.label: measured[w.label] for w in bandwidth_w},
+        [(shape, measured[peak_label(shape)]) for shape in shapes],
+        [(b, measured[sweep_label(b)]) for b in request.batches],
+        telemetry(info),
+    )
+
+
+def info_fields(info: DeviceInfo, dtype: str) -> dict[str, Any]:
+    """The identity fields of a device's result."""
+    return {
+        "index": info.index,
+        "name": info.name,
+        "backend": info.backend,
+        "device": str(info.device),
+        "dtype": dtype,
+        "memory_bytes": info.memory_bytes,
+    }
+
+
+def assemble_device_result(
+    identity: dict[str, Any],
+    request: ProfileRequest,
+    bandwidth: dict[str, Measurement],
+    peak: Sequence[tuple[Shape, Measurement]],
+    sweep: Sequence[tuple[int, Measurement]],
+    device_telemetry: dict[str, Any],
+) -> DeviceResult:
+    """A device's result from its measurements: every number derived once (``ceilings.py``)."""
+    peak_by_label = {peak_label(shape): m for shape, m in peak}
     derived = ceilings.derive(
         bandwidth,
-        peak,
+        peak_by_label,
         sweep,
         request.k,
         request.n,
-        roofline.dtype_bytes(dtype),
+        roofline.dtype_bytes(identity["dtype"]),
         request.bandwidth_kind,
         request.min_batch_efficiency_percent / 100.0,
     )
     by_batch = dict(sweep)
-    entries = tuple(SweepEntry(point=p, measurement=by_batch[p.batch]) for p in derived.points)
     rec = derived.recommendation
     return DeviceResult(
-        index=info.index,
-        name=info.name,
-        backend=info.backend,
-        device=str(info.device),
-        dtype=dtype,
-        memory_bytes=info.memory_bytes,
+        **identity,
         bandwidth_kind=request.bandwidth_kind,
         bandwidth=bandwidth,
         peak_candidates=tuple(
-            PeakCandidate(m=m, n=n, k=k, measurement=peak[peak_label((m, n, k))])
-            for m, n, k in shapes
+            PeakCandidate(m=m, n=n, k=k, measurement=measurement) for (m, n, k), measurement in peak
         ),
         bandwidth_bytes_per_second=derived.slope.value,
         bandwidth_interval=derived.slope.interval,
@@ -108,9 +133,11 @@ def profile_device(
         min_batch_crossing=rec.crossing,
         min_batch_crossing_interval=derived.crossing_interval,
         rounds=derived.rounds,
-        sweep=entries,
-        warnings=plausibility_warnings(derived, bandwidth, peak, sweep, request.bandwidth_kind),
-        telemetry=telemetry(info),
+        sweep=tuple(SweepEntry(point=p, measurement=by_batch[p.batch]) for p in derived.points),
+        warnings=plausibility_warnings(
+            derived, bandwidth, peak_by_label, sweep, request.bandwidth_kind
+        ),
+        telemetry=device_telemetry,
     )
 
 

@@ -152,17 +152,21 @@ class Measurement:
 
     @property
     def step_change(self) -> bool:
-        """A level shift: the later half of the rounds runs at another speed than the first.
+        """A level shift: every round of one half slower than every round of the other, and
+        their medians :data:`INTERFERENCE` apart.
 
         A job that starts or stops beside the profile, or a device that throttles, moves every
-        later round together; spread alone cannot tell that from random bursts.
+        later round together; bursts that come and go leave fast rounds in both halves.
         """
         bests = self.round_bests
         if len(bests) < 4:
             return False
         half = len(bests) // 2
-        first, second = statistics.median(bests[:half]), statistics.median(bests[-half:])
-        return max(first, second) > min(first, second) * (1 + INTERFERENCE)
+        first, second = bests[:half], bests[-half:]
+        slow, fast = (first, second) if min(first) > max(second) else (second, first)
+        return min(slow) > max(fast) and statistics.median(slow) > statistics.median(fast) * (
+            1 + INTERFERENCE
+        )
 
     def summary(self) -> dict[str, float | int]:
         return {
