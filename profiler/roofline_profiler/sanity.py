@@ -78,20 +78,27 @@ def _interference(
     peak: Mapping[str, Measurement],
     sweep: Sequence[tuple[int, Measurement]],
 ) -> list[Warning_]:
-    hit = []
+    shifted, single = [], []
     for role, m in _headline_workloads(derived, bandwidth, peak, sweep):
         if m.step_change:
-            hit.append(f"{m.label} ({role}): its speed shifted between the first and last rounds")
+            shifted.append(f"{m.label} ({role})")
         elif len(m.round_bests) < 2:
-            hit.append(f"{m.label} ({role}): timed in a single round")
-    if not hit:
+            single.append(f"{m.label} ({role})")
+    problems = []
+    if shifted:
+        problems.append(
+            "the speed of " + ", ".join(shifted) + " shifted between the first and last rounds"
+        )
+    if single:
+        problems.append(", ".join(single) + " got a single round")
+    if not problems:
         return []
     return [
         Warning_(
             "InterferenceUnresolved",
-            "outside load still disturbed the measurement after re-measuring: "
-            + "; ".join(hit)
-            + f"; the intervals understate the error: {IDLE_ADVICE}",
+            "; ".join(problems)
+            + f" and re-measuring did not settle it, so the intervals understate the error: "
+            f"{IDLE_ADVICE}",
         )
     ]
 

@@ -25,12 +25,16 @@ import torch
 
 from roofline_profiler.stats import Measurement
 
+#: Fewest rounds a profile takes, budget or not: a best run needs a second round to confirm it.
+MIN_ROUNDS = 2
+
 
 @dataclass(frozen=True)
 class TimingPolicy:
     """How hard to try for one profile."""
 
-    #: Rounds every workload gets; more are added only for what interference hit.
+    #: Rounds every workload gets unless the budget runs out first (never fewer than
+    #: :data:`MIN_ROUNDS`); more are added only for what interference hit.
     min_rounds: int
     #: No workload gets more rounds than this.
     max_rounds: int
@@ -190,10 +194,11 @@ def measure_rounds(
         for w in due[shift:] + due[:shift]:
             _time_slice(w, device, round_index, policy.slice_seconds)
         round_index += 1
+        over_budget = time.perf_counter() - started > policy.budget_seconds
+        if over_budget and round_index >= MIN_ROUNDS:
+            break  # a loaded device gets fewer rounds and wider intervals, not a longer profile
         if round_index < policy.min_rounds:
             continue
-        if time.perf_counter() - started > policy.budget_seconds:
-            break
         due = [w for w in workloads if needs_more_rounds(w.measurement())]
     return {w.label: w.measurement() for w in workloads}
 

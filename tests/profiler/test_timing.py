@@ -3,7 +3,7 @@ import time
 
 import torch
 
-from roofline_profiler.timing import TimingPolicy, Workload, measure, measure_rounds
+from roofline_profiler.timing import MIN_ROUNDS, TimingPolicy, Workload, measure, measure_rounds
 
 CPU = torch.device("cpu")
 
@@ -59,10 +59,17 @@ def test_a_workload_interference_hit_gets_more_rounds_and_a_steady_one_does_not(
     assert len(measured["erratic"].round_bests) == 6
 
 
-def test_the_time_budget_stops_re_measuring_after_the_minimum_rounds() -> None:
+def test_a_spent_budget_stops_the_rounds_at_two_so_a_best_run_can_still_be_confirmed() -> None:
     durations = (0.01 * (1 + 0.3 * i) for i in itertools.count())
     workload = Workload("slowing", 1.0, lambda _: time.sleep(next(durations)))
     measured = measure_rounds([workload], CPU, _policy(budget_seconds=0.0), lambda _: None)
+    assert len(measured["slowing"].round_bests) == MIN_ROUNDS == 2
+
+
+def test_the_budget_stops_re_measuring_after_the_minimum_rounds() -> None:
+    durations = (0.01 * (1 + 0.3 * i) for i in itertools.count())
+    workload = Workload("slowing", 1.0, lambda _: time.sleep(next(durations)))
+    measured = measure_rounds([workload], CPU, _policy(budget_seconds=0.1), lambda _: None)
     assert len(measured["slowing"].round_bests) == 3
 
 
