@@ -67,7 +67,8 @@ def test_a_spent_budget_stops_the_rounds_at_two_so_a_best_run_can_still_be_confi
 
 
 def test_the_budget_stops_re_measuring_after_the_minimum_rounds() -> None:
-    durations = (0.01 * (1 + 0.3 * i) for i in itertools.count())
+    # Rounds of 26, 34 and 44 ms: the 100 ms budget is spent just after the third.
+    durations = (0.02 * (1 + 0.3 * i) for i in itertools.count())
     workload = Workload("slowing", 1.0, lambda _: time.sleep(next(durations)))
     measured = measure_rounds([workload], CPU, _policy(budget_seconds=0.1), lambda _: None)
     assert len(measured["slowing"].round_bests) == 3
