@@ -25,8 +25,9 @@ import torch
 
 from roofline_profiler.stats import Measurement
 
-#: Fewest rounds a profile takes, budget or not: a best run needs a second round to confirm it.
-MIN_ROUNDS = 2
+#: Fewest rounds a profile takes, budget or not: a best run needs a second round to confirm it,
+#: and a third to tell which of two disagreeing rounds interference hit.
+MIN_ROUNDS = 3
 
 
 @dataclass(frozen=True)

@@ -59,19 +59,12 @@ def test_a_workload_interference_hit_gets_more_rounds_and_a_steady_one_does_not(
     assert len(measured["erratic"].round_bests) == 6
 
 
-def test_a_spent_budget_stops_the_rounds_at_two_so_a_best_run_can_still_be_confirmed() -> None:
+def test_a_spent_budget_stops_the_rounds_at_three_so_a_best_run_can_still_be_confirmed() -> None:
     durations = (0.01 * (1 + 0.3 * i) for i in itertools.count())
     workload = Workload("slowing", 1.0, lambda _: time.sleep(next(durations)))
-    measured = measure_rounds([workload], CPU, _policy(budget_seconds=0.0), lambda _: None)
-    assert len(measured["slowing"].round_bests) == MIN_ROUNDS == 2
-
-
-def test_the_budget_stops_re_measuring_after_the_minimum_rounds() -> None:
-    # Rounds of 26, 34 and 44 ms: the 100 ms budget is spent just after the third.
-    durations = (0.02 * (1 + 0.3 * i) for i in itertools.count())
-    workload = Workload("slowing", 1.0, lambda _: time.sleep(next(durations)))
-    measured = measure_rounds([workload], CPU, _policy(budget_seconds=0.1), lambda _: None)
-    assert len(measured["slowing"].round_bests) == 3
+    policy = _policy(min_rounds=6, budget_seconds=0.0)
+    measured = measure_rounds([workload], CPU, policy, lambda _: None)
+    assert len(measured["slowing"].round_bests) == MIN_ROUNDS == 3
 
 
 def test_a_slice_holds_several_runs_of_a_fast_workload() -> None:
