@@ -49,6 +49,8 @@ def measurement_to_dict(m: Measurement, work_key: str) -> dict[str, Any]:
         "warmupRuns": m.warmup_runs,
         "samplesSeconds": list(m.times),
         "samplesRound": list(m.rounds),
+        "hitRounds": m.hit_rounds,
+        "stepChange": m.step_change,
     }
 
 

@@ -20,7 +20,7 @@ from __future__ import annotations
 import math
 import random
 import statistics
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 #: Two rounds agree when their best times differ by at most this much: the timing noise a quiet
@@ -210,16 +210,3 @@ def percentile_interval(values: Sequence[float], confidence: float = CONFIDENCE)
 def widen_to_include(interval: Interval, value: float) -> Interval:
     """The interval, stretched if needed so it contains the point estimate it describes."""
     return (min(interval[0], value), max(interval[1], value))
-
-
-def relative_half_width(interval: Interval, value: float) -> float:
-    """Half the interval's width over the value: a ±x relative uncertainty."""
-    return (interval[1] - interval[0]) / 2.0 / value if value else math.inf
-
-
-def combine(
-    statistic: Callable[..., float], *resampled: Sequence[float], point: float
-) -> tuple[float, Interval]:
-    """Apply ``statistic`` to paired bootstrap draws; return the point and its 95% interval."""
-    values = [statistic(*args) for args in zip(*resampled, strict=True)]
-    return point, widen_to_include(percentile_interval(values), point)
