@@ -169,12 +169,35 @@ class ProfileLoop:
             first = next(f.message for n, f in failures if f.reason is reason)
             message = f"{len(nodes)} node(s) failed ({', '.join(nodes[:5])}): {first}"
             kopf.warn(cast(kopf.Body, self.body), reason=reason.value, message=message[:1000])
+        self.announce_changes(plan)
         if plan.profiled:
             names = ", ".join(plan.profiled[:5]) + (" ..." if len(plan.profiled) > 5 else "")
             message = f"Profiled {len(plan.profiled)} node(s): {names}"
             kopf.event(
                 cast(kopf.Body, self.body), type="Normal", reason="Profiled", message=message
             )
+
+    def announce_changes(self, plan: RoundPlan) -> None:
+        """One ``DeviceChanged`` Event per round naming the nodes whose published numbers moved
+        materially: a Warning when a GPU lost bandwidth or peak, else Normal."""
+        if not plan.changes:
+            return
+        for _, publication in plan.changes:
+            for change in publication.changes:
+                self.runtime.metrics.device_changes.labels(self.name, change.quantity).inc()
+        message = "; ".join(f"node {node}: {p.describe()}" for node, p in plan.changes)
+        degraded = any(
+            c.quantity in ("bandwidth", "peak") and c.new < c.old
+            for _, p in plan.changes
+            for c in p.changes
+        )
+        logger.warning("Profile %s: %s", self.name, message)
+        kopf.event(
+            cast(kopf.Body, self.body),
+            type="Warning" if degraded else "Normal",
+            reason="DeviceChanged",
+            message=message[:1000],
+        )
 
     async def publish(
         self,

@@ -15,9 +15,11 @@ from prometheus_client import CollectorRegistry, Counter
 from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.registry import Collector
 
+from roofline_operator.hysteresis import MATERIAL_QUANTITIES
 from roofline_operator.names import FailureReason
 from roofline_operator.records import NodeRecord
 from roofline_operator.status import node_category
+from roofline_profiler.compact import CompactIntervals
 
 GPU_LABELS = ["profile", "node", "gpu", "product", "dtype"]
 NODE_LABELS = ["profile", "node"]
@@ -35,6 +37,8 @@ class DeviceSample:
     ridge_point: float
     recommended_min_batch: int
     step_seconds: tuple[tuple[int, float], ...]
+    #: 95% intervals of the four numbers above; ``None`` when the result has none.
+    intervals: CompactIntervals | None = None
 
 
 @dataclass(frozen=True)
@@ -85,6 +89,7 @@ def snapshot_from_records(
                     ridge_point=gpu.ridge_point,
                     recommended_min_batch=gpu.recommended_min_batch,
                     step_seconds=gpu.step_seconds,
+                    intervals=gpu.intervals,
                 )
             )
     return ProfileSnapshot(profile, tuple(devices), tuple(nodes), counts)
@@ -152,8 +157,10 @@ class RooflineCollector(Collector):
         nodes = _gauge(
             "roofline_profile_nodes", "Nodes of a profile by state.", ["profile", "state"]
         )
+        intervals = _interval_gauges()
         for snapshot in snapshots or []:
             self._add_snapshot(snapshot, bandwidth, peak, ridge, min_batch, step)
+            _add_intervals(snapshot, intervals)
             for node in snapshot.nodes:
                 labels = [snapshot.profile, node.node]
                 if node.timestamp_seconds is not None:
@@ -163,7 +170,8 @@ class RooflineCollector(Collector):
                 failed.add_metric(labels, 1.0 if node.failed else 0.0)
             for state, count in snapshot.counts.items():
                 nodes.add_metric([snapshot.profile, state], count)
-        return [bandwidth, peak, ridge, min_batch, step, timestamp, duration, failed, nodes]
+        families = [bandwidth, peak, ridge, min_batch, step, timestamp, duration, failed, nodes]
+        return families + list(intervals)
 
     @staticmethod
     def _add_snapshot(
@@ -182,6 +190,41 @@ class RooflineCollector(Collector):
             min_batch.add_metric(labels, device.recommended_min_batch)
             for batch, seconds in device.step_seconds:
                 step.add_metric([*labels, str(batch)], seconds)
+
+
+def _interval_gauges() -> tuple[GaugeMetricFamily, ...]:
+    """One family per headline number, label ``bound`` (``low``, ``high``): its 95% interval."""
+    labels = [*GPU_LABELS, "bound"]
+    return (
+        _gauge(
+            "roofline_memory_bandwidth_interval_bytes_per_second",
+            "95% interval of the published memory bandwidth.",
+            labels,
+        ),
+        _gauge(
+            "roofline_peak_interval_flops_per_second",
+            "95% interval of the published peak matrix FLOP/s.",
+            labels,
+        ),
+        _gauge("roofline_ridge_point_interval", "95% interval of the published ridge point.", labels),
+        _gauge(
+            "roofline_recommended_min_batch_interval",
+            "95% interval of the published recommended min batch.",
+            labels,
+        ),
+    )
+
+
+def _add_intervals(snapshot: ProfileSnapshot, families: tuple[GaugeMetricFamily, ...]) -> None:
+    for device in snapshot.devices:
+        iv = device.intervals
+        if iv is None:
+            continue
+        labels = [snapshot.profile, device.node, device.gpu, device.product, device.dtype]
+        pairs = (iv.bandwidth, iv.peak, iv.ridge_point, iv.recommended_min_batch)
+        for family, (low, high) in zip(families, pairs, strict=True):
+            family.add_metric([*labels, "low"], low)
+            family.add_metric([*labels, "high"], high)
 
 
 class OperatorMetrics:
@@ -203,6 +246,12 @@ class OperatorMetrics:
             ["profile", "reason"],
             registry=registry,
         )
+        self.device_changes = Counter(
+            "roofline_device_changes",
+            "Profiles that moved a published number by more than the change threshold.",
+            ["profile", "quantity"],
+            registry=registry,
+        )
         self.reconcile_errors = Counter(
             "roofline_reconcile_errors",
             "Reconcile rounds that ended in an error.",
@@ -220,6 +269,8 @@ class OperatorMetrics:
         self.reconcile_errors.labels(profile)
         for reason in FailureReason:
             self.failures.labels(profile, reason.value)
+        for quantity in MATERIAL_QUANTITIES:
+            self.device_changes.labels(profile, quantity)
 
     def forget(self, profile: str) -> None:
         """Drop every series of a deleted profile, keeping label cardinality bounded."""
@@ -227,3 +278,4 @@ class OperatorMetrics:
         self.pods_launched.remove(profile)
         self.reconcile_errors.remove(profile)
         self.failures.remove_by_labels({"profile": profile})
+        self.device_changes.remove_by_labels({"profile": profile})

@@ -12,6 +12,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from roofline_operator.hysteresis import Publication, record_profile
 from roofline_operator.labels import (
     LabelClaim,
     label_owners,
@@ -63,6 +64,8 @@ class RoundPlan:
     label_patches: dict[str, dict[str, str | None]] = field(default_factory=dict)
     failures: list[tuple[str, Failed]] = field(default_factory=list)
     profiled: list[str] = field(default_factory=list)
+    #: Nodes whose new profile changed a published number materially (``hysteresis.py``).
+    changes: list[tuple[str, Publication]] = field(default_factory=list)
     #: Selected nodes whose labels another, older profile owns, with that owner.
     conflicts: dict[str, str] = field(default_factory=dict)
     #: Seconds until the next deadline (timeout, retry, re-profile), if any.
@@ -169,6 +172,10 @@ def _follow_pod(
         plan.deletes.append((pod.namespace, pod.name))
     if isinstance(outcome, Succeeded):
         plan.profiled.append(record.name)
+        threshold = inp.spec.change_threshold_percent
+        record, publication = record_profile(record, outcome.result, threshold)
+        if publication.changes:
+            plan.changes.append((record.name, publication))
         return replace(
             record,
             state=NodeState.PROFILED,
@@ -177,7 +184,6 @@ def _follow_pod(
             reason=None,
             message=None,
             next_attempt_at=None,
-            result=outcome.result,
         )
     plan.failures.append((record.name, outcome))
     return fail_node(record, outcome, inp.spec, inp.now)

@@ -1,7 +1,8 @@
 """Per-node records: the operator's memory of each node, stored in ``status.nodes``.
 
 The status is the durable copy: a restarted operator rebuilds its records from it, so results
-survive restarts without re-profiling. Only the sweep's step times live in memory alone (they are
+survive restarts without re-profiling, and so do the published numbers, the latest and the previous
+profile's numbers and the latest material change (``hysteresis.py``). Only the sweep's step times live in memory alone (they are
 for metrics, and ``status`` must stay small for a thousand nodes).
 """
 
@@ -13,7 +14,7 @@ from typing import Any
 
 from roofline_operator import results
 from roofline_operator.names import NodeState, format_time, parse_time
-from roofline_operator.results import NodeResult
+from roofline_operator.results import Headline, NodeResult
 
 
 @dataclass(frozen=True)
@@ -31,7 +32,18 @@ class NodeRecord:
     next_attempt_at: float | None = None
     reason: str | None = None
     message: str | None = None
+    #: The published result: labels, status headline numbers and gauges show its numbers, which
+    #: move only when a profile differs by more than the uncertainty (``hysteresis.py``).
     result: NodeResult | None = None
+    #: The latest profile's numbers as measured (they differ from the published ones when the
+    #: profile stayed within noise).
+    measured: Headline | None = None
+    #: The numbers of the profile before the latest one.
+    previous: Headline | None = None
+    #: Unix seconds of the profile whose numbers the published ones last took.
+    published_at: float | None = None
+    #: The latest profile's material change (``bandwidth 4.31→3.62 TB/s (−16%)``), if any.
+    change: str | None = None
 
 
 def record_to_status(record: NodeRecord) -> dict[str, Any]:
@@ -51,12 +63,32 @@ def record_to_status(record: NodeRecord) -> dict[str, Any]:
     }
     if record.result is not None:
         entry.update(results.to_status(record.result))
+        entry.update(_publication_to_status(record, record.result))
     return {k: v for k, v in entry.items() if v is not None}
+
+
+def _publication_to_status(record: NodeRecord, result: NodeResult) -> dict[str, Any]:
+    """``publishedTime``, ``measured`` (only when it differs from the published numbers),
+    ``previous`` and ``materialChange``."""
+    fields: dict[str, Any] = {
+        "publishedTime": format_time(record.published_at or result.profiled_at),
+        "materialChange": record.change,
+    }
+    measured = record.measured
+    if measured is not None and not measured.same_numbers(result.worst_gpu()):
+        fields["measured"] = results.headline_to_status(measured, with_intervals=True)
+    if record.previous is not None:
+        fields["previous"] = results.headline_to_status(record.previous, with_intervals=False)
+    return fields
 
 
 def record_from_status(raw: Mapping[str, Any]) -> NodeRecord | None:
     """Rebuild a record from its status entry; ``None`` for an entry too damaged to trust."""
     try:
+        result = results.from_status(raw)
+        measured = results.headline_from_status(raw.get("measured"))
+        if measured is None and result is not None:
+            measured = results.headline_of(result)
         return NodeRecord(
             name=str(raw["name"]),
             gpus=int(raw.get("gpus", 1)),
@@ -69,7 +101,11 @@ def record_from_status(raw: Mapping[str, Any]) -> NodeRecord | None:
             next_attempt_at=parse_time(raw.get("nextAttemptTime")),
             reason=raw.get("reason"),
             message=raw.get("message"),
-            result=results.from_status(raw),
+            result=result,
+            measured=measured,
+            previous=results.headline_from_status(raw.get("previous")),
+            published_at=parse_time(raw.get("publishedTime")),
+            change=raw.get("materialChange"),
         )
     except (KeyError, TypeError, ValueError):
         return None

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from roofline_operator.names import format_time, parse_time
-from roofline_profiler.compact import CompactProfile
+from roofline_profiler.compact import CompactIntervals, CompactProfile
 
 
 @dataclass(frozen=True)
@@ -26,6 +26,8 @@ class GpuResult:
     recommended_min_batch: int
     #: ``(batch, seconds)`` of the sweep; empty when rebuilt from the status.
     step_seconds: tuple[tuple[int, float], ...] = ()
+    #: 95% intervals of the headline numbers; ``None`` when the profiler sent none (version 1).
+    intervals: CompactIntervals | None = None
 
 
 @dataclass(frozen=True)
@@ -70,6 +72,7 @@ def from_compact(profile: CompactProfile, spec_hash: str) -> NodeResult:
                 ridge_point=d.ridge_point,
                 recommended_min_batch=d.recommended_min_batch,
                 step_seconds=tuple(zip(profile.batches, d.step_seconds, strict=False)),
+                intervals=d.intervals,
             )
             for d in profile.devices
         ),
@@ -82,7 +85,121 @@ def _gpu_numbers(gpu: GpuResult) -> dict[str, Any]:
         "peakFlopsPerSecond": gpu.peak_flops_per_second,
         "ridgePoint": gpu.ridge_point,
         "recommendedMinBatch": gpu.recommended_min_batch,
+        **intervals_to_status(gpu.intervals),
     }
+
+
+#: Significant digits of an interval's ends in the status: as many as the compact result carries.
+INTERVAL_DIGITS = 4
+
+
+def _digits(value: float) -> float:
+    return float(f"{value:.{INTERVAL_DIGITS}g}")
+
+
+def intervals_to_status(intervals: CompactIntervals | None) -> dict[str, Any]:
+    """``bandwidthInterval``, ``peakInterval``, ``ridgePointInterval`` and
+    ``recommendedMinBatchInterval``, each ``{low, high}``; nothing without intervals."""
+    if intervals is None:
+        return {}
+
+    def pair(interval: tuple[float, float]) -> dict[str, float]:
+        return {"low": _digits(interval[0]), "high": _digits(interval[1])}
+
+    low, high = intervals.recommended_min_batch
+    return {
+        "bandwidthInterval": pair(intervals.bandwidth),
+        "peakInterval": pair(intervals.peak),
+        "ridgePointInterval": pair(intervals.ridge_point),
+        "recommendedMinBatchInterval": {"low": low, "high": high},
+    }
+
+
+def intervals_from_status(raw: Mapping[str, Any]) -> CompactIntervals | None:
+    """The intervals of a status entry (or device entry); ``None`` when it holds none."""
+    keys = ("bandwidthInterval", "peakInterval", "ridgePointInterval")
+    if not all(isinstance(raw.get(k), Mapping) for k in (*keys, "recommendedMinBatchInterval")):
+        return None
+
+    def pair(key: str) -> tuple[float, float]:
+        return (float(raw[key]["low"]), float(raw[key]["high"]))
+
+    batches = raw["recommendedMinBatchInterval"]
+    return CompactIntervals(
+        bandwidth=pair("bandwidthInterval"),
+        peak=pair("peakInterval"),
+        ridge_point=pair("ridgePointInterval"),
+        recommended_min_batch=(int(batches["low"]), int(batches["high"])),
+    )
+
+
+@dataclass(frozen=True)
+class Headline:
+    """A node's headline numbers as one profile measured them: those of its worst GPU."""
+
+    profiled_at: float
+    bandwidth_bytes_per_second: float
+    peak_flops_per_second: float
+    ridge_point: float
+    recommended_min_batch: int
+    intervals: CompactIntervals | None = None
+
+    def same_numbers(self, gpu: GpuResult) -> bool:
+        """Whether ``gpu`` publishes exactly these numbers."""
+        return (
+            self.bandwidth_bytes_per_second,
+            self.peak_flops_per_second,
+            self.ridge_point,
+            self.recommended_min_batch,
+        ) == (
+            gpu.bandwidth_bytes_per_second,
+            gpu.peak_flops_per_second,
+            gpu.ridge_point,
+            gpu.recommended_min_batch,
+        )
+
+
+def headline_of(result: NodeResult) -> Headline:
+    worst = result.worst_gpu()
+    return Headline(
+        profiled_at=result.profiled_at,
+        bandwidth_bytes_per_second=worst.bandwidth_bytes_per_second,
+        peak_flops_per_second=worst.peak_flops_per_second,
+        ridge_point=worst.ridge_point,
+        recommended_min_batch=worst.recommended_min_batch,
+        intervals=worst.intervals,
+    )
+
+
+def headline_to_status(headline: Headline, with_intervals: bool) -> dict[str, Any]:
+    """A ``measured`` (with intervals) or ``previous`` (without) block of a status entry."""
+    fields: dict[str, Any] = {
+        "profiledTime": format_time(headline.profiled_at),
+        "bandwidthBytesPerSecond": headline.bandwidth_bytes_per_second,
+        "peakFlopsPerSecond": headline.peak_flops_per_second,
+        "ridgePoint": headline.ridge_point,
+        "recommendedMinBatch": headline.recommended_min_batch,
+    }
+    if with_intervals:
+        fields.update(intervals_to_status(headline.intervals))
+    return fields
+
+
+def headline_from_status(raw: Any) -> Headline | None:
+    """The block written by :func:`headline_to_status`; ``None`` when absent.
+
+    Raises ``KeyError``, ``TypeError`` or ``ValueError`` for a block too damaged to trust.
+    """
+    if not isinstance(raw, Mapping):
+        return None
+    return Headline(
+        profiled_at=parse_time(raw.get("profiledTime")) or 0.0,
+        bandwidth_bytes_per_second=float(raw["bandwidthBytesPerSecond"]),
+        peak_flops_per_second=float(raw["peakFlopsPerSecond"]),
+        ridge_point=float(raw["ridgePoint"]),
+        recommended_min_batch=int(raw["recommendedMinBatch"]),
+        intervals=intervals_from_status(raw),
+    )
 
 
 def to_status(result: NodeResult) -> dict[str, Any]:
@@ -114,6 +231,7 @@ def _gpu_from_status(raw: Mapping[str, Any], index: int, product: str) -> GpuRes
         peak_flops_per_second=float(raw["peakFlopsPerSecond"]),
         ridge_point=float(raw["ridgePoint"]),
         recommended_min_batch=int(raw["recommendedMinBatch"]),
+        intervals=intervals_from_status(raw),
     )
 
 

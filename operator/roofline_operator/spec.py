@@ -24,6 +24,8 @@ DEFAULT_TIMEOUT_SECONDS = 600
 DEFAULT_PENDING_TIMEOUT_SECONDS = 300
 DEFAULT_MAX_ATTEMPTS = 3
 DEFAULT_RETRY_BACKOFF_SECONDS = 30
+#: A published bandwidth, peak or ridge point that moves by more than this (percent) is news.
+DEFAULT_CHANGE_THRESHOLD_PERCENT = 10
 #: Retry delays double per attempt but never exceed this.
 MAX_RETRY_BACKOFF_SECONDS = 3600.0
 SELECTOR_OPERATORS = ("In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt")
@@ -104,6 +106,9 @@ class ProfileSpec:
     max_attempts: int
     retry_backoff_seconds: int
     label_nodes: bool
+    #: Relative change (percent) of a published bandwidth, peak or ridge point, beyond noise,
+    #: that raises a ``DeviceChanged`` Event and condition.
+    change_threshold_percent: int = DEFAULT_CHANGE_THRESHOLD_PERCENT
 
     def retry_delay(self, failed_attempts: int) -> float:
         """Exponential backoff: the base delay, doubled for every further failed attempt."""
@@ -312,4 +317,7 @@ def parse_spec(spec: Mapping[str, Any]) -> ProfileSpec:
             spec, "retryBackoffSeconds", DEFAULT_RETRY_BACKOFF_SECONDS, 0, 3600
         ),
         label_nodes=label_nodes,
+        change_threshold_percent=_required_int(
+            spec, "changeThresholdPercent", DEFAULT_CHANGE_THRESHOLD_PERCENT, 1, 100
+        ),
     )

@@ -105,7 +105,21 @@ def desired_conditions(
         conflict = Condition("LabelConflict", True, "OwnedByOlderProfile", message)
     else:
         conflict = Condition("LabelConflict", False, "NoConflict", "no selected node is shared")
-    return [ready, degraded, conflict]
+    return [ready, degraded, conflict, device_changed_condition(records)]
+
+
+def device_changed_condition(records: Mapping[str, NodeRecord]) -> Condition:
+    """``DeviceChanged``: true while a node's latest profile changed a published number by more
+    than the threshold (and more than its uncertainty); the next profile within noise clears it."""
+    changed = [(name, r.change) for name, r in sorted(records.items()) if r.change]
+    if not changed:
+        return Condition(
+            "DeviceChanged", False, "NoMaterialChange", "no node's latest profile changed materially"
+        )
+    shown = "; ".join(f"node {name}: {change}" for name, change in changed[:MAX_NODES_IN_MESSAGE])
+    rest = len(changed) - MAX_NODES_IN_MESSAGE
+    message = f"{shown}; and {rest} more node(s)" if rest > 0 else shown
+    return Condition("DeviceChanged", True, "MaterialChange", message)
 
 
 def merge_conditions(

@@ -6,6 +6,9 @@ the headline numbers of each GPU and the sweep's step times, numbers rounded to 
 digits, each GPU as a short positional array. Eight GPUs with the default sweep take well under half
 of the limit, which leaves room for later per-GPU additions (docs/contracts.md has the layout).
 
+Each GPU's 95% intervals travel under their own key, ``u`` (one entry per GPU, as short relative
+widths), so a reader that does not know them reads the rest unchanged.
+
 Version 1 (which also carried backend, memory, knee, warnings and hostname) is still read, so the
 results of pods that finish during an upgrade are not lost.
 
@@ -17,7 +20,7 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from roofline_profiler.errors import first_line
@@ -36,10 +39,39 @@ PEAK_UNIT = 1e12
 STEP_UNIT = 1e-6
 #: The positions of a GPU's array on the wire (version 2), named as error messages name them.
 GPU_FIELDS = ("index", "name", "bandwidth", "peak", "ridge point", "min batch", "step times")
+#: The positions of a GPU's interval array under ``u``: bandwidth, peak and ridge point as percent
+#: of the value below and above it, then the min batch's interval as batches.
+INTERVAL_FIELDS = (
+    "bandwidth below",
+    "bandwidth above",
+    "peak below",
+    "peak above",
+    "ridge point below",
+    "ridge point above",
+    "min batch low",
+    "min batch high",
+)
+#: Significant digits of an interval's relative width: enough to compare two profiles, short
+#: enough that eight GPUs add about 300 bytes.
+INTERVAL_DIGITS = 2
 
 
 class CompactDecodeError(ValueError):
     """A termination message that is not a valid compact result; ``str()`` is a one-line reason."""
+
+
+@dataclass(frozen=True)
+class CompactIntervals:
+    """A GPU's 95% intervals ``(low, high)`` of its headline numbers, in the numbers' own units.
+
+    On the wire the widths are rounded outward, so a decoded interval is never narrower than the
+    measured one.
+    """
+
+    bandwidth: tuple[float, float]
+    peak: tuple[float, float]
+    ridge_point: tuple[float, float]
+    recommended_min_batch: tuple[int, int]
 
 
 @dataclass(frozen=True)
@@ -53,6 +85,8 @@ class CompactDevice:
     ridge_point: float
     recommended_min_batch: int
     step_seconds: tuple[float, ...]
+    #: ``None`` for a result without intervals (version 1, or a profiler before them).
+    intervals: CompactIntervals | None = None
 
 
 @dataclass(frozen=True)
@@ -89,6 +123,37 @@ def _device_to_wire(device: CompactDevice, with_steps: bool) -> list[Any]:
     ]
 
 
+def _width_up(value: float) -> float | int:
+    """``value`` rounded up (toward +inf) to :data:`INTERVAL_DIGITS` significant digits."""
+    if value == 0 or not math.isfinite(value):
+        return 0
+    exponent = math.floor(math.log10(abs(value))) - INTERVAL_DIGITS + 1
+    scale = 10.0**exponent
+    rounded = float(f"{math.ceil(value / scale - 1e-9) * scale:.{INTERVAL_DIGITS}g}")
+    return int(rounded) if rounded.is_integer() else rounded
+
+
+def _relative_widths(value: float, interval: tuple[float, float]) -> list[float | int]:
+    """Percent of ``value`` (as written on the wire) below and above it, rounded outward."""
+    if value <= 0:
+        return [0, 0]
+    return [_width_up(100 * (value - interval[0]) / value), _width_up(100 * (interval[1] - value) / value)]
+
+
+def _intervals_to_wire(device: CompactDevice) -> list[Any] | None:
+    iv = device.intervals
+    if iv is None:
+        return None
+    bandwidth = float(_round(device.bandwidth_bytes_per_second / BANDWIDTH_UNIT)) * BANDWIDTH_UNIT
+    peak = float(_round(device.peak_flops_per_second / PEAK_UNIT)) * PEAK_UNIT
+    return [
+        *_relative_widths(bandwidth, iv.bandwidth),
+        *_relative_widths(peak, iv.peak),
+        *_relative_widths(float(_round(device.ridge_point)), iv.ridge_point),
+        *iv.recommended_min_batch,
+    ]
+
+
 def encode_compact(profile: CompactProfile) -> str:
     """Encode ``profile`` as compact JSON text of at most :data:`MAX_COMPACT_BYTES` bytes.
 
@@ -106,6 +171,8 @@ def encode_compact(profile: CompactProfile) -> str:
             "b": list(profile.batches) if with_steps else [],
             "g": [_device_to_wire(d, with_steps) for d in profile.devices],
         }
+        if any(d.intervals is not None for d in profile.devices):
+            doc["u"] = [_intervals_to_wire(d) for d in profile.devices]
         text = json.dumps(doc, separators=(",", ":"), ensure_ascii=True)
         if len(text.encode()) <= MAX_COMPACT_BYTES:
             return text
@@ -204,6 +271,49 @@ def _decode_devices(
     return batches, tuple(_decode_device_v2(d, i, batches) for i, d in enumerate(devices_raw))
 
 
+def _interval(value: float, below: Any, above: Any, name: str, where: str) -> tuple[float, float]:
+    low_pct = float(_check(below, (int, float), f"{name} below", where))
+    high_pct = float(_check(above, (int, float), f"{name} above", where))
+    if not (math.isfinite(low_pct) and math.isfinite(high_pct)) or low_pct > 100:
+        raise CompactDecodeError(f"{where}: the {name} interval is out of range")
+    if low_pct + high_pct < 0:
+        raise CompactDecodeError(f"{where}: the {name} interval ends below its start")
+    return (value * (1 - low_pct / 100), value * (1 + high_pct / 100))
+
+
+def _decode_intervals(raw: Any, position: int, device: CompactDevice) -> CompactDevice:
+    where = f"device #{position} intervals"
+    if raw is None:
+        return device
+    if not isinstance(raw, list) or len(raw) != len(INTERVAL_FIELDS):
+        raise CompactDecodeError(f"{where}: not an array of {len(INTERVAL_FIELDS)} fields")
+    bw_below, bw_above, pk_below, pk_above, rp_below, rp_above, mb_low, mb_high = raw
+    batches = (_positive_int(mb_low, "min batch low", where), _positive_int(mb_high, "min batch high", where))
+    if batches[0] > batches[1]:
+        raise CompactDecodeError(f"{where}: the min batch interval ends below its start")
+    intervals = CompactIntervals(
+        bandwidth=_interval(device.bandwidth_bytes_per_second, bw_below, bw_above, "bandwidth", where),
+        peak=_interval(device.peak_flops_per_second, pk_below, pk_above, "peak", where),
+        ridge_point=_interval(device.ridge_point, rp_below, rp_above, "ridge point", where),
+        recommended_min_batch=batches,
+    )
+    return replace(device, intervals=intervals)
+
+
+def _attach_intervals(
+    raw: dict[str, Any], devices: tuple[CompactDevice, ...]
+) -> tuple[CompactDevice, ...]:
+    """The devices with their intervals (``u``), when the result carries them."""
+    if "u" not in raw:
+        return devices
+    per_device = _field(raw, "u", list, "result")
+    if len(per_device) != len(devices):
+        raise CompactDecodeError("result: intervals and devices differ in count")
+    return tuple(
+        _decode_intervals(iv, i, d) for i, (iv, d) in enumerate(zip(per_device, devices, strict=True))
+    )
+
+
 def decode_compact(text: str) -> CompactProfile:
     """Parse and validate a compact result; raise :class:`CompactDecodeError` on any defect.
 
@@ -226,6 +336,8 @@ def decode_compact(text: str) -> CompactProfile:
             f"unsupported result version {version} (expected one of {READABLE_VERSIONS})"
         )
     batches, devices = _decode_devices(raw, version)
+    if version >= 2:
+        devices = _attach_intervals(raw, devices)
     return CompactProfile(
         dtype=str(_field(raw, "dt", str, "result")),
         shape_k=_positive_int(_field(raw, "k", object, "result"), "k", "result"),

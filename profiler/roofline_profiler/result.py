@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from roofline_profiler.compact import CompactDevice, CompactProfile
+from roofline_profiler.compact import CompactDevice, CompactIntervals, CompactProfile
 from roofline_profiler.recommend import SweepPoint
 from roofline_profiler.stats import Measurement
 
@@ -337,7 +337,8 @@ class ProfileResult:
         )
 
     def to_compact(self) -> CompactProfile:
-        """The subset the operator publishes, for the termination message."""
+        """The subset the operator publishes, for the termination message: the headline numbers
+        with their 95% intervals, and the sweep's step times."""
         return CompactProfile(
             dtype=self.dtype,
             shape_k=self.shape_k,
@@ -354,6 +355,12 @@ class ProfileResult:
                     ridge_point=d.ridge_point,
                     recommended_min_batch=d.recommended_min_batch,
                     step_seconds=_steps_along(d.sweep, self.batches),
+                    intervals=CompactIntervals(
+                        bandwidth=d.bandwidth_interval,
+                        peak=d.peak_interval,
+                        ridge_point=d.ridge_point_interval,
+                        recommended_min_batch=d.recommended_min_batch_interval,
+                    ),
                 )
                 for d in self.devices
             ),

@@ -1,0 +1,256 @@
+"""What a node publishes after a new profile: hysteresis on every headline number, and the
+material changes worth an Event.
+
+Node labels, the status headline numbers and the gauges are keys for Kueue flavors, affinities and
+alerts; a value that flips with measurement noise makes all of them flap. So each published number
+(bandwidth, peak, ridge point and recommended min batch, per GPU) moves to a new profile's value
+only when the two differ by more than their combined uncertainty:
+
+    |new - old| > sqrt(a² + b²)
+
+where ``a`` is the published value's 95% half-width on the side facing the new value and ``b`` the
+new value's half-width on the side facing the old one (the usual combination of two independent
+uncertainties, taken per side because bootstrap intervals are not symmetric). Otherwise the
+published number and its interval stay. A number without an interval (a version 1 compact result,
+a status written before intervals) counts as exact: any change publishes, as before hysteresis.
+
+A change is *material* when a number moved (beyond noise, as above) by more than the profile's
+``changeThresholdPercent`` (default 10%) of its published value, for bandwidth, peak or ridge
+point: a degrading GPU is news, noise is not.
+
+Pure module: no Kubernetes, no Kopf.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+
+from roofline_operator.records import NodeRecord
+from roofline_operator.results import GpuResult, NodeResult, headline_of
+from roofline_operator.spec import DEFAULT_CHANGE_THRESHOLD_PERCENT
+from roofline_profiler.compact import CompactIntervals
+
+#: The quantities a material change can name, in the order messages list them.
+MATERIAL_QUANTITIES = ("bandwidth", "peak", "ridge point")
+
+
+def _side_half_width(value: float, interval: tuple[float, float] | None, upward: bool) -> float:
+    """The half-width of ``interval`` on the side of ``value`` that faces the other value."""
+    if interval is None:
+        return 0.0
+    width = interval[1] - value if upward else value - interval[0]
+    return max(width, 0.0)
+
+
+def beyond_noise(
+    old: float,
+    old_interval: tuple[float, float] | None,
+    new: float,
+    new_interval: tuple[float, float] | None,
+) -> bool:
+    """Whether ``new`` differs from ``old`` by more than their combined uncertainty."""
+    if new == old:
+        return False
+    upward = new > old
+    a = _side_half_width(old, old_interval, upward)
+    b = _side_half_width(new, new_interval, not upward)
+    return abs(new - old) > math.hypot(a, b)
+
+
+@dataclass(frozen=True)
+class MaterialChange:
+    """A published number that moved by more than the threshold."""
+
+    gpu: int
+    quantity: str
+    old: float
+    new: float
+
+    @property
+    def relative(self) -> float:
+        return (self.new - self.old) / self.old
+
+    def describe(self) -> str:
+        """``bandwidth 4.31→3.62 TB/s (−16%)``."""
+        scale, unit = _display_unit(self.quantity, max(self.old, self.new))
+        percent = f"{self.relative * 100:+.0f}%".replace("-", "\u2212")
+        old, new = _three_digits(self.old / scale), _three_digits(self.new / scale)
+        return f"{self.quantity} {old}\u2192{new} {unit} ({percent})"
+
+
+def _display_unit(quantity: str, value: float) -> tuple[float, str]:
+    if quantity == "ridge point":
+        return 1.0, "FLOP/B"
+    base = "B/s" if quantity == "bandwidth" else "FLOP/s"
+    for scale, prefix in ((1e15, "P"), (1e12, "T"), (1e9, "G"), (1e6, "M")):
+        if value >= scale:
+            return scale, prefix + base
+    return 1.0, base
+
+
+def _three_digits(value: float) -> str:
+    return f"{value:.3g}" if value < 1000 else f"{value:.0f}"
+
+
+def describe_changes(changes: tuple[MaterialChange, ...], gpus: int) -> str:
+    """One line naming each changed number, prefixed by its GPU on a node with several."""
+    parts = []
+    for change in changes:
+        prefix = f"GPU {change.gpu} " if gpus > 1 else ""
+        parts.append(prefix + change.describe())
+    return ", ".join(parts)
+
+
+@dataclass(frozen=True)
+class Publication:
+    """What a node publishes after a new profile."""
+
+    #: The measured result with every headline number that stayed within noise replaced by the
+    #: published one (and its interval); everything else (times, step times) is the new profile's.
+    result: NodeResult
+    #: Whether any published headline number took the new profile's value.
+    moved: bool
+    changes: tuple[MaterialChange, ...]
+
+    def describe(self) -> str:
+        return describe_changes(self.changes, len(self.result.gpus))
+
+
+def comparable(published: NodeResult, measured: NodeResult) -> bool:
+    """Whether two results measured the same thing: the same dtype and weight shape."""
+    return (published.dtype, published.shape_k, published.shape_n) == (
+        measured.dtype,
+        measured.shape_k,
+        measured.shape_n,
+    )
+
+
+@dataclass(frozen=True)
+class _Number:
+    """How to read and write one headline number (and its interval) of a GPU."""
+
+    quantity: str
+    value: Callable[[GpuResult], float]
+    interval: Callable[[CompactIntervals], tuple[float, float]]
+    field: str
+    interval_field: str
+
+
+_NUMBERS = (
+    _Number(
+        "bandwidth",
+        lambda g: g.bandwidth_bytes_per_second,
+        lambda i: i.bandwidth,
+        "bandwidth_bytes_per_second",
+        "bandwidth",
+    ),
+    _Number(
+        "peak", lambda g: g.peak_flops_per_second, lambda i: i.peak, "peak_flops_per_second", "peak"
+    ),
+    _Number(
+        "ridge point", lambda g: g.ridge_point, lambda i: i.ridge_point, "ridge_point", "ridge_point"
+    ),
+    _Number(
+        "min batch",
+        lambda g: float(g.recommended_min_batch),
+        lambda i: (float(i.recommended_min_batch[0]), float(i.recommended_min_batch[1])),
+        "recommended_min_batch",
+        "recommended_min_batch",
+    ),
+)
+
+
+def _interval_of(gpu: GpuResult, number: _Number) -> tuple[float, float] | None:
+    return None if gpu.intervals is None else number.interval(gpu.intervals)
+
+
+def publish_gpu(
+    published: GpuResult, measured: GpuResult, threshold_percent: float
+) -> tuple[GpuResult, bool, tuple[MaterialChange, ...]]:
+    """The GPU to publish: ``measured``, with each number that stayed within noise (and its
+    interval) kept from ``published``; whether any number moved; the material changes."""
+    result = measured
+    moved = False
+    changes = []
+    for number in _NUMBERS:
+        old, new = number.value(published), number.value(measured)
+        old_interval = _interval_of(published, number)
+        if beyond_noise(old, old_interval, new, _interval_of(measured, number)):
+            moved = True
+            material = number.quantity in MATERIAL_QUANTITIES and old > 0
+            if material and abs(new - old) / old * 100 > threshold_percent:
+                changes.append(MaterialChange(measured.index, number.quantity, old, new))
+            continue
+        result = replace(result, **{number.field: getattr(published, number.field)})
+        result = replace(result, intervals=_keep_interval(result, published, number))
+    return result, moved, tuple(changes)
+
+
+def _keep_interval(
+    result: GpuResult, published: GpuResult, number: _Number
+) -> CompactIntervals | None:
+    """``result``'s intervals with ``number``'s taken from ``published`` (which may have none)."""
+    kept = published.intervals
+    if result.intervals is None:
+        return None
+    if kept is None:
+        # The published number had no interval: it stays exact, the rest keep theirs.
+        value = getattr(published, number.field)
+        exact: tuple[float, float] | tuple[int, int] = (value, value)
+        return replace(result.intervals, **{number.interval_field: exact})
+    return replace(result.intervals, **{number.interval_field: getattr(kept, number.interval_field)})
+
+
+def publish(
+    published: NodeResult | None,
+    measured: NodeResult,
+    threshold_percent: float = DEFAULT_CHANGE_THRESHOLD_PERCENT,
+) -> Publication:
+    """What to publish after ``measured``, given what is ``published`` now (if anything).
+
+    A GPU is compared with the published GPU of the same index and product; a node profiled for
+    the first time, under another dtype or weight shape, or a GPU not published before, publishes
+    the new numbers as they are, and none of that counts as a material change.
+    """
+    if published is None or not comparable(published, measured):
+        return Publication(measured, True, ())
+    before = {(g.index, g.product): g for g in published.gpus}
+    gpus = []
+    moved = len(before) != len(measured.gpus)
+    changes: list[MaterialChange] = []
+    for gpu in measured.gpus:
+        old = before.get((gpu.index, gpu.product))
+        if old is None:
+            gpus.append(gpu)
+            moved = True
+            continue
+        kept, gpu_moved, gpu_changes = publish_gpu(old, gpu, threshold_percent)
+        gpus.append(kept)
+        moved = moved or gpu_moved
+        changes.extend(gpu_changes)
+    return Publication(replace(measured, gpus=tuple(gpus)), moved, tuple(changes))
+
+
+def record_profile(
+    record: NodeRecord, measured: NodeResult, threshold_percent: float
+) -> tuple[NodeRecord, Publication]:
+    """``record`` after a successful profile: the published result (held within noise), the new
+    measured and previous numbers, when the published ones last moved, the material change."""
+    publication = publish(record.result, measured, threshold_percent)
+    published_at = record.published_at
+    if publication.moved or published_at is None:
+        published_at = measured.profiled_at
+    previous = record.measured
+    if previous is None and record.result is not None:
+        previous = headline_of(record.result)
+    updated = replace(
+        record,
+        result=publication.result,
+        measured=headline_of(measured),
+        previous=previous,
+        published_at=published_at,
+        change=publication.describe() or None,
+    )
+    return updated, publication
