@@ -40,8 +40,8 @@ from typing import Any
 import torch
 
 from roofline_profiler.devices import resolve_devices
-from roofline_profiler.measure import bandwidth_buffer_bytes
 from roofline_profiler.limits import DEFAULT_BATCHES, DEFAULT_SHAPE
+from roofline_profiler.measure import bandwidth_buffer_bytes
 from roofline_profiler.runner import ProfileRequest, profile_device
 
 HERE = Path(__file__).resolve().parent

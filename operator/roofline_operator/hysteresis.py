@@ -26,6 +26,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import dataclass, replace
+from typing import Any
 
 from roofline_operator.records import NodeRecord
 from roofline_operator.results import GpuResult, NodeResult, headline_of
@@ -150,7 +151,11 @@ _NUMBERS = (
         "peak", lambda g: g.peak_flops_per_second, lambda i: i.peak, "peak_flops_per_second", "peak"
     ),
     _Number(
-        "ridge point", lambda g: g.ridge_point, lambda i: i.ridge_point, "ridge_point", "ridge_point"
+        "ridge point",
+        lambda g: g.ridge_point,
+        lambda i: i.ridge_point,
+        "ridge_point",
+        "ridge_point",
     ),
     _Number(
         "min batch",
@@ -197,10 +202,11 @@ def _keep_interval(
         return None
     if kept is None:
         # The published number had no interval: it stays exact, the rest keep theirs.
-        value = getattr(published, number.field)
-        exact: tuple[float, float] | tuple[int, int] = (value, value)
-        return replace(result.intervals, **{number.interval_field: exact})
-    return replace(result.intervals, **{number.interval_field: getattr(kept, number.interval_field)})
+        value: Any = getattr(published, number.field)
+        return replace(result.intervals, **{number.interval_field: (value, value)})
+    return replace(
+        result.intervals, **{number.interval_field: getattr(kept, number.interval_field)}
+    )
 
 
 def publish(
@@ -245,6 +251,9 @@ def record_profile(
     previous = record.measured
     if previous is None and record.result is not None:
         previous = headline_of(record.result)
+    if previous is not None:
+        # The previous numbers are for reading, not for deciding: kept without intervals.
+        previous = replace(previous, intervals=None)
     updated = replace(
         record,
         result=publication.result,

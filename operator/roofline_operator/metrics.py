@@ -206,7 +206,9 @@ def _interval_gauges() -> tuple[GaugeMetricFamily, ...]:
             "95% interval of the published peak matrix FLOP/s.",
             labels,
         ),
-        _gauge("roofline_ridge_point_interval", "95% interval of the published ridge point.", labels),
+        _gauge(
+            "roofline_ridge_point_interval", "95% interval of the published ridge point.", labels
+        ),
         _gauge(
             "roofline_recommended_min_batch_interval",
             "95% interval of the published recommended min batch.",

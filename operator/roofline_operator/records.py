@@ -1,9 +1,10 @@
 """Per-node records: the operator's memory of each node, stored in ``status.nodes``.
 
 The status is the durable copy: a restarted operator rebuilds its records from it, so results
-survive restarts without re-profiling, and so do the published numbers, the latest and the previous
-profile's numbers and the latest material change (``hysteresis.py``). Only the sweep's step times live in memory alone (they are
-for metrics, and ``status`` must stay small for a thousand nodes).
+survive restarts without re-profiling, and so do the published numbers, the latest and the
+previous profile's numbers and the latest material change (``hysteresis.py``). Only the sweep's
+step times live in memory alone (they are for metrics, and ``status`` must stay small for a
+thousand nodes).
 """
 
 from __future__ import annotations
@@ -68,14 +69,15 @@ def record_to_status(record: NodeRecord) -> dict[str, Any]:
 
 
 def _publication_to_status(record: NodeRecord, result: NodeResult) -> dict[str, Any]:
-    """``publishedTime``, ``measured`` (only when it differs from the published numbers),
+    """``publishedTime``, ``measured`` (only when it differs from the published numbers or their
+    intervals),
     ``previous`` and ``materialChange``."""
     fields: dict[str, Any] = {
         "publishedTime": format_time(record.published_at or result.profiled_at),
         "materialChange": record.change,
     }
     measured = record.measured
-    if measured is not None and not measured.same_numbers(result.worst_gpu()):
+    if measured is not None and measured != results.headline_of(result):
         fields["measured"] = results.headline_to_status(measured, with_intervals=True)
     if record.previous is not None:
         fields["previous"] = results.headline_to_status(record.previous, with_intervals=False)

@@ -72,7 +72,7 @@ def from_compact(profile: CompactProfile, spec_hash: str) -> NodeResult:
                 ridge_point=d.ridge_point,
                 recommended_min_batch=d.recommended_min_batch,
                 step_seconds=tuple(zip(profile.batches, d.step_seconds, strict=False)),
-                intervals=d.intervals,
+                intervals=rounded_intervals(d.intervals),
             )
             for d in profile.devices
         ),
@@ -95,6 +95,18 @@ INTERVAL_DIGITS = 4
 
 def _digits(value: float) -> float:
     return float(f"{value:.{INTERVAL_DIGITS}g}")
+
+
+def rounded_intervals(intervals: CompactIntervals | None) -> CompactIntervals | None:
+    """``intervals`` as the status keeps them, so a restarted operator compares the same ones."""
+    if intervals is None:
+        return None
+    return CompactIntervals(
+        bandwidth=(_digits(intervals.bandwidth[0]), _digits(intervals.bandwidth[1])),
+        peak=(_digits(intervals.peak[0]), _digits(intervals.peak[1])),
+        ridge_point=(_digits(intervals.ridge_point[0]), _digits(intervals.ridge_point[1])),
+        recommended_min_batch=intervals.recommended_min_batch,
+    )
 
 
 def intervals_to_status(intervals: CompactIntervals | None) -> dict[str, Any]:
@@ -143,20 +155,6 @@ class Headline:
     ridge_point: float
     recommended_min_batch: int
     intervals: CompactIntervals | None = None
-
-    def same_numbers(self, gpu: GpuResult) -> bool:
-        """Whether ``gpu`` publishes exactly these numbers."""
-        return (
-            self.bandwidth_bytes_per_second,
-            self.peak_flops_per_second,
-            self.ridge_point,
-            self.recommended_min_batch,
-        ) == (
-            gpu.bandwidth_bytes_per_second,
-            gpu.peak_flops_per_second,
-            gpu.ridge_point,
-            gpu.recommended_min_batch,
-        )
 
 
 def headline_of(result: NodeResult) -> Headline:

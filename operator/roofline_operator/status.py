@@ -114,7 +114,10 @@ def device_changed_condition(records: Mapping[str, NodeRecord]) -> Condition:
     changed = [(name, r.change) for name, r in sorted(records.items()) if r.change]
     if not changed:
         return Condition(
-            "DeviceChanged", False, "NoMaterialChange", "no node's latest profile changed materially"
+            "DeviceChanged",
+            False,
+            "NoMaterialChange",
+            "no node's latest profile changed materially",
         )
     shown = "; ".join(f"node {name}: {change}" for name, change in changed[:MAX_NODES_IN_MESSAGE])
     rest = len(changed) - MAX_NODES_IN_MESSAGE

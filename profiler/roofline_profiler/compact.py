@@ -137,7 +137,10 @@ def _relative_widths(value: float, interval: tuple[float, float]) -> list[float 
     """Percent of ``value`` (as written on the wire) below and above it, rounded outward."""
     if value <= 0:
         return [0, 0]
-    return [_width_up(100 * (value - interval[0]) / value), _width_up(100 * (interval[1] - value) / value)]
+    return [
+        _width_up(100 * (value - interval[0]) / value),
+        _width_up(100 * (interval[1] - value) / value),
+    ]
 
 
 def _intervals_to_wire(device: CompactDevice) -> list[Any] | None:
@@ -288,11 +291,16 @@ def _decode_intervals(raw: Any, position: int, device: CompactDevice) -> Compact
     if not isinstance(raw, list) or len(raw) != len(INTERVAL_FIELDS):
         raise CompactDecodeError(f"{where}: not an array of {len(INTERVAL_FIELDS)} fields")
     bw_below, bw_above, pk_below, pk_above, rp_below, rp_above, mb_low, mb_high = raw
-    batches = (_positive_int(mb_low, "min batch low", where), _positive_int(mb_high, "min batch high", where))
+    batches = (
+        _positive_int(mb_low, "min batch low", where),
+        _positive_int(mb_high, "min batch high", where),
+    )
     if batches[0] > batches[1]:
         raise CompactDecodeError(f"{where}: the min batch interval ends below its start")
     intervals = CompactIntervals(
-        bandwidth=_interval(device.bandwidth_bytes_per_second, bw_below, bw_above, "bandwidth", where),
+        bandwidth=_interval(
+            device.bandwidth_bytes_per_second, bw_below, bw_above, "bandwidth", where
+        ),
         peak=_interval(device.peak_flops_per_second, pk_below, pk_above, "peak", where),
         ridge_point=_interval(device.ridge_point, rp_below, rp_above, "ridge point", where),
         recommended_min_batch=batches,
@@ -310,7 +318,8 @@ def _attach_intervals(
     if len(per_device) != len(devices):
         raise CompactDecodeError("result: intervals and devices differ in count")
     return tuple(
-        _decode_intervals(iv, i, d) for i, (iv, d) in enumerate(zip(per_device, devices, strict=True))
+        _decode_intervals(iv, i, d)
+        for i, (iv, d) in enumerate(zip(per_device, devices, strict=True))
     )
 
 
