@@ -12,9 +12,14 @@ import enum
 import hashlib
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
-from roofline_profiler.compact import CompactDevice, CompactProfile, encode_compact
+from roofline_profiler.compact import (
+    CompactDevice,
+    CompactIntervals,
+    CompactProfile,
+    encode_compact,
+)
 
 
 class FaultMode(enum.Enum):
@@ -36,6 +41,8 @@ class SyntheticGpu:
     name: str = "NVIDIA H200"
     bandwidth_bytes_per_second: float = 4.3e12
     peak_flops_per_second: float = 7.8e14
+    #: Relative half-width of the 95% intervals reported with every headline number.
+    uncertainty: float = 0.01
 
 
 @dataclass
@@ -91,7 +98,29 @@ def synthetic_profile(
         min_batch = next((b for b in batches if b >= ridge * efficiency), batches[-1])
         devices.append(CompactDevice(index, gpu.name, bandwidth, peak, ridge, min_batch, steps))
     created = time.time() - age_seconds
-    return CompactProfile(dtype, k, n, created, 0.05, batches, tuple(devices))
+    return CompactProfile(dtype, k, n, created, 0.05, batches, _with_intervals(devices, gpus))
+
+
+def _with_intervals(
+    devices: Sequence[CompactDevice], gpus: Sequence[SyntheticGpu]
+) -> tuple[CompactDevice, ...]:
+    """The devices with intervals of each GPU's ``uncertainty`` around its numbers."""
+
+    def around(value: float, relative: float) -> tuple[float, float]:
+        return (value * (1 - relative), value * (1 + relative))
+
+    return tuple(
+        replace(
+            d,
+            intervals=CompactIntervals(
+                bandwidth=around(d.bandwidth_bytes_per_second, gpu.uncertainty),
+                peak=around(d.peak_flops_per_second, gpu.uncertainty),
+                ridge_point=around(d.ridge_point, 2 * gpu.uncertainty),
+                recommended_min_batch=(d.recommended_min_batch, d.recommended_min_batch),
+            ),
+        )
+        for d, gpu in zip(devices, gpus, strict=True)
+    )
 
 
 def synthetic_message(
