@@ -179,6 +179,10 @@ def encode_compact(profile: CompactProfile) -> str:
         text = json.dumps(doc, separators=(",", ":"), ensure_ascii=True)
         if len(text.encode()) <= MAX_COMPACT_BYTES:
             return text
+    if any(d.intervals is not None for d in profile.devices):
+        # Intervals go last: without them the operator takes the numbers as exact.
+        bare = tuple(replace(d, intervals=None) for d in profile.devices)
+        return encode_compact(replace(profile, devices=bare))
     raise ValueError(f"compact result is {len(text)} bytes even without step times")
 
 

@@ -106,3 +106,18 @@ def _with_u(u: object) -> str:
 def test_malformed_intervals_are_rejected_with_a_reason(text: str, reason: str) -> None:
     with pytest.raises(CompactDecodeError, match=reason):
         decode_compact(text)
+
+
+def test_intervals_are_dropped_last_when_a_result_would_not_fit_otherwise() -> None:
+    compact = synthetic_result(devices=1, name="G" * 64).to_compact()
+    (one,) = compact.devices
+    wide = CompactIntervals((1.0, 9.9e15), (1.0, 9.9e18), (1e-3, 9.9e5), (1, 65536))
+    many = tuple(replace(one, index=i, intervals=wide) for i in range(30))
+    without = replace(compact, devices=tuple(replace(d, intervals=None) for d in many))
+    assert len(encode_compact(without).encode()) <= MAX_COMPACT_BYTES
+    text = encode_compact(replace(compact, devices=many))
+    assert len(text.encode()) <= MAX_COMPACT_BYTES
+    doc = json.loads(text)
+    assert "u" not in doc
+    assert doc["b"] == []  # the step times went first
+    assert len(decode_compact(text).devices) == 30
