@@ -251,9 +251,6 @@ def record_profile(
     previous = record.measured
     if previous is None and record.result is not None:
         previous = headline_of(record.result)
-    if previous is not None:
-        # The previous numbers are for reading, not for deciding: kept without intervals.
-        previous = replace(previous, intervals=None)
     updated = replace(
         record,
         result=publication.result,

@@ -69,8 +69,7 @@ def record_to_status(record: NodeRecord) -> dict[str, Any]:
 
 
 def _publication_to_status(record: NodeRecord, result: NodeResult) -> dict[str, Any]:
-    """``publishedTime``, ``measured`` (only when it differs from the published numbers or their
-    intervals),
+    """``publishedTime``, ``measured`` (only when it differs from the published numbers),
     ``previous`` and ``materialChange``."""
     fields: dict[str, Any] = {
         "publishedTime": format_time(record.published_at or result.profiled_at),
@@ -78,9 +77,9 @@ def _publication_to_status(record: NodeRecord, result: NodeResult) -> dict[str, 
     }
     measured = record.measured
     if measured is not None and measured != results.headline_of(result):
-        fields["measured"] = results.headline_to_status(measured, with_intervals=True)
+        fields["measured"] = results.headline_to_status(measured)
     if record.previous is not None:
-        fields["previous"] = results.headline_to_status(record.previous, with_intervals=False)
+        fields["previous"] = results.headline_to_status(record.previous)
     return fields
 
 

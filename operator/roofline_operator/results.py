@@ -147,14 +147,17 @@ def intervals_from_status(raw: Mapping[str, Any]) -> CompactIntervals | None:
 
 @dataclass(frozen=True)
 class Headline:
-    """A node's headline numbers as one profile measured them: those of its worst GPU."""
+    """A node's headline numbers as one profile measured them: those of its worst GPU.
+
+    For reading (``measured``, ``previous`` in the status), not for deciding, so without
+    intervals: a thousand-node status stays small.
+    """
 
     profiled_at: float
     bandwidth_bytes_per_second: float
     peak_flops_per_second: float
     ridge_point: float
     recommended_min_batch: int
-    intervals: CompactIntervals | None = None
 
 
 def headline_of(result: NodeResult) -> Headline:
@@ -165,22 +168,18 @@ def headline_of(result: NodeResult) -> Headline:
         peak_flops_per_second=worst.peak_flops_per_second,
         ridge_point=worst.ridge_point,
         recommended_min_batch=worst.recommended_min_batch,
-        intervals=worst.intervals,
     )
 
 
-def headline_to_status(headline: Headline, with_intervals: bool) -> dict[str, Any]:
-    """A ``measured`` (with intervals) or ``previous`` (without) block of a status entry."""
-    fields: dict[str, Any] = {
+def headline_to_status(headline: Headline) -> dict[str, Any]:
+    """A ``measured`` or ``previous`` block of a status entry."""
+    return {
         "profiledTime": format_time(headline.profiled_at),
         "bandwidthBytesPerSecond": headline.bandwidth_bytes_per_second,
         "peakFlopsPerSecond": headline.peak_flops_per_second,
         "ridgePoint": headline.ridge_point,
         "recommendedMinBatch": headline.recommended_min_batch,
     }
-    if with_intervals:
-        fields.update(intervals_to_status(headline.intervals))
-    return fields
 
 
 def headline_from_status(raw: Any) -> Headline | None:
@@ -196,7 +195,6 @@ def headline_from_status(raw: Any) -> Headline | None:
         peak_flops_per_second=float(raw["peakFlopsPerSecond"]),
         ridge_point=float(raw["ridgePoint"]),
         recommended_min_batch=int(raw["recommendedMinBatch"]),
-        intervals=intervals_from_status(raw),
     )
 
 
