@@ -86,7 +86,8 @@ def bandwidth_workloads(info: DeviceInfo, quick: bool = False) -> list[Workload]
     # constant the way a zero-skipping multiplier could.
     src = torch.empty(elements, dtype=torch.float32, device=device).fill_(0.5)
     dst = torch.empty_like(src).fill_(0.0)
-    columns = 1024
+    # Rows as long as the default decode weight's (K = 4096), the shape BLAS streams best.
+    columns = 4096
     matrix = src[: elements // columns * columns].view(-1, columns)
     vector = torch.full((columns,), 1.0 / columns, dtype=torch.float32, device=device)
     rows_out = torch.empty(matrix.shape[0], dtype=torch.float32, device=device)

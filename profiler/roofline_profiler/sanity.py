@@ -10,7 +10,8 @@ physically implausible. Ordinary timing noise is not a warning: it is in the int
   the error then. A best run that a second round did not reproduce is no warning: the bootstrap
   draws that round sometimes and sometimes not, so the interval already spans the disagreement.
 * ``SlopeFromDecode`` / ``PeakFromDecode``: a decode sweep point beat every dedicated kernel of a
-  ceiling by more than the timing noise (``stats.AGREEMENT``). The ceiling uses it, so no point
+  ceiling by more than the timing noise (``stats.AGREEMENT``), even at the low end of the
+  ceiling's 95% interval. The ceiling uses it, so no point
   lies above the roof, but either the dedicated kernels under-measure this device or (for the
   slope) a cache served the weight.
 * ``ImplausibleBandwidth`` / ``ImplausiblePeak`` / ``BandwidthMismatch``: numbers no current
@@ -112,7 +113,8 @@ def _from_decode(
     out = []
     kernels = READ_KERNELS if bandwidth_kind == "read" else ("copy",)
     dedicated = max((bandwidth[k].confirmed_rate for k in kernels if k in bandwidth), default=0.0)
-    if dedicated and derived.slope.value > dedicated * (1 + AGREEMENT):
+    # Significant only when even the interval's lower end clears the noise.
+    if dedicated and derived.slope.interval[0] > dedicated * (1 + AGREEMENT):
         out.append(
             Warning_(
                 "SlopeFromDecode",
@@ -124,7 +126,7 @@ def _from_decode(
             )
         )
     best_mm = max((m.confirmed_rate for m in peak.values()), default=0.0)
-    if best_mm and derived.peak.value > best_mm * (1 + AGREEMENT):
+    if best_mm and derived.peak.interval[0] > best_mm * (1 + AGREEMENT):
         out.append(
             Warning_(
                 "PeakFromDecode",
