@@ -267,6 +267,7 @@ def main() -> int:
     out = args.out or HERE / "results" / f"profiler-{slug}.md"
     command = "python bench/profiler_vs_references.py " + " ".join(sys.argv[1:])
     started = dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    load_before = os.getloadavg()[0]
 
     with tempfile.TemporaryDirectory() as tmp:
         binary = compile_stream(Path(tmp))
@@ -279,6 +280,7 @@ def main() -> int:
         print("quick runs", file=sys.stderr)
         quick = profile_runs(2, quick=True)
 
+    load_after = os.getloadavg()[0]
     ridges = [r["ridge"] for r in quiet]
     mean_ridge = statistics.fmean(ridges)
     batches = {r["minBatch"] for r in quiet}
@@ -309,6 +311,10 @@ def main() -> int:
         "# Profiler against references and against itself (CPU)",
         "",
         f"CPU model (/proc/cpuinfo): {model}; {os.cpu_count()} logical CPUs. Measured {started}.",
+        "",
+        f"One-minute load average before the bench {load_before:.2f}, after it {load_after:.2f} "
+        "(the bench itself adds about the number of CPUs while it runs): a figure well above that "
+        "means other work shared the machine, and the quiet-run goals do not apply.",
         "",
         "Command (from the repository root, with the dev environment of `make test`):",
         "",

@@ -24,6 +24,7 @@ from collections.abc import Callable, Iterator, Sequence
 import torch
 
 from roofline_profiler import roofline
+from roofline_profiler.ceilings import sweep_kernel
 from roofline_profiler.devices import DTYPES, DeviceInfo
 from roofline_profiler.timing import TimingPolicy, Workload, measure
 
@@ -85,7 +86,8 @@ def bandwidth_workloads(info: DeviceInfo, quick: bool = False) -> list[Workload]
     # constant the way a zero-skipping multiplier could.
     src = torch.empty(elements, dtype=torch.float32, device=device).fill_(0.5)
     dst = torch.empty_like(src).fill_(0.0)
-    columns = 1024
+    # Rows as long as the default decode weight's (K = 4096), the shape BLAS streams best.
+    columns = 4096
     matrix = src[: elements // columns * columns].view(-1, columns)
     vector = torch.full((columns,), 1.0 / columns, dtype=torch.float32, device=device)
     rows_out = torch.empty(matrix.shape[0], dtype=torch.float32, device=device)
@@ -148,7 +150,7 @@ def search_peak_shapes(
 
     Square sizes grow along :func:`_square_ladder` from :data:`PEAK_START` while a step gains at
     least :data:`PEAK_MIN_GAIN`; then the best square is varied (the reduction dimension doubled,
-    then the rows doubled), a variant kept when it gains as much. Growth stops early when the
+    the rows doubled) and the variants compete with the squares. Growth stops early when the
     operands would take more than :data:`PEAK_MEMORY_FRACTION` of the device's memory or one run
     would exceed the policy's ``max_run_seconds`` (predicted from the last run by FLOP count); the
     smallest size is always measured. Returns the best shapes, best first, for the timed rounds.
@@ -190,9 +192,7 @@ def search_peak_shapes(
     assert best is not None
     s = best[0]
     for variant in ((s, s, 2 * s), (2 * s, s, s)):
-        rate = try_shape(variant)
-        if rate is not None and rate >= best_rate * (1 + PEAK_MIN_GAIN):
-            best_rate, best = rate, variant
+        try_shape(variant)
     ranked = sorted(rates, key=lambda shape: rates[shape], reverse=True)
     return ranked[:PEAK_FINALISTS]
 
@@ -205,10 +205,6 @@ def peak_workloads(shapes: Sequence[Shape], dtype: str, info: DeviceInfo) -> lis
 def weight_copies(info: DeviceInfo, weight_bytes: int) -> int:
     """How many weight copies to rotate so no copy is still cached when it is used again."""
     return max(1, math.ceil(WEIGHT_CACHE_MULTIPLE * info.cache_bytes / weight_bytes))
-
-
-def sweep_label(batch: int) -> str:
-    return f"decode B={batch}"
 
 
 def sweep_workloads(
@@ -232,6 +228,6 @@ def sweep_workloads(
             return torch.matmul(inputs[j], weights[j].t(), out=out)
 
         workloads.append(
-            Workload(sweep_label(batch), roofline.decode_gemm_flops(batch, k, n), step)
+            Workload(sweep_kernel(batch), roofline.decode_gemm_flops(batch, k, n), step)
         )
     return workloads

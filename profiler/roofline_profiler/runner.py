@@ -20,7 +20,6 @@ from roofline_profiler.measure import (
     peak_label,
     peak_workloads,
     search_peak_shapes,
-    sweep_label,
     sweep_workloads,
 )
 from roofline_profiler.metadata import environment, telemetry
@@ -68,7 +67,7 @@ def profile_device(
         request,
         {w.label: measured[w.label] for w in bandwidth_w},
         [(shape, measured[peak_label(shape)]) for shape in shapes],
-        [(b, measured[sweep_label(b)]) for b in request.batches],
+        [(b, measured[ceilings.sweep_kernel(b)]) for b in request.batches],
         telemetry(info),
     )
 

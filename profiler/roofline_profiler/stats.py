@@ -28,6 +28,8 @@ from dataclasses import dataclass
 AGREEMENT = 0.03
 #: Rounds at least this much slower than the confirmed best were hit by interference.
 INTERFERENCE = 0.10
+#: Fewest rounds in which a level shift can be told from chance (see ``Measurement.step_change``).
+STEP_CHANGE_ROUNDS = 8
 #: Coverage of every interval the profiler reports.
 CONFIDENCE = 0.95
 #: Bootstrap resamples per interval: enough that the 2.5% and 97.5% points are stable.
@@ -156,10 +158,12 @@ class Measurement:
         their medians :data:`INTERFERENCE` apart.
 
         A job that starts or stops beside the profile, or a device that throttles, moves every
-        later round together; bursts that come and go leave fast rounds in both halves.
+        later round together; bursts that come and go leave fast rounds in both halves. Complete
+        separation of two halves of four rounds happens by chance with probability 2/70 (the exact
+        two-sided Mann-Whitney test), so fewer rounds cannot show a shift at the 5% level.
         """
         bests = self.round_bests
-        if len(bests) < 4:
+        if len(bests) < STEP_CHANGE_ROUNDS:
             return False
         half = len(bests) // 2
         first, second = bests[:half], bests[-half:]

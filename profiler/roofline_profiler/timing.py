@@ -56,7 +56,7 @@ QUICK = TimingPolicy(
     max_rounds=5,
     slice_seconds=0.01,
     warmup_seconds=0.02,
-    budget_seconds=2.5,
+    budget_seconds=2.0,
     search_seconds=0.05,
     max_run_seconds=0.12,
 )
@@ -66,7 +66,7 @@ DEFAULT = TimingPolicy(
     max_rounds=12,
     slice_seconds=0.03,
     warmup_seconds=0.1,
-    budget_seconds=14.0,
+    budget_seconds=12.0,
     search_seconds=0.25,
     max_run_seconds=0.5,
 )

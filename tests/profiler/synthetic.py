@@ -15,7 +15,7 @@ from roofline_profiler.stats import Measurement
 
 DEFAULT_BATCHES = limits.DEFAULT_BATCHES
 H200_LIKE = {"bandwidth": 4.3e12, "peak": 7.9e14}
-ROUNDS = 6
+ROUNDS = 8
 #: Round-to-round timing noise of a quiet device: best times within half a percent.
 QUIET_JITTER = (0.0, 0.002, 0.004, 0.001, 0.003, 0.005, 0.002, 0.004)
 

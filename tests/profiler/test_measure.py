@@ -65,7 +65,7 @@ def test_the_bandwidth_family_has_two_read_kernels_and_a_copy() -> None:
     workloads = bandwidth_workloads(_info(cache=1 << 20, memory=None), quick=True)
     assert [w.label for w in workloads] == ["read", "readMatvec", "copy"]
     read, matvec, copy = workloads
-    assert matvec.work == read.work  # 256 MiB divides into rows of 1024 elements
+    assert matvec.work == read.work  # 256 MiB divides into rows of 4096 elements
     assert copy.work == 2 * read.work
     for w in workloads:
         w.fn(0)

@@ -11,7 +11,7 @@ def test_the_summary_gives_every_headline_number_with_its_interval_and_kernel() 
         assert re.search(r"\(95% .+ to .+", line), line
     assert "recommended min batch" in text
     assert "mm 8192x8192x8192" in text
-    assert "6 interleaved" in text
+    assert "8 interleaved" in text
 
 
 def test_the_markdown_report_carries_the_same_intervals() -> None:

@@ -73,7 +73,7 @@ def test_every_headline_number_carries_its_interval_in_the_document() -> None:
         assert device[interval]["low"] <= device[value] <= device[interval]["high"]
     assert device["bandwidthKernel"] == "read"
     assert device["peakKernel"] == "mm 8192x8192x8192"
-    assert device["rounds"] == 6
+    assert device["rounds"] == 8
     assert device["sweep"][0]["measurement"]["samplesRound"][:4] == [0, 0, 1, 1]
 
 

@@ -97,9 +97,16 @@ def test_rounds_far_slower_than_the_confirmed_best_count_as_hit() -> None:
 
 
 def test_a_level_shift_between_the_halves_is_a_step_change() -> None:
-    assert _rounds([1.0, 1.01, 1.0, 1.4, 1.41, 1.39]).step_change
-    assert not _rounds([1.0, 1.4, 1.0, 1.01, 1.39, 1.0]).step_change
-    assert not _rounds([1.0, 1.0, 1.5]).step_change  # too few rounds to tell
+    assert _rounds([1.0, 1.01, 1.0, 1.02, 1.4, 1.41, 1.39, 1.42]).step_change
+    assert _rounds([1.4, 1.41, 1.39, 1.42, 1.0, 1.01, 1.0, 1.02]).step_change
+
+
+def test_bursts_that_come_and_go_are_no_step_change() -> None:
+    assert not _rounds([1.0, 1.4, 1.0, 1.01, 1.39, 1.0, 1.4, 1.02]).step_change
+
+
+def test_a_shift_in_fewer_than_eight_rounds_cannot_be_told_from_chance() -> None:
+    assert not _rounds([1.0, 1.01, 1.0, 1.4, 1.41, 1.39]).step_change
 
 
 def test_the_bootstrap_is_repeatable_and_brackets_the_confirmed_rate() -> None:
