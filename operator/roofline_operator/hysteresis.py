@@ -24,7 +24,6 @@ Pure module: no Kubernetes, no Kopf.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -130,45 +129,29 @@ def comparable(published: NodeResult, measured: NodeResult) -> bool:
 
 @dataclass(frozen=True)
 class _Number:
-    """How to read and write one headline number (and its interval) of a GPU."""
+    """One headline number: its name in messages, its ``GpuResult`` and ``CompactIntervals``
+    fields."""
 
     quantity: str
-    value: Callable[[GpuResult], float]
-    interval: Callable[[CompactIntervals], tuple[float, float]]
     field: str
     interval_field: str
 
+    def value(self, gpu: GpuResult) -> float:
+        return float(getattr(gpu, self.field))
+
+    def interval(self, gpu: GpuResult) -> tuple[float, float] | None:
+        if gpu.intervals is None:
+            return None
+        low, high = getattr(gpu.intervals, self.interval_field)
+        return (float(low), float(high))
+
 
 _NUMBERS = (
-    _Number(
-        "bandwidth",
-        lambda g: g.bandwidth_bytes_per_second,
-        lambda i: i.bandwidth,
-        "bandwidth_bytes_per_second",
-        "bandwidth",
-    ),
-    _Number(
-        "peak", lambda g: g.peak_flops_per_second, lambda i: i.peak, "peak_flops_per_second", "peak"
-    ),
-    _Number(
-        "ridge point",
-        lambda g: g.ridge_point,
-        lambda i: i.ridge_point,
-        "ridge_point",
-        "ridge_point",
-    ),
-    _Number(
-        "min batch",
-        lambda g: float(g.recommended_min_batch),
-        lambda i: (float(i.recommended_min_batch[0]), float(i.recommended_min_batch[1])),
-        "recommended_min_batch",
-        "recommended_min_batch",
-    ),
+    _Number("bandwidth", "bandwidth_bytes_per_second", "bandwidth"),
+    _Number("peak", "peak_flops_per_second", "peak"),
+    _Number("ridge point", "ridge_point", "ridge_point"),
+    _Number("min batch", "recommended_min_batch", "recommended_min_batch"),
 )
-
-
-def _interval_of(gpu: GpuResult, number: _Number) -> tuple[float, float] | None:
-    return None if gpu.intervals is None else number.interval(gpu.intervals)
 
 
 def publish_gpu(
@@ -181,8 +164,7 @@ def publish_gpu(
     changes = []
     for number in _NUMBERS:
         old, new = number.value(published), number.value(measured)
-        old_interval = _interval_of(published, number)
-        if beyond_noise(old, old_interval, new, _interval_of(measured, number)):
+        if beyond_noise(old, number.interval(published), new, number.interval(measured)):
             moved = True
             material = number.quantity in MATERIAL_QUANTITIES and old > 0
             if material and abs(new - old) / old * 100 > threshold_percent:
