@@ -19,6 +19,7 @@ from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 
 from roofline_operator.metrics import DeviceSample, NodeSample, OperatorMetrics, ProfileSnapshot
+from roofline_profiler.compact import CompactIntervals
 
 from .promql import grouping_labels, metric_names, selector_labels
 from .rendering import DASHBOARD_FILE, ROOT, RULES_FILE
@@ -61,6 +62,9 @@ def scrape_operator() -> dict[str, set[str]]:
                     ridge_point=181.0,
                     recommended_min_batch=64,
                     step_seconds=((1, 3.1e-5), (64, 3.3e-5)),
+                    intervals=CompactIntervals(
+                        (4.2e12, 4.4e12), (7.7e14, 7.9e14), (178, 184), (64, 64)
+                    ),
                 ),
             ),
             nodes=(NodeSample("gpu-a", 1.7e9, 42.0, failed=False),),
@@ -70,6 +74,7 @@ def scrape_operator() -> dict[str, set[str]]:
     metrics.pods_launched.labels(profile="fleet").inc()
     metrics.failures.labels(profile="fleet", reason="PodFailed").inc()
     metrics.reconcile_errors.labels(profile="fleet").inc()
+    metrics.device_changes.labels(profile="fleet", quantity="bandwidth").inc()
     exposed: dict[str, set[str]] = {}
     text = generate_latest(metrics.registry).decode()
     for family in text_string_to_metric_families(text):
