@@ -1,45 +1,71 @@
-"""The profiler's ceilings against independent references, measured side by side in one run.
+"""The profiler against independent references and against itself, on this machine's CPU.
 
-    python bench/profiler_vs_references.py [--runs 5] [--out bench/results/profiler.md]
+    python bench/profiler_vs_references.py [--runs 5] [--rounds 3] [--out PATH]
 
-On the CPU (the device this runs on without a GPU):
+One command measures every goal of the profiler's specification and writes a Markdown record
+(default ``bench/results/profiler-<cpu model>.md``) with the CPU model, date and command:
 
-* read bandwidth: the profiler's read kernel against numpy's ``sum`` and a C STREAM-style read loop
-  (``bench/stream.c``, compiled here with the system C compiler and OpenMP, same thread count);
-* copy bandwidth: against ``numpy.copyto`` and the C copy loop (bytes read + written);
-* peak FLOP/s: against the best ``torch.mm`` over a wide range of square sizes;
-* then ``--runs`` complete ``roofline profile`` runs (default mode) in fresh processes, for the
-  run-to-run spread (CoV) of the ridge point and the wall time of each mode.
-
-Every reference keeps its best trial, as STREAM does; so do the profiler's ceilings.
+1. **Ceilings against references, interleaved.** ``--rounds`` times in turn: a complete in-process
+   ``profile_device`` (default mode; its read, copy and peak are the published numbers), the C
+   STREAM-style read and copy loops (``bench/stream.c``, compiled here with the system C compiler
+   and OpenMP, same thread count, same buffer size), and the best ``torch.mm`` over square sizes
+   1024…4096. Each side keeps its best round, so the ratio does not measure the host's drift.
+   Goal: profiler / reference ≥ 0.95 for read, copy and peak.
+2. **Run to run.** ``--runs`` default-mode ``roofline profile`` runs in fresh processes. Goals:
+   ridge-point CoV ≤ 3%, the same recommended min batch in every run, wall time ≤ 30 s.
+3. **Under bursty load.** The same runs beside a STREAM-style copy loop on one core, 1 s on and 1 s
+   off, started here and always stopped. Goals: no sweep point above the roof, every ridge point
+   within 10% of the quiet runs' mean.
+4. **Quick mode.** Two ``--quick`` runs. Goal: wall time ≤ 10 s.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
+import datetime as dt
 import json
 import os
+import re
 import shutil
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
-import numpy as np
 import torch
 
 from roofline_profiler.devices import resolve_devices
-from roofline_profiler.measure import bandwidth_buffer_bytes, measure_bandwidth, measure_peak
-from roofline_profiler.timing import DEFAULT
+from roofline_profiler.measure import bandwidth_buffer_bytes
+from roofline_profiler.roofline import DEFAULT_BATCHES, DEFAULT_SHAPE
+from roofline_profiler.runner import ProfileRequest, profile_device
 
 HERE = Path(__file__).resolve().parent
 TRIALS = 20
+MM_SIZES = (1024, 1536, 2048, 3072, 4096)
+BURST_ON_SECONDS, BURST_OFF_SECONDS = 1.0, 1.0
+BURST_BYTES = 256 << 20
+
+GOAL_RATIO = 0.95
+GOAL_RIDGE_COV = 0.03
+GOAL_LOADED_RIDGE = 0.10
+GOAL_DEFAULT_SECONDS = 30.0
+GOAL_QUICK_SECONDS = 10.0
 
 
-def best_seconds(fn: Callable[[], object], trials: int = TRIALS) -> float:
+def cpu_model() -> str:
+    with contextlib.suppress(OSError):
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    return "unknown CPU"
+
+
+def best_seconds(fn: Callable[[], object], trials: int) -> float:
     fn()
     times = []
     for _ in range(trials):
@@ -49,55 +75,66 @@ def best_seconds(fn: Callable[[], object], trials: int = TRIALS) -> float:
     return min(times)
 
 
-def c_stream(size: int, threads: int) -> dict[str, float] | None:
+def compile_stream(directory: Path) -> Path | None:
     compiler = shutil.which("cc") or shutil.which("gcc")
     if compiler is None:
         return None
-    with tempfile.TemporaryDirectory() as tmp:
-        binary = Path(tmp) / "stream"
-        subprocess.run(
-            [
-                compiler,
-                "-O3",
-                "-march=native",
-                "-fopenmp",
-                str(HERE / "stream.c"),
-                "-o",
-                str(binary),
-            ],
-            check=True,
-        )
-        out = subprocess.run(
-            [str(binary), str(size), str(TRIALS)],
-            check=True,
-            capture_output=True,
-            text=True,
-            env={**os.environ, "OMP_NUM_THREADS": str(threads), "OMP_PROC_BIND": "spread"},
-        ).stdout
+    binary = directory / "stream"
+    subprocess.run(
+        [compiler, "-O3", "-march=native", "-fopenmp", str(HERE / "stream.c"), "-o", str(binary)],
+        check=True,
+    )
+    return binary
+
+
+def c_stream(binary: Path, size: int, threads: int) -> dict[str, float]:
+    out = subprocess.run(
+        [str(binary), str(size), str(TRIALS)],
+        check=True,
+        capture_output=True,
+        text=True,
+        env={**os.environ, "OMP_NUM_THREADS": str(threads), "OMP_PROC_BIND": "spread"},
+    ).stdout
     return {line.split()[0]: float(line.split()[1]) for line in out.splitlines()}
-
-
-def numpy_references(size: int) -> dict[str, float]:
-    src = np.random.default_rng(0).random(size // 4, dtype=np.float32)
-    dst = np.zeros_like(src)
-    return {
-        "read": size / best_seconds(lambda: src.sum()),
-        "copy": 2 * size / best_seconds(lambda: np.copyto(dst, src)),
-    }
 
 
 def best_torch_mm() -> tuple[float, int]:
     best = (0.0, 0)
-    for size in (256, 384, 512, 768, 1024, 1536, 2048, 3072, 4096):
+    for size in MM_SIZES:
         a, b = torch.randn(size, size), torch.randn(size, size)
         out = torch.empty(size, size)
-        trials = max(3, min(TRIALS, int(2e9 / (2 * size**3)) + 3))
+        trials = max(3, min(TRIALS, int(4e9 / (2 * size**3)) + 3))
         rate = 2 * size**3 / best_seconds(lambda a=a, b=b, out=out: torch.mm(a, b, out=out), trials)
         best = max(best, (rate, size))
     return best
 
 
-def profile_runs(runs: int, quick: bool) -> list[dict[str, float]]:
+@contextlib.contextmanager
+def bursty_load(binary: Path | None) -> Iterator[str]:
+    """A STREAM-style copy on one core, on and off, for as long as the block runs."""
+    if binary is None:
+        yield "no C compiler: no background load"
+        return
+    command = [str(binary), "--burst", str(BURST_BYTES)]
+    command += [str(BURST_ON_SECONDS), str(BURST_OFF_SECONDS)]
+    if shutil.which("taskset"):
+        command = ["taskset", "-c", "0", *command]
+    proc = subprocess.Popen(command, env={**os.environ, "OMP_NUM_THREADS": "1"})
+    try:
+        yield (
+            f"one-core STREAM-style copy over {BURST_BYTES >> 20} MiB arrays, "
+            f"{BURST_ON_SECONDS:.0f} s on / {BURST_OFF_SECONDS:.0f} s off"
+        )
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
+def profile_runs(runs: int, quick: bool) -> list[dict[str, Any]]:
     rows = []
     for _ in range(runs):
         with tempfile.TemporaryDirectory() as tmp:
@@ -113,13 +150,20 @@ def profile_runs(runs: int, quick: bool) -> list[dict[str, float]]:
             )
             wall = time.perf_counter() - start
             device = json.loads(path.read_text())["devices"][0]
+        above = max(p["rooflineFraction"] for p in device["sweep"])
         rows.append(
             {
                 "wall": wall,
                 "ridge": device["ridgePoint"],
+                "ridgeInterval": device["ridgePointInterval"],
                 "bandwidth": device["bandwidthBytesPerSecond"],
+                "kernel": device["bandwidthKernel"],
                 "peak": device["peakFlopsPerSecond"],
+                "peakKernel": device["peakKernel"],
                 "minBatch": device["recommendedMinBatch"],
+                "crossing": device["minBatchCrossing"],
+                "maxRooflineFraction": above,
+                "warnings": [w["code"] for w in device["warnings"]],
             }
         )
     return rows
@@ -129,82 +173,186 @@ def cov(values: list[float]) -> float:
     return statistics.stdev(values) / statistics.fmean(values) if len(values) > 1 else 0.0
 
 
-def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--runs", type=int, default=5)
-    parser.add_argument("--rounds", type=int, default=3, help="interleaved bandwidth rounds")
-    parser.add_argument("--out", type=Path, help="also write the Markdown table here")
-    args = parser.parse_args()
+def verdict(ok: bool) -> str:
+    return "**met**" if ok else "**missed**"
 
+
+def runs_table(rows: list[dict[str, Any]]) -> list[str]:
+    lines = [
+        "| run | wall s | ridge point (95%) | slope GB/s (kernel) | peak GFLOP/s (kernel) "
+        "| min batch (crossing) | max of roofline | warnings |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    for i, r in enumerate(rows, start=1):
+        interval = r["ridgeInterval"]
+        crossing = f"{r['crossing']:.0f}" if r["crossing"] else "-"
+        lines.append(
+            f"| {i} | {r['wall']:.1f} | {r['ridge']:.2f} ({interval['low']:.2f}–"
+            f"{interval['high']:.2f}) | {r['bandwidth'] / 1e9:.1f} ({r['kernel']}) "
+            f"| {r['peak'] / 1e9:.0f} ({r['peakKernel']}) | {r['minBatch']} ({crossing}) "
+            f"| {r['maxRooflineFraction']:.3f} | {', '.join(r['warnings']) or '-'} |"
+        )
+    return lines
+
+
+def compare_ceilings(rounds: int, binary: Path | None) -> tuple[list[str], list[bool]]:
     (info,) = resolve_devices("cpu")
     threads = torch.get_num_threads()
     size = bandwidth_buffer_bytes(info)
-    # The profiler and the references take turns, and each keeps its best round: a shared host's
-    # memory bandwidth drifts over minutes, and a side-by-side ratio must not measure the drift.
-    ours_bw: dict[str, float] = {"read": 0.0, "copy": 0.0}
-    refs_np: dict[str, float] = {"read": 0.0, "copy": 0.0}
-    refs_c: dict[str, float] | None = None
-    for _ in range(args.rounds):
-        for kind, m in measure_bandwidth(info, DEFAULT).items():
-            ours_bw[kind] = max(ours_bw[kind], m.best_rate)
-        for kind, rate in numpy_references(size).items():
-            refs_np[kind] = max(refs_np[kind], rate)
-        c_round = c_stream(size, threads)
-        if c_round is not None:
-            refs_c = {k: max(v, (refs_c or {}).get(k, 0.0)) for k, v in c_round.items()}
-    ours_peak = max(c.flops_per_second for c in measure_peak(info, "float32", DEFAULT, quick=False))
-    mm_rate, mm_size = best_torch_mm()
-
-    lines = [
-        f"CPU: {info.name}, {threads} torch threads, buffers {size >> 20} MiB, "
-        f"best of {args.rounds} interleaved rounds, "
-        f"torch {torch.__version__}, numpy {np.__version__}",
-        "",
-        "| quantity | profiler | reference | value | profiler / reference |",
-        "|---|---|---|---|---|",
-    ]
-    for kind in ("read", "copy"):
-        ours = ours_bw[kind]
-        refs = {"numpy": refs_np[kind]}
-        if refs_c:
-            refs["C STREAM-style"] = refs_c[kind]
-        for name, value in refs.items():
-            lines.append(
-                f"| {kind} bandwidth | {ours / 1e9:.1f} GB/s | {name} | {value / 1e9:.1f} GB/s "
-                f"| {ours / value:.3f} |"
-            )
-    lines.append(
-        f"| peak fp32 | {ours_peak / 1e9:.1f} GFLOP/s | best torch.mm ({mm_size}³) "
-        f"| {mm_rate / 1e9:.1f} GFLOP/s | {ours_peak / mm_rate:.3f} |"
+    request = ProfileRequest(
+        devices=(info,),
+        k=DEFAULT_SHAPE[0],
+        n=DEFAULT_SHAPE[1],
+        batches=DEFAULT_BATCHES,
+        min_batch_efficiency_percent=50,
+        bandwidth_kind="read",
+        quick=False,
     )
-
-    default_runs = profile_runs(args.runs, quick=False)
-    quick_runs = profile_runs(2, quick=True)
-    ridges = [r["ridge"] for r in default_runs]
-    lines += [
+    ours = {"read": 0.0, "copy": 0.0, "peak": 0.0}
+    kernels: dict[str, str] = {}
+    refs = {"read": 0.0, "copy": 0.0, "peak": 0.0}
+    mm_size = 0
+    for position in range(rounds):
+        print(f"ceilings round {position + 1}/{rounds}", file=sys.stderr)
+        d = profile_device(info, "float32", request, lambda _: None)
+        for key, value, kernel in (
+            ("read", d.read_bandwidth_bytes_per_second, d.read_bandwidth_kernel),
+            ("copy", d.copy_bandwidth_bytes_per_second, "copy"),
+            ("peak", d.peak_flops_per_second, d.peak_kernel),
+        ):
+            if value > ours[key]:
+                ours[key], kernels[key] = value, kernel
+        if binary is not None:
+            for key, value in c_stream(binary, size, threads).items():
+                refs[key] = max(refs[key], value)
+        rate, at = best_torch_mm()
+        if rate > refs["peak"]:
+            refs["peak"], mm_size = rate, at
+    names = {
+        "read": "C STREAM-style read loop",
+        "copy": "C STREAM-style copy loop",
+        "peak": f"best torch.mm over {MM_SIZES[0]}…{MM_SIZES[-1]} ({mm_size}³)",
+    }
+    units = {"read": ("GB/s", 1e9), "copy": ("GB/s", 1e9), "peak": ("GFLOP/s", 1e9)}
+    lines = [
+        f"CPU: {info.name}, {threads} torch threads, bandwidth buffers {size >> 20} MiB, "
+        f"best of {rounds} interleaved rounds, torch {torch.__version__}",
         "",
-        f"{args.runs} default-mode runs of `roofline profile --device cpu` in fresh processes:",
-        "",
-        "| run | wall s | ridge point | bandwidth GB/s | peak GFLOP/s | min batch |",
+        "| quantity | profiler (kernel) | reference | value | profiler / reference | goal ≥ 0.95 |",
         "|---|---|---|---|---|---|",
     ]
-    lines += [
-        f"| {i} | {r['wall']:.1f} | {r['ridge']:.3f} | {r['bandwidth'] / 1e9:.1f} "
-        f"| {r['peak'] / 1e9:.1f} | {r['minBatch']:.0f} |"
-        for i, r in enumerate(default_runs, start=1)
+    met = []
+    for key in ("read", "copy", "peak"):
+        unit, scale = units[key]
+        if not refs[key]:
+            lines.append(f"| {key} | {ours[key] / scale:.1f} {unit} | {names[key]} | n/a | | |")
+            continue
+        ratio = ours[key] / refs[key]
+        met.append(ratio >= GOAL_RATIO)
+        lines.append(
+            f"| {key} | {ours[key] / scale:.1f} {unit} ({kernels[key]}) | {names[key]} "
+            f"| {refs[key] / scale:.1f} {unit} | {ratio:.3f} | {verdict(ratio >= GOAL_RATIO)} |"
+        )
+    return lines, met
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--runs", type=int, default=5)
+    parser.add_argument("--rounds", type=int, default=3, help="interleaved ceiling rounds")
+    parser.add_argument("--out", type=Path, help="where to write the Markdown record")
+    args = parser.parse_args()
+    model = cpu_model()
+    slug = re.sub(r"[^a-z0-9]+", "-", re.sub(r"\([^)]*\)", "", model.lower())).strip("-")
+    out = args.out or HERE / "results" / f"profiler-{slug}.md"
+    command = "python bench/profiler_vs_references.py " + " ".join(sys.argv[1:])
+    started = dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    load_before = os.getloadavg()[0]
+
+    with tempfile.TemporaryDirectory() as tmp:
+        binary = compile_stream(Path(tmp))
+        ceiling_lines, ceilings_met = compare_ceilings(args.rounds, binary)
+        print("quiet runs", file=sys.stderr)
+        quiet = profile_runs(args.runs, quick=False)
+        print("loaded runs", file=sys.stderr)
+        with bursty_load(binary) as load:
+            loaded = profile_runs(args.runs, quick=False)
+        print("quick runs", file=sys.stderr)
+        quick = profile_runs(2, quick=True)
+
+    load_after = os.getloadavg()[0]
+    ridges = [r["ridge"] for r in quiet]
+    mean_ridge = statistics.fmean(ridges)
+    batches = {r["minBatch"] for r in quiet}
+    loaded_dev = max(abs(r["ridge"] / mean_ridge - 1) for r in loaded)
+    loaded_above = max(r["maxRooflineFraction"] for r in loaded)
+    slowest = max(r["wall"] for r in quiet + loaded)
+    slowest_quick = max(r["wall"] for r in quick)
+    ridge_cov = cov(ridges)
+    goals = [
+        ("read, copy, peak ≥ 0.95× references", all(ceilings_met) and len(ceilings_met) == 3),
+        (f"ridge CoV ≤ 3% over {args.runs} runs ({ridge_cov:.2%})", ridge_cov <= GOAL_RIDGE_COV),
+        (f"same min batch in every run ({sorted(batches)})", len(batches) == 1),
+        (
+            f"no sweep point above the roof under load (max {loaded_above:.3f} of the roof)",
+            loaded_above <= 1 + 1e-9,
+        ),
+        (
+            f"ridge within 10% of quiet under load (worst {loaded_dev:.1%})",
+            loaded_dev <= GOAL_LOADED_RIDGE,
+        ),
+        (f"default mode ≤ 30 s (slowest {slowest:.1f} s)", slowest <= GOAL_DEFAULT_SECONDS),
+        (
+            f"quick mode ≤ 10 s (slowest {slowest_quick:.1f} s)",
+            slowest_quick <= GOAL_QUICK_SECONDS,
+        ),
     ]
-    lines += [
+    lines = [
+        "# Profiler against references and against itself (CPU)",
         "",
-        f"ridge point: mean {statistics.fmean(ridges):.3f}, CoV {cov(ridges):.2%}; "
-        f"bandwidth CoV {cov([r['bandwidth'] for r in default_runs]):.2%}; "
-        f"peak CoV {cov([r['peak'] for r in default_runs]):.2%}",
-        f"wall time: default mode max {max(r['wall'] for r in default_runs):.1f} s; "
-        f"quick mode max {max(r['wall'] for r in quick_runs):.1f} s",
+        f"CPU model (/proc/cpuinfo): {model}; {os.cpu_count()} logical CPUs. Measured {started}.",
+        "",
+        f"One-minute load average before the bench {load_before:.2f}, after it {load_after:.2f} "
+        "(the bench itself adds about the number of CPUs while it runs): a figure well above that "
+        "means other work shared the machine, and the quiet-run goals do not apply.",
+        "",
+        "Command (from the repository root, with the dev environment of `make test`):",
+        "",
+        "```sh",
+        f".venv/bin/{command.strip()}",
+        "```",
+        "",
+        "## Goals",
+        "",
+        *[f"- {name}: {verdict(ok)}" for name, ok in goals],
+        "",
+        "## Ceilings against references, interleaved",
+        "",
+        *ceiling_lines,
+        "",
+        f"## {args.runs} default-mode runs, fresh processes",
+        "",
+        *runs_table(quiet),
+        "",
+        f"ridge point: mean {mean_ridge:.3f}, CoV {cov(ridges):.2%}; "
+        f"slope CoV {cov([r['bandwidth'] for r in quiet]):.2%}; "
+        f"peak CoV {cov([r['peak'] for r in quiet]):.2%}",
+        "",
+        f"## {args.runs} default-mode runs under bursty load ({load})",
+        "",
+        *runs_table(loaded),
+        "",
+        f"ridge point: mean {statistics.fmean(r['ridge'] for r in loaded):.3f}, worst deviation "
+        f"from the quiet mean {loaded_dev:.1%}",
+        "",
+        "## Quick mode",
+        "",
+        *runs_table(quick),
     ]
     text = "\n".join(lines) + "\n"
     print(text)
-    if args.out:
-        args.out.write_text(text)
+    out.write_text(text)
+    print(f"written to {out}", file=sys.stderr)
     return 0
 
 

@@ -6,10 +6,28 @@
  *   copy: c[i] = a[i]         bytes counted: n * 16 (read + write)
  * Usage: stream BYTES_PER_ARRAY NTIMES   (threads from OMP_NUM_THREADS)
  * Prints: "read <bytes/s>\ncopy <bytes/s>\n".
+ *
+ * Background load: stream --burst BYTES_PER_ARRAY ON_SECONDS OFF_SECONDS
+ * copies for ON_SECONDS, sleeps for OFF_SECONDS, and repeats until it is killed.
  */
 #include <omp.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+static int burst(size_t n, double on, double off) {
+    double *a = malloc(n * sizeof(double)), *c = malloc(n * sizeof(double));
+    if (!a || !c) { fprintf(stderr, "out of memory\n"); return 1; }
+    for (size_t i = 0; i < n; i++) { a[i] = 1.0; c[i] = 0.0; }
+    struct timespec pause = {(time_t)off, (long)((off - (double)(time_t)off) * 1e9)};
+    for (;;) {
+        double until = omp_get_wtime() + on;
+        while (omp_get_wtime() < until)
+            for (size_t i = 0; i < n; i++) c[i] = a[i] + c[i] * 1e-9;
+        nanosleep(&pause, NULL);
+    }
+}
 
 static double best_of(double *t, int n) {
     double best = t[0];
@@ -18,6 +36,8 @@ static double best_of(double *t, int n) {
 }
 
 int main(int argc, char **argv) {
+    if (argc == 5 && strcmp(argv[1], "--burst") == 0)
+        return burst((size_t)atoll(argv[2]) / sizeof(double), atof(argv[3]), atof(argv[4]));
     if (argc != 3) { fprintf(stderr, "usage: stream BYTES_PER_ARRAY NTIMES\n"); return 2; }
     size_t n = (size_t)atoll(argv[1]) / sizeof(double);
     int ntimes = atoi(argv[2]);

@@ -30,6 +30,19 @@ def write_plot(result: ProfileResult, path: Path) -> None:
             label=f"{label}: roofline",
         )
         roof.axvline(d.ridge_point, color=color, linestyle=":", linewidth=1)
+        # The 95% intervals: the ridge point's as a band, the ceilings' as a shaded roof.
+        roof.axvspan(*d.ridge_point_interval, color=color, alpha=0.08)
+        bw_low, bw_high = d.bandwidth_interval
+        peak_low, peak_high = d.peak_interval
+        xs = [low, *sorted({peak_low / bw_low, peak_high / bw_high}), high]
+        roof.fill_between(
+            xs,
+            [min(peak_low, x * bw_low) for x in xs],
+            [min(peak_high, x * bw_high) for x in xs],
+            color=color,
+            alpha=0.15,
+            linewidth=0,
+        )
         roof.annotate(
             f"ridge {d.ridge_point:.0f}",
             (d.ridge_point, peak),
@@ -62,6 +75,7 @@ def write_plot(result: ProfileResult, path: Path) -> None:
             color=color,
             label=label,
         )
+        per_token.axvspan(*d.recommended_min_batch_interval, color=color, alpha=0.08)
         per_token.axvline(
             d.recommended_min_batch,
             color=color,

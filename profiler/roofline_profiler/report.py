@@ -20,27 +20,48 @@ def _seconds(value: float) -> str:
     return f"{value * 1e6:.1f} µs"
 
 
+def _interval(low: float, high: float, unit: str) -> str:
+    return f"95% {_si(low, unit)} to {_si(high, unit)}"
+
+
 def _headline(d: DeviceResult) -> list[tuple[str, str]]:
-    bw = d.bandwidth
-    best = d.best_peak
     knee = str(d.knee_batch) if d.knee_batch is not None else "not reached"
+    low_batch, high_batch = d.recommended_min_batch_interval
+    batch_range = (
+        f"95% {low_batch}" if low_batch == high_batch else f"95% {low_batch} to {high_batch}"
+    )
+    crossing = (
+        f", crossing B ≈ {d.min_batch_crossing:.0f}" if d.min_batch_crossing is not None else ""
+    )
     return [
-        ("read bandwidth", f"{_si(bw['read'].best_rate, 'B/s')} (CoV {bw['read'].cov:.1%})"),
+        (
+            "read bandwidth",
+            f"{_si(d.read_bandwidth_bytes_per_second, 'B/s')} "
+            f"({_interval(*d.read_bandwidth_interval, 'B/s')}; {d.read_bandwidth_kernel})",
+        ),
         (
             "copy bandwidth",
-            f"{_si(bw['copy'].best_rate, 'B/s')} (CoV {bw['copy'].cov:.1%}, read+write)",
+            f"{_si(d.copy_bandwidth_bytes_per_second, 'B/s')} "
+            f"({_interval(*d.copy_bandwidth_interval, 'B/s')}; read+write)",
         ),
         (
             "peak matrix",
             f"{_si(d.peak_flops_per_second, 'FLOP/s')} "
-            f"({best.m}x{best.n}x{best.k}, CoV {best.measurement.cov:.1%})",
+            f"({_interval(*d.peak_interval, 'FLOP/s')}; {d.peak_kernel})",
         ),
-        ("ridge point", f"{d.ridge_point:.1f} FLOP/byte (slope: {d.bandwidth_kind} bandwidth)"),
+        (
+            "ridge point",
+            f"{d.ridge_point:.1f} FLOP/byte (95% {d.ridge_point_interval[0]:.1f} to "
+            f"{d.ridge_point_interval[1]:.1f}; slope: {d.bandwidth_kind} bandwidth, "
+            f"{d.bandwidth_kernel})",
+        ),
         ("observed knee", f"B ≈ {knee}"),
         (
             "recommended min batch",
-            f"{d.recommended_min_batch} (from the {d.recommended_min_batch_source})",
+            f"{d.recommended_min_batch} ({batch_range}; from the "
+            f"{d.recommended_min_batch_source}{crossing})",
         ),
+        ("rounds", f"{d.rounds} interleaved"),
     ]
 
 

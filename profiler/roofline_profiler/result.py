@@ -39,9 +39,13 @@ def measurement_to_dict(m: Measurement, work_key: str) -> dict[str, Any]:
         work_key: m.work,
         "ratePerSecond": m.rate,
         "bestRatePerSecond": m.best_rate,
+        "confirmedRatePerSecond": m.confirmed_rate,
         **m.summary(),
         "warmupRuns": m.warmup_runs,
         "samplesSeconds": list(m.times),
+        "samplesRound": list(m.rounds),
+        "hitRounds": m.hit_rounds,
+        "stepChange": m.step_change,
     }
 
 
@@ -51,7 +55,19 @@ def measurement_from_dict(d: dict[str, Any], work_key: str) -> Measurement:
         times=tuple(d["samplesSeconds"]),
         work=d[work_key],
         warmup_runs=d["warmupRuns"],
+        rounds=tuple(d.get("samplesRound", ())),
     )
+
+
+def interval_to_dict(interval: tuple[float, float]) -> dict[str, float]:
+    return {"low": interval[0], "high": interval[1]}
+
+
+def interval_from_dict(d: dict[str, Any] | None, value: float) -> tuple[float, float]:
+    """An interval from the document; a document older than intervals gets the bare value."""
+    if d is None:
+        return (value, value)
+    return (d["low"], d["high"])
 
 
 @dataclass(frozen=True)
@@ -63,8 +79,8 @@ class PeakCandidate:
 
     @property
     def flops_per_second(self) -> float:
-        """The ceiling: the fastest run's rate (see ``Measurement.best_rate``)."""
-        return self.measurement.best_rate
+        """The candidate's confirmed best rate (see ``Measurement.confirmed_rate``)."""
+        return self.measurement.confirmed_rate
 
 
 @dataclass(frozen=True)
@@ -75,6 +91,10 @@ class SweepEntry:
 
 @dataclass(frozen=True)
 class DeviceResult:
+    """One device's profile. Every headline number has a 95% interval ``(low, high)`` from a
+    bootstrap over the measurement rounds and, for ceilings, the kernel that set it
+    (``ceilings.py``)."""
+
     index: int
     name: str
     backend: str
@@ -82,28 +102,41 @@ class DeviceResult:
     dtype: str
     memory_bytes: int | None
     bandwidth_kind: str
+    #: Every bandwidth kernel's measurement: ``read``, ``readMatvec``, ``copy``.
     bandwidth: dict[str, Measurement]
     peak_candidates: tuple[PeakCandidate, ...]
+    #: The roofline slope (bytes/s), its interval and the kernel that set it.
+    bandwidth_bytes_per_second: float
+    bandwidth_interval: tuple[float, float]
+    bandwidth_kernel: str
+    read_bandwidth_bytes_per_second: float
+    read_bandwidth_interval: tuple[float, float]
+    read_bandwidth_kernel: str
+    copy_bandwidth_bytes_per_second: float
+    copy_bandwidth_interval: tuple[float, float]
+    peak_flops_per_second: float
+    peak_interval: tuple[float, float]
+    peak_kernel: str
     ridge_point: float
+    ridge_point_interval: tuple[float, float]
     knee_batch: int | None
     recommended_min_batch: int
+    #: The swept batches the bootstrap's 2.5% and 97.5% resamples recommend.
+    recommended_min_batch_interval: tuple[int, int]
     recommended_min_batch_source: str
+    #: The interpolated batch where the efficiency crosses the threshold, with its interval.
+    min_batch_crossing: float | None
+    min_batch_crossing_interval: tuple[float, float] | None
+    #: Interleaved measurement rounds (the most any workload got).
+    rounds: int
     sweep: tuple[SweepEntry, ...]
     warnings: tuple[Warning_, ...] = ()
     telemetry: dict[str, Any] = field(default_factory=dict)
 
     @property
-    def bandwidth_bytes_per_second(self) -> float:
-        """The roofline slope: the fastest run of the chosen bandwidth kernel."""
-        return self.bandwidth[self.bandwidth_kind].best_rate
-
-    @property
     def best_peak(self) -> PeakCandidate:
+        """The fastest matmul candidate (the peak itself may come from a sweep point)."""
         return max(self.peak_candidates, key=lambda c: c.flops_per_second)
-
-    @property
-    def peak_flops_per_second(self) -> float:
-        return self.best_peak.flops_per_second
 
     def to_dict(self) -> dict[str, Any]:
         best = self.best_peak
@@ -115,11 +148,20 @@ class DeviceResult:
             "dtype": self.dtype,
             "memoryBytes": self.memory_bytes,
             "bandwidthBytesPerSecond": self.bandwidth_bytes_per_second,
+            "bandwidthInterval": interval_to_dict(self.bandwidth_interval),
+            "bandwidthKernel": self.bandwidth_kernel,
             "bandwidthKind": self.bandwidth_kind,
+            "readBandwidthBytesPerSecond": self.read_bandwidth_bytes_per_second,
+            "readBandwidthInterval": interval_to_dict(self.read_bandwidth_interval),
+            "readBandwidthKernel": self.read_bandwidth_kernel,
+            "copyBandwidthBytesPerSecond": self.copy_bandwidth_bytes_per_second,
+            "copyBandwidthInterval": interval_to_dict(self.copy_bandwidth_interval),
             "bandwidth": {
                 kind: measurement_to_dict(m, "bytes") for kind, m in self.bandwidth.items()
             },
             "peakFlopsPerSecond": self.peak_flops_per_second,
+            "peakInterval": interval_to_dict(self.peak_interval),
+            "peakKernel": self.peak_kernel,
             "peak": {
                 "shape": {"m": best.m, "n": best.n, "k": best.k},
                 "candidates": [
@@ -131,9 +173,21 @@ class DeviceResult:
                 ],
             },
             "ridgePoint": self.ridge_point,
+            "ridgePointInterval": interval_to_dict(self.ridge_point_interval),
             "kneeBatch": self.knee_batch,
             "recommendedMinBatch": self.recommended_min_batch,
+            "recommendedMinBatchInterval": {
+                "low": self.recommended_min_batch_interval[0],
+                "high": self.recommended_min_batch_interval[1],
+            },
             "recommendedMinBatchSource": self.recommended_min_batch_source,
+            "minBatchCrossing": self.min_batch_crossing,
+            "minBatchCrossingInterval": (
+                interval_to_dict(self.min_batch_crossing_interval)
+                if self.min_batch_crossing_interval is not None
+                else None
+            ),
+            "rounds": self.rounds,
             "sweep": [
                 {
                     "batch": e.point.batch,
@@ -155,6 +209,14 @@ class DeviceResult:
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> DeviceResult:
+        bandwidth = d["bandwidthBytesPerSecond"]
+        read = d.get("readBandwidthBytesPerSecond", d["bandwidth"]["read"]["bestRatePerSecond"])
+        copy = d.get("copyBandwidthBytesPerSecond", d["bandwidth"]["copy"]["bestRatePerSecond"])
+        peak = d["peakFlopsPerSecond"]
+        ridge = d["ridgePoint"]
+        min_batch = d["recommendedMinBatch"]
+        min_batch_interval = d.get("recommendedMinBatchInterval")
+        crossing_interval = d.get("minBatchCrossingInterval")
         return cls(
             index=d["index"],
             name=d["name"],
@@ -175,10 +237,32 @@ class DeviceResult:
                 )
                 for c in d["peak"]["candidates"]
             ),
-            ridge_point=d["ridgePoint"],
+            bandwidth_bytes_per_second=bandwidth,
+            bandwidth_interval=interval_from_dict(d.get("bandwidthInterval"), bandwidth),
+            bandwidth_kernel=d.get("bandwidthKernel", d["bandwidthKind"]),
+            read_bandwidth_bytes_per_second=read,
+            read_bandwidth_interval=interval_from_dict(d.get("readBandwidthInterval"), read),
+            read_bandwidth_kernel=d.get("readBandwidthKernel", "read"),
+            copy_bandwidth_bytes_per_second=copy,
+            copy_bandwidth_interval=interval_from_dict(d.get("copyBandwidthInterval"), copy),
+            peak_flops_per_second=peak,
+            peak_interval=interval_from_dict(d.get("peakInterval"), peak),
+            peak_kernel=d.get("peakKernel", "mm {m}x{n}x{k}".format(**d["peak"]["shape"])),
+            ridge_point=ridge,
+            ridge_point_interval=interval_from_dict(d.get("ridgePointInterval"), ridge),
             knee_batch=d["kneeBatch"],
-            recommended_min_batch=d["recommendedMinBatch"],
+            recommended_min_batch=min_batch,
+            recommended_min_batch_interval=(
+                (min_batch_interval["low"], min_batch_interval["high"])
+                if min_batch_interval
+                else (min_batch, min_batch)
+            ),
             recommended_min_batch_source=d["recommendedMinBatchSource"],
+            min_batch_crossing=d.get("minBatchCrossing"),
+            min_batch_crossing_interval=(
+                (crossing_interval["low"], crossing_interval["high"]) if crossing_interval else None
+            ),
+            rounds=d.get("rounds", 1),
             sweep=tuple(
                 SweepEntry(
                     point=SweepPoint(

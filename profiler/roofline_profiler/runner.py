@@ -1,4 +1,5 @@
-"""Profile devices: run the three measurements, derive the roofline numbers, attach warnings."""
+"""Profile devices: search the peak shape, time every workload in interleaved rounds, derive the
+roofline numbers once (``ceilings.py``) and attach warnings (``sanity.py``)."""
 
 from __future__ import annotations
 
@@ -6,17 +7,26 @@ import datetime as dt
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import torch
 
-from roofline_profiler import recommend, roofline
+from roofline_profiler import ceilings, roofline
 from roofline_profiler.devices import DeviceInfo, check_dtype_supported
 from roofline_profiler.errors import first_line
-from roofline_profiler.measure import measure_bandwidth, measure_peak, measure_sweep
+from roofline_profiler.measure import (
+    Shape,
+    bandwidth_workloads,
+    peak_label,
+    peak_workloads,
+    search_peak_shapes,
+    sweep_workloads,
+)
 from roofline_profiler.metadata import environment, telemetry
-from roofline_profiler.result import DeviceResult, ProfileResult, SweepEntry
+from roofline_profiler.result import DeviceResult, PeakCandidate, ProfileResult, SweepEntry
 from roofline_profiler.sanity import plausibility_warnings
-from roofline_profiler.timing import DEFAULT, QUICK
+from roofline_profiler.stats import Measurement
+from roofline_profiler.timing import DEFAULT, QUICK, measure_rounds
 
 
 @dataclass(frozen=True)
@@ -37,71 +47,97 @@ class DeviceFailure(RuntimeError):
 def profile_device(
     info: DeviceInfo, dtype: str, request: ProfileRequest, progress: Callable[[str], None]
 ) -> DeviceResult:
+    """Search the peak shape, time every workload in interleaved rounds, derive the numbers."""
     policy = QUICK if request.quick else DEFAULT
     check_dtype_supported(info, dtype)
     tag = f"[{info.device}]"
-    progress(f"{tag} memory bandwidth")
-    bandwidth = measure_bandwidth(info, policy)
-    progress(f"{tag} peak matrix FLOP/s ({dtype})")
-    peak_candidates = measure_peak(info, dtype, policy, request.quick)
-    sweep = measure_sweep(
-        info,
-        dtype,
-        request.k,
-        request.n,
-        request.batches,
-        policy,
-        lambda message: progress(f"{tag} {message}"),
+
+    def tagged(message: str) -> None:
+        progress(f"{tag} {message}")
+
+    shapes = search_peak_shapes(info, dtype, policy, tagged)
+    tagged("allocating buffers")
+    bandwidth_w = bandwidth_workloads(info, request.quick)
+    peak_w = peak_workloads(shapes, dtype, info)
+    sweep_w = sweep_workloads(info, dtype, request.k, request.n, request.batches)
+    measured = measure_rounds([*bandwidth_w, *peak_w, *sweep_w], info.device, policy, tagged)
+
+    return assemble_device_result(
+        info_fields(info, dtype),
+        request,
+        {w.label: measured[w.label] for w in bandwidth_w},
+        [(shape, measured[peak_label(shape)]) for shape in shapes],
+        [(b, measured[ceilings.sweep_kernel(b)]) for b in request.batches],
+        telemetry(info),
     )
 
-    bandwidth_bps = bandwidth[request.bandwidth_kind].best_rate
-    peak = max(c.flops_per_second for c in peak_candidates)
-    ridge = roofline.ridge_point(peak, bandwidth_bps)
-    element_bytes = roofline.dtype_bytes(dtype)
-    points = recommend.analyse_sweep(
-        [(batch, m.median) for batch, m in sweep],
+
+def info_fields(info: DeviceInfo, dtype: str) -> dict[str, Any]:
+    """The identity fields of a device's result."""
+    return {
+        "index": info.index,
+        "name": info.name,
+        "backend": info.backend,
+        "device": str(info.device),
+        "dtype": dtype,
+        "memory_bytes": info.memory_bytes,
+    }
+
+
+def assemble_device_result(
+    identity: dict[str, Any],
+    request: ProfileRequest,
+    bandwidth: dict[str, Measurement],
+    peak: Sequence[tuple[Shape, Measurement]],
+    sweep: Sequence[tuple[int, Measurement]],
+    device_telemetry: dict[str, Any],
+) -> DeviceResult:
+    """A device's result from its measurements: every number derived once (``ceilings.py``)."""
+    peak_by_label = {peak_label(shape): m for shape, m in peak}
+    derived = ceilings.derive(
+        bandwidth,
+        peak_by_label,
+        sweep,
         request.k,
         request.n,
-        element_bytes,
-        peak,
-        bandwidth_bps,
-    )
-    recommendation = recommend.recommended_min_batch(
-        points,
-        request.k,
-        request.n,
-        element_bytes,
-        ridge,
+        roofline.dtype_bytes(identity["dtype"]),
+        request.bandwidth_kind,
         request.min_batch_efficiency_percent / 100.0,
     )
-    measurements = dict(sweep)
-    entries = tuple(SweepEntry(point=p, measurement=measurements[p.batch]) for p in points)
-    warnings = plausibility_warnings(
-        bandwidth,
-        peak_candidates,
-        entries,
-        ridge,
-        recommendation,
-        policy.precision_target,
-        request.bandwidth_kind,
-    )
+    by_batch = dict(sweep)
+    rec = derived.recommendation
     return DeviceResult(
-        index=info.index,
-        name=info.name,
-        backend=info.backend,
-        device=str(info.device),
-        dtype=dtype,
-        memory_bytes=info.memory_bytes,
+        **identity,
         bandwidth_kind=request.bandwidth_kind,
         bandwidth=bandwidth,
-        peak_candidates=peak_candidates,
-        ridge_point=ridge,
-        knee_batch=recommend.knee_batch(points),
-        recommended_min_batch=recommendation.batch,
-        recommended_min_batch_source=recommendation.source,
-        sweep=entries,
-        warnings=warnings,
-        telemetry=telemetry(info),
+        peak_candidates=tuple(
+            PeakCandidate(m=m, n=n, k=k, measurement=measurement) for (m, n, k), measurement in peak
+        ),
+        bandwidth_bytes_per_second=derived.slope.value,
+        bandwidth_interval=derived.slope.interval,
+        bandwidth_kernel=derived.slope.kernel,
+        read_bandwidth_bytes_per_second=derived.read.value,
+        read_bandwidth_interval=derived.read.interval,
+        read_bandwidth_kernel=derived.read.kernel,
+        copy_bandwidth_bytes_per_second=derived.copy.value,
+        copy_bandwidth_interval=derived.copy.interval,
+        peak_flops_per_second=derived.peak.value,
+        peak_interval=derived.peak.interval,
+        peak_kernel=derived.peak.kernel,
+        ridge_point=derived.ridge_point,
+        ridge_point_interval=derived.ridge_point_interval,
+        knee_batch=derived.knee_batch,
+        recommended_min_batch=rec.batch,
+        recommended_min_batch_interval=derived.recommended_min_batch_interval,
+        recommended_min_batch_source=rec.source,
+        min_batch_crossing=rec.crossing,
+        min_batch_crossing_interval=derived.crossing_interval,
+        rounds=derived.rounds,
+        sweep=tuple(SweepEntry(point=p, measurement=by_batch[p.batch]) for p in derived.points),
+        warnings=plausibility_warnings(
+            derived, bandwidth, peak_by_label, sweep, request.bandwidth_kind
+        ),
+        telemetry=device_telemetry,
     )
 
 

@@ -1,8 +1,16 @@
 """Measurements that keep their raw samples, and the statistics derived from them.
 
 Following ``torch.utils.benchmark.Measurement`` and pyperf: the raw per-run times are the truth;
-median, interquartile range and coefficient of variation are computed from them on demand, and
-noise is reported as a warning attached to the result rather than printed.
+every estimate and its uncertainty is computed from them on demand.
+
+Samples are taken in **rounds**: every workload of a profile (bandwidth kernels, matmuls, sweep
+points) is timed for a short slice in each round, and the rounds follow one another, so a burst
+of outside load hits all workloads alike instead of one of them wholesale. Interference from
+other processes only ever slows a run down, so a ceiling is a best run (as STREAM reports its
+best trial); to keep one lucky run from deciding a number, the estimate is the **confirmed
+best**: the fastest time that at least two rounds reach (the second-fastest round best). Its 95%
+interval comes from a bootstrap over rounds (resampling whole rounds with replacement, seeded, so
+the same samples always give the same interval).
 
 Pure module: no torch, no numpy.
 """
@@ -10,14 +18,26 @@ Pure module: no torch, no numpy.
 from __future__ import annotations
 
 import math
+import random
 import statistics
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
-#: Above this coefficient of variation a measurement is flagged as noisy.
-NOISY_COV = 0.05
-#: Adaptive repetition stops once the median is known this precisely (relative standard error).
-PRECISION_TARGET = 0.01
+#: Two rounds agree when their best times differ by at most this much: the timing noise a quiet
+#: device shows between rounds. A best run not reproduced within it is unconfirmed.
+AGREEMENT = 0.03
+#: Rounds at least this much slower than the confirmed best were hit by interference.
+INTERFERENCE = 0.10
+#: Fewest rounds in which a level shift can be told from chance (see ``Measurement.step_change``).
+STEP_CHANGE_ROUNDS = 8
+#: Coverage of every interval the profiler reports.
+CONFIDENCE = 0.95
+#: Bootstrap resamples per interval: enough that the 2.5% and 97.5% points are stable.
+RESAMPLES = 400
+#: Seed of the bootstrap, fixed so that identical samples give identical intervals.
+SEED = 20091
+
+Interval = tuple[float, float]
 
 
 def quantile(sorted_values: Sequence[float], q: float) -> float:
@@ -33,25 +53,35 @@ def quantile(sorted_values: Sequence[float], q: float) -> float:
     return sorted_values[low] + (sorted_values[high] - sorted_values[low]) * fraction
 
 
+def confirmed_minimum(values: Sequence[float]) -> float:
+    """The smallest value that a second value also reaches: the second smallest (or the only)."""
+    if not values:
+        raise ValueError("confirmed minimum of an empty sequence")
+    ordered = sorted(values)
+    return ordered[1] if len(ordered) > 1 else ordered[0]
+
+
 @dataclass(frozen=True)
 class Measurement:
     """Repeated timings of one workload.
 
-    ``times`` are seconds per run; ``work`` is what one run does (bytes moved or FLOPs), so rates
-    derive from the median time.
+    ``times`` are seconds per run; ``rounds[i]`` is the interleaved round run ``i`` belongs to
+    (empty: all in one round); ``work`` is what one run does (bytes moved or FLOPs).
     """
 
     label: str
     times: tuple[float, ...]
     work: float = 0.0
     warmup_runs: int = 0
-    notes: tuple[str, ...] = field(default_factory=tuple)
+    rounds: tuple[int, ...] = ()
 
     def __post_init__(self) -> None:
         if not self.times:
             raise ValueError(f"{self.label}: a measurement needs at least one sample")
         if any(not math.isfinite(t) or t <= 0 for t in self.times):
             raise ValueError(f"{self.label}: run times must be positive and finite")
+        if self.rounds and len(self.rounds) != len(self.times):
+            raise ValueError(f"{self.label}: one round index per sample")
 
     @property
     def repeats(self) -> int:
@@ -82,29 +112,65 @@ class Measurement:
         return statistics.stdev(self.times) / self.mean
 
     @property
-    def relative_standard_error(self) -> float:
-        """Standard error of the mean over the mean: how well more runs have pinned it down."""
-        if len(self.times) < 2:
-            return math.inf
-        return self.cov / math.sqrt(len(self.times))
-
-    @property
     def rate(self) -> float:
         """Work per second at the median time."""
         return self.work / self.median
 
     @property
     def best_rate(self) -> float:
-        """Work per second of the fastest run: what a ceiling is (STREAM reports its best trial).
-
-        Interference from other processes only ever slows a run down, so on a shared machine the
-        fastest runs are also the most repeatable estimate of what the hardware can do.
-        """
+        """Work per second of the fastest run."""
         return self.work / self.minimum
 
     @property
-    def is_noisy(self) -> bool:
-        return self.cov > NOISY_COV
+    def round_bests(self) -> tuple[float, ...]:
+        """The fastest run of each round, in round order."""
+        if not self.rounds:
+            return (self.minimum,)
+        best: dict[int, float] = {}
+        for r, t in zip(self.rounds, self.times, strict=True):
+            best[r] = min(t, best.get(r, math.inf))
+        return tuple(best[r] for r in sorted(best))
+
+    @property
+    def confirmed_time(self) -> float:
+        """The fastest time two rounds reach (see the module docstring)."""
+        return confirmed_minimum(self.round_bests)
+
+    @property
+    def confirmed_rate(self) -> float:
+        return self.work / self.confirmed_time
+
+    @property
+    def is_confirmed(self) -> bool:
+        """Whether two rounds agree on the best time within :data:`AGREEMENT`."""
+        bests = sorted(self.round_bests)
+        return len(bests) >= 2 and bests[1] <= bests[0] * (1 + AGREEMENT)
+
+    @property
+    def hit_rounds(self) -> int:
+        """Rounds whose best is :data:`INTERFERENCE` slower than the confirmed best."""
+        limit = self.confirmed_time * (1 + INTERFERENCE)
+        return sum(1 for t in self.round_bests if t > limit)
+
+    @property
+    def step_change(self) -> bool:
+        """A level shift: every round of one half slower than every round of the other, and
+        their medians :data:`INTERFERENCE` apart.
+
+        A job that starts or stops beside the profile, or a device that throttles, moves every
+        later round together; bursts that come and go leave fast rounds in both halves. Complete
+        separation of two halves of four rounds happens by chance with probability 2/70 (the exact
+        two-sided Mann-Whitney test), so fewer rounds cannot show a shift at the 5% level.
+        """
+        bests = self.round_bests
+        if len(bests) < STEP_CHANGE_ROUNDS:
+            return False
+        half = len(bests) // 2
+        first, second = bests[:half], bests[-half:]
+        slow, fast = (first, second) if min(first) > max(second) else (second, first)
+        return min(slow) > max(fast) and statistics.median(slow) > statistics.median(fast) * (
+            1 + INTERFERENCE
+        )
 
     def summary(self) -> dict[str, float | int]:
         return {
@@ -116,9 +182,35 @@ class Measurement:
         }
 
 
-def precise_enough(times: Sequence[float], minimum_runs: int, target: float) -> bool:
-    """Whether adaptive repetition may stop: enough runs and the mean pinned to ``target``."""
-    if len(times) < max(minimum_runs, 2):
-        return False
-    mean = statistics.fmean(times)
-    return statistics.stdev(times) / mean / math.sqrt(len(times)) <= target
+class Bootstrap:
+    """Resamples of a measurement's rounds, drawn with a fixed seed.
+
+    ``draws(m)`` gives :data:`RESAMPLES` lists of round bests, each as many rounds as ``m`` has,
+    drawn with replacement. Measurements are resampled independently (they were interleaved, so
+    a burst that hit one round is shared; treating them as independent widens a ratio's interval
+    a little, never narrows it).
+    """
+
+    def __init__(self, resamples: int = RESAMPLES, seed: int = SEED) -> None:
+        self.resamples = resamples
+        self._random = random.Random(seed)
+
+    def draws(self, m: Measurement) -> list[list[float]]:
+        bests = m.round_bests
+        return [self._random.choices(bests, k=len(bests)) for _ in range(self.resamples)]
+
+    def confirmed_rates(self, m: Measurement) -> list[float]:
+        """The confirmed rate of every resample of ``m``."""
+        return [m.work / confirmed_minimum(draw) for draw in self.draws(m)]
+
+
+def percentile_interval(values: Sequence[float], confidence: float = CONFIDENCE) -> Interval:
+    """The central ``confidence`` interval of bootstrap ``values`` (percentile method)."""
+    ordered = sorted(values)
+    tail = (1.0 - confidence) / 2.0
+    return (quantile(ordered, tail), quantile(ordered, 1.0 - tail))
+
+
+def widen_to_include(interval: Interval, value: float) -> Interval:
+    """The interval, stretched if needed so it contains the point estimate it describes."""
+    return (min(interval[0], value), max(interval[1], value))

@@ -1,45 +1,74 @@
-"""Timing device work the way ``triton.testing.do_bench`` does.
+"""Timing device work the way ``triton.testing.do_bench`` does, in interleaved rounds.
 
 * Warm-up outside the timed region, sized from a first estimate of one run's time.
 * Each run timed on its own: CUDA/ROCm with a pair of device events recorded on the stream (no
   host overhead inside the interval), MPS and CPU with a synchronize and ``perf_counter``.
-* Repetition adapts: runs continue until the mean is pinned to a relative standard error target
-  (:func:`roofline_profiler.stats.precise_enough`), or until a time budget or a run cap is hit.
+* Workloads are timed in **rounds**: each round gives every workload a short slice, in a rotating
+  order, so a burst of outside load lands on all of them alike (see ``stats.py``). After the
+  minimum rounds, rounds continue for the workloads interference hit — their best run not yet
+  reproduced by a second round, or a level shift between the first and second half of their
+  rounds — until they are confirmed or the time budget is spent.
 * The caller defeats caches by rotating buffers; a timer never reuses one input in a way that
   lets the cache serve it (see ``measure.py``).
 
-The result is a frozen :class:`~roofline_profiler.stats.Measurement` with every raw sample.
+The result is a frozen :class:`~roofline_profiler.stats.Measurement` per workload with every raw
+sample and its round.
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
 
 import torch
 
-from roofline_profiler.stats import Measurement, precise_enough
+from roofline_profiler.stats import Measurement
+
+#: Fewest rounds a profile takes, budget or not: a best run needs a second round to confirm it,
+#: and a third to tell which of two disagreeing rounds interference hit.
+MIN_ROUNDS = 3
 
 
 @dataclass(frozen=True)
 class TimingPolicy:
-    """How hard to try for one measurement."""
+    """How hard to try for one profile."""
 
-    min_runs: int
-    max_runs: int
-    budget_seconds: float
+    #: Rounds every workload gets unless the budget runs out first (never fewer than
+    #: :data:`MIN_ROUNDS`); more are added only for what interference hit.
+    min_rounds: int
+    #: No workload gets more rounds than this.
+    max_rounds: int
+    #: Each workload's slice of a round: runs continue until it is spent (at least one run).
+    slice_seconds: float
+    #: Warm-up per workload before its first round.
     warmup_seconds: float
-    precision_target: float
+    #: Wall time for all rounds together; re-measuring stops when it is spent.
+    budget_seconds: float
+    #: The adaptive peak search: seconds per candidate shape and the longest single run allowed.
+    search_seconds: float
+    max_run_seconds: float
 
 
 #: ``--quick``: enough for tests and CI, a few seconds in all.
 QUICK = TimingPolicy(
-    min_runs=3, max_runs=50, budget_seconds=0.25, warmup_seconds=0.05, precision_target=0.03
+    min_rounds=3,
+    max_rounds=5,
+    slice_seconds=0.01,
+    warmup_seconds=0.02,
+    budget_seconds=2.0,
+    search_seconds=0.05,
+    max_run_seconds=0.12,
 )
-#: Default mode: tighter statistics, still well under a minute on a laptop CPU.
+#: Default mode: rounds enough for a bootstrap interval, well under 30 s on a 2-core CPU.
 DEFAULT = TimingPolicy(
-    min_runs=10, max_runs=500, budget_seconds=1.0, warmup_seconds=0.2, precision_target=0.005
+    min_rounds=6,
+    max_rounds=12,
+    slice_seconds=0.03,
+    warmup_seconds=0.1,
+    budget_seconds=12.0,
+    search_seconds=0.25,
+    max_run_seconds=0.5,
 )
 
 
@@ -84,41 +113,119 @@ class _SyncTimer:
         return times
 
 
+def _timer(device: torch.device) -> _EventTimer | _SyncTimer:
+    return _EventTimer(device) if device.type == "cuda" else _SyncTimer(device)
+
+
+@dataclass
+class Workload:
+    """One thing to time: ``fn(run_index)`` does ``work`` bytes or FLOPs.
+
+    ``fn`` receives the run index so it can rotate through input buffers.
+    """
+
+    label: str
+    work: float
+    fn: Callable[[int], object]
+    warmup_runs: int = 0
+    estimate: float = 0.0
+    next_index: int = 0
+    times: list[float] = field(default_factory=list)
+    rounds: list[int] = field(default_factory=list)
+
+    def measurement(self) -> Measurement:
+        return Measurement(
+            label=self.label,
+            times=tuple(self.times),
+            work=self.work,
+            warmup_runs=self.warmup_runs,
+            rounds=tuple(self.rounds),
+        )
+
+
+def _warm_up(w: Workload, device: torch.device, seconds: float) -> None:
+    """A first call (allocations, kernel selection, lazy initialisation), timed as an estimate;
+    then warm-up runs for ``seconds`` when one run is shorter than that."""
+    timer = _timer(device)
+    w.estimate = timer.run(w.fn, 0, 1)[0]
+    runs = min(1000, int(seconds / max(w.estimate, 1e-7)))
+    if runs:
+        w.estimate = min(timer.run(w.fn, 1, runs))
+    w.warmup_runs = 1 + runs
+    w.next_index = 1 + runs
+
+
+def _time_slice(w: Workload, device: torch.device, round_index: int, seconds: float) -> None:
+    timer = _timer(device)
+    # Runs go in chunks so event timers amortise their synchronize; chunks grow with speed.
+    chunk = max(1, min(100, int(seconds / 4 / max(w.estimate, 1e-7))))
+    spent = 0.0
+    while True:
+        times = timer.run(w.fn, w.next_index, chunk)
+        w.next_index += chunk
+        w.times.extend(times)
+        w.rounds.extend([round_index] * len(times))
+        spent += sum(times)
+        if spent >= seconds:
+            return
+
+
+def needs_more_rounds(m: Measurement) -> bool:
+    """Whether interference hit ``m``: its best run is unconfirmed, or its rounds shifted."""
+    return not m.is_confirmed or m.step_change
+
+
+def measure_rounds(
+    workloads: Sequence[Workload],
+    device: torch.device,
+    policy: TimingPolicy,
+    progress: Callable[[str], None],
+) -> dict[str, Measurement]:
+    """Time every workload in interleaved rounds (see the module docstring)."""
+    for position, w in enumerate(workloads, start=1):
+        progress(f"warm-up {w.label} ({position}/{len(workloads)})")
+        _warm_up(w, device, policy.warmup_seconds)
+    started = time.perf_counter()
+    due = list(workloads)
+    round_index = 0
+    while due and round_index < policy.max_rounds:
+        progress(f"round {round_index + 1}: {len(due)} workload(s)")
+        # Rotate the order so no workload always follows the same neighbour.
+        shift = round_index % len(due)
+        for w in due[shift:] + due[:shift]:
+            _time_slice(w, device, round_index, policy.slice_seconds)
+        round_index += 1
+        over_budget = time.perf_counter() - started > policy.budget_seconds
+        if over_budget and round_index >= MIN_ROUNDS:
+            break  # a loaded device gets fewer rounds and wider intervals, not a longer profile
+        if round_index < policy.min_rounds:
+            continue
+        due = [w for w in workloads if needs_more_rounds(w.measurement())]
+    return {w.label: w.measurement() for w in workloads}
+
+
 def measure(
     fn: Callable[[int], object],
     *,
     label: str,
     work: float,
     device: torch.device,
-    policy: TimingPolicy,
+    seconds: float,
+    min_runs: int = 2,
 ) -> Measurement:
-    """Time ``fn(run_index)`` repeatedly; ``work`` is the bytes or FLOPs of one call.
+    """Time ``fn`` alone for about ``seconds`` (at least ``min_runs`` runs), after a warm-up call.
 
-    ``fn`` receives the run index so it can rotate through input buffers.
+    For a first look (the adaptive peak search); a profile's numbers come from
+    :func:`measure_rounds`.
     """
-    timer = _EventTimer(device) if device.type == "cuda" else _SyncTimer(device)
-    # First call outside everything: allocations, kernel selection, lazy initialisation.
+    timer = _timer(device)
     synchronize(device)
     fn(0)
     synchronize(device)
-    estimate = min(timer.run(fn, 1, 1))
-    warmup_runs = 1 + min(1000, int(policy.warmup_seconds / max(estimate, 1e-7)))
-    timer.run(fn, 2, warmup_runs)
-    index = 2 + warmup_runs
-
     times: list[float] = []
-    # Runs go in chunks so event timers amortise their synchronize; chunks grow with speed.
-    chunk = max(1, min(policy.max_runs, int(0.02 / max(estimate, 1e-7))))
     spent_from = time.perf_counter()
-    while len(times) < policy.max_runs:
-        count = min(chunk, policy.max_runs - len(times))
-        times.extend(timer.run(fn, index, count))
-        index += count
-        if precise_enough(times, policy.min_runs, policy.precision_target):
-            break
-        if (
-            len(times) >= policy.min_runs
-            and time.perf_counter() - spent_from > policy.budget_seconds
-        ):
-            break
-    return Measurement(label=label, times=tuple(times), work=work, warmup_runs=warmup_runs + 2)
+    index = 1
+    while len(times) < min_runs or time.perf_counter() - spent_from < seconds:
+        times.extend(timer.run(fn, index, 1))
+        index += 1
+    return Measurement(label=label, times=tuple(times), work=work, warmup_runs=1)

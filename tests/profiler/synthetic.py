@@ -1,13 +1,23 @@
-"""Synthetic results built through the real analysis code from made-up timings (no torch)."""
+"""Synthetic results built through the real analysis code from made-up timings.
+
+Measurements come in interleaved rounds, as the profiler takes them; ``interfered`` slows chosen
+rounds of chosen workloads, to play a burst of outside load.
+"""
 
 from __future__ import annotations
 
-from roofline_profiler import limits, recommend, roofline
-from roofline_profiler.result import DeviceResult, PeakCandidate, ProfileResult, SweepEntry
+from collections.abc import Mapping, Sequence
+
+from roofline_profiler import limits, roofline
+from roofline_profiler.result import DeviceResult, ProfileResult
+from roofline_profiler.runner import ProfileRequest, assemble_device_result
 from roofline_profiler.stats import Measurement
 
 DEFAULT_BATCHES = limits.DEFAULT_BATCHES
 H200_LIKE = {"bandwidth": 4.3e12, "peak": 7.9e14}
+ROUNDS = 8
+#: Round-to-round timing noise of a quiet device: best times within half a percent.
+QUIET_JITTER = (0.0, 0.002, 0.004, 0.001, 0.003, 0.005, 0.002, 0.004)
 
 
 def roofline_step_seconds(
@@ -19,61 +29,117 @@ def roofline_step_seconds(
     return max(flops / peak, traffic / bw)
 
 
-def synthetic_device(
-    index: int = 0,
+def rounds_measurement(
+    label: str,
+    seconds: float,
+    work: float,
+    rounds: int = ROUNDS,
+    slowdown: Mapping[int, float] | None = None,
+) -> Measurement:
+    """Two runs per round at ``seconds`` plus quiet jitter, round r slowed by ``slowdown[r]``."""
+    times: list[float] = []
+    indices: list[int] = []
+    for r in range(rounds):
+        base = seconds * (1 + QUIET_JITTER[r % len(QUIET_JITTER)]) * (slowdown or {}).get(r, 1.0)
+        times += [base, base * 1.01]
+        indices += [r, r]
+    return Measurement(label, tuple(times), work=work, warmup_runs=3, rounds=tuple(indices))
+
+
+def request(
+    k: int = 4096,
+    n: int = 14336,
+    batches: Sequence[int] = DEFAULT_BATCHES,
+    bandwidth_kind: str = "read",
+    efficiency_percent: int = 50,
+) -> ProfileRequest:
+    return ProfileRequest(
+        devices=(),
+        k=k,
+        n=n,
+        batches=tuple(batches),
+        min_batch_efficiency_percent=efficiency_percent,
+        bandwidth_kind=bandwidth_kind,
+        quick=False,
+    )
+
+
+def synthetic_measurements(
     *,
-    name: str = "NVIDIA H200",
     bandwidth: float = H200_LIKE["bandwidth"],
     peak: float = H200_LIKE["peak"],
     k: int = 4096,
     n: int = 14336,
     dtype: str = "bfloat16",
-    batches: tuple[int, ...] = DEFAULT_BATCHES,
+    batches: Sequence[int] = DEFAULT_BATCHES,
     efficiency: float = 0.8,
-) -> DeviceResult:
-    """A device whose sweep runs at ``efficiency`` of its roofline at every batch."""
+    steps: Mapping[int, float] | None = None,
+    slowdown: Mapping[str, Mapping[int, float]] | None = None,
+) -> tuple[
+    dict[str, Measurement],
+    list[tuple[tuple[int, int, int], Measurement]],
+    list[tuple[int, Measurement]],
+]:
+    """Measurements of a device whose sweep runs at ``efficiency`` of its roofline.
+
+    ``steps`` overrides the step time of chosen batches; ``slowdown[label][round]`` plays a burst.
+    """
     element_bytes = roofline.dtype_bytes(dtype)
     size = 1 << 30
-    bw_m = {
-        "read": Measurement("read", (size / bandwidth,) * 3, work=size),
-        "copy": Measurement("copy", (2 * size / (0.95 * bandwidth),) * 3, work=2 * size),
+    hits = slowdown or {}
+
+    def m(label: str, seconds: float, work: float) -> Measurement:
+        return rounds_measurement(label, seconds, work, slowdown=hits.get(label))
+
+    bw = {
+        "read": m("read", size / bandwidth, size),
+        "readMatvec": m("readMatvec", size / (0.97 * bandwidth), size),
+        "copy": m("copy", 2 * size / (0.95 * bandwidth), 2 * size),
     }
     mm_flops = roofline.decode_gemm_flops(8192, 8192, 8192)
-    peak_m = Measurement("mm 8192", (mm_flops / peak, mm_flops / peak * 1.01), work=mm_flops)
-    steps = [
-        (b, roofline_step_seconds(b, k, n, element_bytes, peak, bandwidth) / efficiency)
-        for b in batches
+    mm = [
+        ((8192, 8192, 8192), m("mm 8192x8192x8192", mm_flops / peak, mm_flops)),
+        ((4096, 4096, 4096), m("mm 4096x4096x4096", mm_flops / 8 / (0.9 * peak), mm_flops / 8)),
     ]
-    points = recommend.analyse_sweep(steps, k, n, element_bytes, peak, bandwidth)
-    ridge = roofline.ridge_point(peak, bandwidth)
-    rec = recommend.recommended_min_batch(points, k, n, element_bytes, ridge, 0.5)
-    entries = tuple(
-        SweepEntry(
-            p,
-            Measurement(
-                f"decode B={p.batch}",
-                (p.step_seconds,) * 3,
-                work=roofline.decode_gemm_flops(p.batch, k, n),
-            ),
-        )
-        for p in points
+    sweep = []
+    for b in batches:
+        step = (steps or {}).get(b)
+        if step is None:
+            step = roofline_step_seconds(b, k, n, element_bytes, peak, bandwidth) / efficiency
+        label = f"decode B={b}"
+        sweep.append((b, m(label, step, roofline.decode_gemm_flops(b, k, n))))
+    return bw, mm, sweep
+
+
+def synthetic_device(
+    index: int = 0,
+    *,
+    name: str = "NVIDIA H200",
+    dtype: str = "bfloat16",
+    k: int = 4096,
+    n: int = 14336,
+    batches: Sequence[int] = DEFAULT_BATCHES,
+    bandwidth_kind: str = "read",
+    **measurements: object,
+) -> DeviceResult:
+    """A device result assembled by the profiler's own code from synthetic measurements."""
+    bw, mm, sweep = synthetic_measurements(  # type: ignore[arg-type]
+        k=k, n=n, dtype=dtype, batches=batches, **measurements
     )
-    return DeviceResult(
-        index=index,
-        name=name,
-        backend="cuda",
-        device=f"cuda:{index}",
-        dtype=dtype,
-        memory_bytes=150_754_820_096,
-        bandwidth_kind="read",
-        bandwidth=bw_m,
-        peak_candidates=(PeakCandidate(8192, 8192, 8192, peak_m),),
-        ridge_point=ridge,
-        knee_batch=recommend.knee_batch(points),
-        recommended_min_batch=rec.batch,
-        recommended_min_batch_source=rec.source,
-        sweep=entries,
-        telemetry={"smClockMHz": 1980, "powerWatts": 512.5},
+    return assemble_device_result(
+        {
+            "index": index,
+            "name": name,
+            "backend": "cuda",
+            "device": f"cuda:{index}",
+            "dtype": dtype,
+            "memory_bytes": 150_754_820_096,
+        },
+        request(k, n, batches, bandwidth_kind),
+        bw,
+        mm,
+        sweep,
+        {"smClockMHz": 1980, "powerWatts": 512.5},
     )
 
 

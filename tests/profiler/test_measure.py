@@ -6,9 +6,13 @@ from roofline_profiler.devices import DeviceInfo
 from roofline_profiler.measure import (
     CACHE_MULTIPLE,
     MIN_BANDWIDTH_BUFFER_BYTES,
+    PEAK_FINALISTS,
+    QUICK_CACHE_MULTIPLE,
     WEIGHT_CACHE_MULTIPLE,
     bandwidth_buffer_bytes,
-    measure_sweep,
+    bandwidth_workloads,
+    search_peak_shapes,
+    sweep_workloads,
     weight_copies,
 )
 from roofline_profiler.timing import QUICK
@@ -51,10 +55,40 @@ def test_a_weight_larger_than_the_cache_needs_one_copy() -> None:
     assert weight_copies(_info(cache=32 << 20, memory=None), 4096 * 14336 * 4) == 1
 
 
-def test_the_sweep_times_every_batch_with_the_decode_flop_count() -> None:
+def test_quick_mode_takes_smaller_bandwidth_buffers_still_beyond_the_cache() -> None:
+    info = _info(cache=256 << 20, memory=64 << 30)
+    assert bandwidth_buffer_bytes(info, quick=True) == QUICK_CACHE_MULTIPLE * (256 << 20)
+    assert bandwidth_buffer_bytes(info, quick=True) < bandwidth_buffer_bytes(info)
+
+
+def test_the_bandwidth_family_has_two_read_kernels_and_a_copy() -> None:
+    workloads = bandwidth_workloads(_info(cache=1 << 20, memory=None), quick=True)
+    assert [w.label for w in workloads] == ["read", "readMatvec", "copy"]
+    read, matvec, copy = workloads
+    assert matvec.work == read.work  # 256 MiB divides into rows of 4096 elements
+    assert copy.work == 2 * read.work
+    for w in workloads:
+        w.fn(0)
+
+
+def test_the_sweep_has_one_workload_per_batch_with_the_decode_flop_count() -> None:
+    workloads = sweep_workloads(_info(1 << 20, None), "float32", 256, 512, (1, 8))
+    assert [w.label for w in workloads] == ["decode B=1", "decode B=8"]
+    assert workloads[1].work == 2 * 8 * 256 * 512
+    assert tuple(workloads[1].fn(3).shape) == (8, 512)  # type: ignore[attr-defined]
+
+
+def test_the_peak_search_starts_small_and_keeps_the_best_shapes() -> None:
     seen: list[str] = []
-    results = measure_sweep(_info(1 << 20, None), "float32", 256, 512, (1, 8), QUICK, seen.append)
-    assert [b for b, _ in results] == [1, 8]
-    assert results[1][1].work == 2 * 8 * 256 * 512
-    assert all(m.repeats >= QUICK.min_runs for _, m in results)
-    assert seen == ["decode sweep B=1 (1/2)", "decode sweep B=8 (2/2)"]
+    shapes = search_peak_shapes(_info(1 << 20, 64 << 30), "float32", QUICK, seen.append)
+    assert seen[0] == "peak search mm 1024x1024x1024"
+    assert 1 <= len(shapes) <= PEAK_FINALISTS
+    assert all(f"peak search mm {m}x{n}x{k}" in seen for m, n, k in shapes)
+
+
+def test_the_peak_search_never_grows_past_the_device_memory() -> None:
+    # 3 operands of 1024x1024 fp32 are 12 MiB: with 16 MiB of memory only the first size fits.
+    seen: list[str] = []
+    shapes = search_peak_shapes(_info(1 << 20, 16 << 20), "float32", QUICK, seen.append)
+    assert shapes == [(1024, 1024, 1024)]
+    assert seen == ["peak search mm 1024x1024x1024"]

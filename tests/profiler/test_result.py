@@ -58,3 +58,37 @@ def test_the_schema_rejects_impossible_values(path: tuple[object, ...], value: o
     target[path[-1]] = value  # type: ignore[index]
     with pytest.raises(jsonschema.ValidationError):
         validate_document(document)
+
+
+def test_every_headline_number_carries_its_interval_in_the_document() -> None:
+    device = synthetic_result().to_dict()["devices"][0]
+    for value, interval in [
+        ("bandwidthBytesPerSecond", "bandwidthInterval"),
+        ("readBandwidthBytesPerSecond", "readBandwidthInterval"),
+        ("copyBandwidthBytesPerSecond", "copyBandwidthInterval"),
+        ("peakFlopsPerSecond", "peakInterval"),
+        ("ridgePoint", "ridgePointInterval"),
+        ("recommendedMinBatch", "recommendedMinBatchInterval"),
+    ]:
+        assert device[interval]["low"] <= device[value] <= device[interval]["high"]
+    assert device["bandwidthKernel"] == "read"
+    assert device["peakKernel"] == "mm 8192x8192x8192"
+    assert device["rounds"] == 8
+    assert device["sweep"][0]["measurement"]["samplesRound"][:4] == [0, 0, 1, 1]
+
+
+def test_a_document_from_before_intervals_still_loads_with_point_intervals() -> None:
+    document = synthetic_result().to_dict()
+    device = document["devices"][0]
+    for key in [k for k in device if k.endswith(("Interval", "Kernel"))] + [
+        "readBandwidthBytesPerSecond",
+        "copyBandwidthBytesPerSecond",
+        "minBatchCrossing",
+        "rounds",
+    ]:
+        del device[key]
+    validate_document(document)
+    (loaded,) = ProfileResult.from_dict(document).devices
+    assert loaded.ridge_point_interval == (loaded.ridge_point, loaded.ridge_point)
+    assert loaded.recommended_min_batch_interval == (loaded.recommended_min_batch,) * 2
+    assert loaded.peak_kernel == "mm 8192x8192x8192"

@@ -1,66 +1,61 @@
-import dataclasses
+from roofline_profiler import roofline
+from tests.profiler.synthetic import H200_LIKE, synthetic_device
 
-from roofline_profiler.recommend import Recommendation
-from roofline_profiler.sanity import plausibility_warnings
-from roofline_profiler.stats import Measurement
-from tests.profiler.synthetic import synthetic_device
+K, N = 4096, 14336
+BW, PEAK = H200_LIKE["bandwidth"], H200_LIKE["peak"]
 
 
-def _codes(device, **overrides) -> set[str]:  # type: ignore[no-untyped-def]
-    args = {
-        "bandwidth": device.bandwidth,
-        "peak_candidates": device.peak_candidates,
-        "sweep": device.sweep,
-        "ridge": device.ridge_point,
-        "recommendation": Recommendation(device.recommended_min_batch, "sweep", 0.5),
-        "precision_target": 0.01,
-        "bandwidth_kind": "read",
-    }
-    args.update(overrides)
-    return {w.code for w in plausibility_warnings(**args)}
+def _codes(**kwargs: object) -> set[str]:
+    return {w.code for w in synthetic_device(**kwargs).warnings}  # type: ignore[arg-type]
 
 
 def test_a_clean_device_gets_no_warnings() -> None:
-    assert _codes(synthetic_device()) == set()
+    assert _codes() == set()
 
 
-def test_noisy_timings_are_flagged() -> None:
-    device = synthetic_device()
-    noisy = {**device.bandwidth, "read": Measurement("read", (1.0, 1.3, 0.7, 1.0), work=4.3e12)}
-    assert "NoisyMeasurement" in _codes(device, bandwidth=noisy)
+def test_bursts_the_rounds_absorb_are_no_warning() -> None:
+    burst = {0: 1.5, 2: 1.3, 4: 1.4}
+    assert _codes(slowdown={"read": burst, "copy": burst, "mm 8192x8192x8192": burst}) == set()
 
 
-def test_a_sweep_faster_than_the_measured_peak_is_flagged() -> None:
-    device = synthetic_device(efficiency=1.0)
-    slow_peak = tuple(
-        dataclasses.replace(
-            c,
-            measurement=Measurement(
-                c.measurement.label,
-                tuple(t * 2 for t in c.measurement.times),
-                work=c.measurement.work,
-            ),
-        )
-        for c in device.peak_candidates
-    )
-    assert "SweepAbovePeak" in _codes(device, peak_candidates=slow_peak)
+def test_a_level_shift_in_a_headline_workload_is_flagged_with_what_to_do() -> None:
+    shifted = {4: 1.3, 5: 1.3, 6: 1.3, 7: 1.3}
+    device = synthetic_device(slowdown={"read": shifted})
+    (warning,) = device.warnings
+    assert warning.code == "InterferenceUnresolved"
+    assert "read (bandwidth slope)" in warning.message
+    assert "re-run when nothing else uses the device" in warning.message
 
 
-def test_a_sweep_faster_than_the_measured_bandwidth_is_flagged() -> None:
-    device = synthetic_device(efficiency=1.0)
-    slow = {
-        k: Measurement(m.label, tuple(t * 3 for t in m.times), work=m.work)
-        for k, m in device.bandwidth.items()
-    }
-    assert "SweepAboveBandwidth" in _codes(device, bandwidth=slow)
+def test_a_level_shift_in_a_workload_no_number_rests_on_is_not_flagged() -> None:
+    assert _codes(slowdown={"decode B=4": {4: 1.3, 5: 1.3, 6: 1.3, 7: 1.3}}) == set()
+
+
+def test_a_decode_step_that_outruns_the_read_kernels_names_the_suspect() -> None:
+    fast = roofline.decode_gemm_bytes(1, K, N, 2) / (1.3 * BW)
+    device = synthetic_device(steps={1: fast})
+    assert device.bandwidth_kernel == "decode B=1"
+    (warning,) = device.warnings
+    assert warning.code == "SlopeFromDecode"
+    assert "1.30x" in warning.message
+    assert "--shape" in warning.message
+
+
+def test_a_decode_step_a_little_faster_than_the_read_kernels_just_sets_the_slope() -> None:
+    fast = roofline.decode_gemm_bytes(1, K, N, 2) / (1.15 * BW)
+    device = synthetic_device(steps={1: fast})
+    assert device.bandwidth_kernel == "decode B=1"
+    assert device.warnings == ()
+
+
+def test_a_sweep_point_that_outruns_the_peak_search_names_the_suspect() -> None:
+    fast = roofline.decode_gemm_flops(512, K, N) / (1.2 * PEAK)
+    assert _codes(steps={512: fast}) == {"PeakFromDecode"}
 
 
 def test_a_model_based_minimum_batch_is_explained() -> None:
-    device = synthetic_device()
-    assert "MinBatchFromModel" in _codes(device, recommendation=Recommendation(95, "model", 0.5))
+    assert "MinBatchFromModel" in _codes(batches=(1, 2, 4))
 
 
 def test_impossible_ceilings_are_flagged() -> None:
-    device = synthetic_device(bandwidth=90e12, peak=90e15)
-    codes = _codes(device)
-    assert {"ImplausibleBandwidth", "ImplausiblePeak"} <= codes
+    assert {"ImplausibleBandwidth", "ImplausiblePeak"} <= _codes(bandwidth=90e12, peak=90e15)

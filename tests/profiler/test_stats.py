@@ -2,7 +2,14 @@ import math
 
 import pytest
 
-from roofline_profiler.stats import Measurement, precise_enough, quantile
+from roofline_profiler.stats import (
+    AGREEMENT,
+    Bootstrap,
+    Measurement,
+    confirmed_minimum,
+    percentile_interval,
+    quantile,
+)
 
 
 def test_quantile_interpolates_like_numpy_default() -> None:
@@ -29,10 +36,9 @@ def test_measurement_keeps_raw_samples_and_derives_statistics() -> None:
     assert m.rate == pytest.approx(8.0 / 0.0025)
 
 
-def test_one_sample_has_no_spread_and_unknown_precision() -> None:
+def test_one_sample_has_no_spread() -> None:
     m = Measurement("x", (1.0,))
     assert m.cov == 0.0
-    assert m.relative_standard_error == math.inf
 
 
 @pytest.mark.parametrize(
@@ -48,13 +54,73 @@ def test_measurement_rejects_impossible_samples(times: tuple[float, ...]) -> Non
         Measurement("x", times)
 
 
-def test_noise_threshold_flags_a_spread_above_five_percent() -> None:
-    assert not Measurement("calm", (1.0, 1.01, 0.99)).is_noisy
-    assert Measurement("noisy", (1.0, 1.2, 0.8)).is_noisy
+def _rounds(bests: list[float]) -> Measurement:
+    """Two runs per round; the round's best is ``bests[r]``."""
+    times = [t for best in bests for t in (best * 1.02, best)]
+    rounds = [r for r in range(len(bests)) for _ in range(2)]
+    return Measurement("x", tuple(times), work=1.0, rounds=tuple(rounds))
 
 
-def test_adaptive_repetition_stops_only_with_enough_runs_and_precision() -> None:
-    steady = [1.0] * 10
-    assert precise_enough(steady, minimum_runs=10, target=0.01)
-    assert not precise_enough(steady[:9], minimum_runs=10, target=0.01)
-    assert not precise_enough([1.0, 2.0] * 5, minimum_runs=3, target=0.01)
+def test_round_bests_are_the_fastest_run_of_each_round_in_round_order() -> None:
+    m = Measurement("x", (3.0, 2.0, 5.0, 4.0), rounds=(1, 1, 0, 0))
+    assert m.round_bests == (4.0, 2.0)
+
+
+def test_a_measurement_without_rounds_is_one_round() -> None:
+    assert Measurement("x", (3.0, 2.0)).round_bests == (2.0,)
+
+
+def test_one_round_index_per_sample_is_required() -> None:
+    with pytest.raises(ValueError, match="round"):
+        Measurement("x", (1.0, 2.0), rounds=(0,))
+
+
+def test_the_confirmed_best_ignores_a_single_lucky_round() -> None:
+    m = _rounds([1.0, 1.01, 0.80, 1.02])
+    assert m.confirmed_time == 1.0
+    assert m.confirmed_rate == 1.0
+
+
+def test_the_confirmed_minimum_is_the_second_smallest_or_the_only_value() -> None:
+    assert confirmed_minimum([3.0, 1.0, 2.0]) == 2.0
+    assert confirmed_minimum([3.0]) == 3.0
+
+
+def test_a_best_run_reproduced_within_the_agreement_is_confirmed() -> None:
+    assert _rounds([1.0, 1.0 + AGREEMENT / 2, 1.3]).is_confirmed
+    assert not _rounds([1.0, 1.0 + 2 * AGREEMENT, 1.3]).is_confirmed
+    assert not _rounds([1.0]).is_confirmed
+
+
+def test_rounds_far_slower_than_the_confirmed_best_count_as_hit() -> None:
+    assert _rounds([1.0, 1.0, 1.5, 1.05, 2.0]).hit_rounds == 2
+
+
+def test_a_level_shift_between_the_halves_is_a_step_change() -> None:
+    assert _rounds([1.0, 1.01, 1.0, 1.02, 1.4, 1.41, 1.39, 1.42]).step_change
+    assert _rounds([1.4, 1.41, 1.39, 1.42, 1.0, 1.01, 1.0, 1.02]).step_change
+
+
+def test_bursts_that_come_and_go_are_no_step_change() -> None:
+    assert not _rounds([1.0, 1.4, 1.0, 1.01, 1.39, 1.0, 1.4, 1.02]).step_change
+
+
+def test_a_shift_in_fewer_than_eight_rounds_cannot_be_told_from_chance() -> None:
+    assert not _rounds([1.0, 1.01, 1.0, 1.4, 1.41, 1.39]).step_change
+
+
+def test_the_bootstrap_is_repeatable_and_brackets_the_confirmed_rate() -> None:
+    m = _rounds([1.0, 1.02, 1.05, 1.01, 1.2, 1.03])
+    first = Bootstrap().confirmed_rates(m)
+    assert first == Bootstrap().confirmed_rates(m)
+    low, high = percentile_interval(first)
+    assert low <= m.confirmed_rate <= high
+    assert high <= 1.0  # no resample is faster than the fastest round
+    assert low >= 1 / 1.2
+
+
+def test_quiet_rounds_give_a_narrow_interval_and_interference_a_wide_one() -> None:
+    quiet = percentile_interval(Bootstrap().confirmed_rates(_rounds([1.0, 1.004, 1.002, 1.001])))
+    noisy = percentile_interval(Bootstrap().confirmed_rates(_rounds([1.0, 1.3, 1.6, 1.2])))
+    assert quiet[1] - quiet[0] < 0.01
+    assert noisy[1] - noisy[0] > 0.1

@@ -1,35 +1,80 @@
+import itertools
 import time
 
 import torch
 
-from roofline_profiler.timing import TimingPolicy, measure
+from roofline_profiler.timing import MIN_ROUNDS, TimingPolicy, Workload, measure, measure_rounds
 
 CPU = torch.device("cpu")
 
 
-def test_measure_keeps_every_timed_run_and_counts_warmup_separately() -> None:
+def _policy(**overrides: float) -> TimingPolicy:
+    fields = {
+        "min_rounds": 3,
+        "max_rounds": 8,
+        "slice_seconds": 0.0,
+        "warmup_seconds": 0.0,
+        "budget_seconds": 30.0,
+        "search_seconds": 0.0,
+        "max_run_seconds": 1.0,
+    }
+    fields.update(overrides)
+    return TimingPolicy(**fields)  # type: ignore[arg-type]
+
+
+def _sleeper(label: str, seconds: float, order: list[str]) -> Workload:
+    def run(_: int) -> None:
+        order.append(label)
+        time.sleep(seconds)
+
+    return Workload(label, 1.0, run)
+
+
+def test_rounds_interleave_the_workloads_and_record_each_samples_round() -> None:
+    order: list[str] = []
+    workloads = [_sleeper(name, 0.002, order) for name in ("a", "b", "c")]
+    measured = measure_rounds(workloads, CPU, _policy(max_rounds=3), lambda _: None)
+    timed = order[3:]  # after one warm-up call each
+    assert sorted(timed) == ["a"] * 3 + ["b"] * 3 + ["c"] * 3
+    assert [set(timed[i : i + 3]) for i in (0, 3, 6)] == [{"a", "b", "c"}] * 3
+    assert timed[:3] != timed[3:6]  # the order rotates from round to round
+    for m in measured.values():
+        assert m.rounds == (0, 1, 2)
+        assert m.warmup_runs == 1
+
+
+def test_a_workload_interference_hit_gets_more_rounds_and_a_steady_one_does_not() -> None:
+    order: list[str] = []
+    steady = _sleeper("steady", 0.002, order)
+    # Every other round twice as slow, and its fastest never repeated: it stays unconfirmed.
+    durations = itertools.chain([0.002], (0.002 * (1 + 0.2 * i) for i in itertools.count()))
+
+    def erratic(_: int) -> None:
+        time.sleep(next(durations))
+
+    measured = measure_rounds(
+        [steady, Workload("erratic", 1.0, erratic)], CPU, _policy(max_rounds=6), lambda _: None
+    )
+    assert len(measured["steady"].round_bests) == 3
+    assert len(measured["erratic"].round_bests) == 6
+
+
+def test_a_spent_budget_stops_the_rounds_at_three_so_a_best_run_can_still_be_confirmed() -> None:
+    durations = (0.01 * (1 + 0.3 * i) for i in itertools.count())
+    workload = Workload("slowing", 1.0, lambda _: time.sleep(next(durations)))
+    policy = _policy(min_rounds=6, budget_seconds=0.0)
+    measured = measure_rounds([workload], CPU, policy, lambda _: None)
+    assert len(measured["slowing"].round_bests) == MIN_ROUNDS == 3
+
+
+def test_a_slice_holds_several_runs_of_a_fast_workload() -> None:
+    workload = Workload("fast", 1.0, lambda _: time.sleep(0.001))
+    measured = measure_rounds([workload], CPU, _policy(slice_seconds=0.01), lambda _: None)
+    assert measured["fast"].repeats >= 3 * 4
+
+
+def test_a_first_look_times_at_least_the_minimum_runs_after_a_warm_up_call() -> None:
     calls: list[int] = []
-    policy = TimingPolicy(
-        min_runs=5, max_runs=5, budget_seconds=10, warmup_seconds=0.0, precision_target=0.0
-    )
-    m = measure(calls.append, label="noop", work=1.0, device=CPU, policy=policy)
-    assert m.repeats == 5
-    assert m.warmup_runs == len(calls) - 5
-    assert calls == list(range(len(calls)))  # each call gets its own index, for buffer rotation
-
-
-def test_a_time_budget_stops_repetition_after_the_minimum_runs() -> None:
-    policy = TimingPolicy(
-        min_runs=3, max_runs=1000, budget_seconds=0.05, warmup_seconds=0.0, precision_target=0.0
-    )
-    m = measure(lambda _: time.sleep(0.01), label="sleep", work=1.0, device=CPU, policy=policy)
-    assert 3 <= m.repeats < 20
-    assert all(t >= 0.009 for t in m.times)
-
-
-def test_a_steady_workload_stops_once_precise() -> None:
-    policy = TimingPolicy(
-        min_runs=4, max_runs=1000, budget_seconds=30, warmup_seconds=0.0, precision_target=0.5
-    )
-    m = measure(lambda _: time.sleep(0.002), label="sleep", work=1.0, device=CPU, policy=policy)
-    assert m.repeats < 100
+    m = measure(calls.append, label="noop", work=1.0, device=CPU, seconds=0.0, min_runs=4)
+    assert m.repeats == 4
+    assert calls == [0, 1, 2, 3, 4]  # each call gets its own index, for buffer rotation
