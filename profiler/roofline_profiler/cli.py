@@ -1,5 +1,5 @@
-"""The ``roofline`` command: ``roofline profile`` measures this machine, ``roofline operator`` runs
-the Kubernetes operator.
+"""The ``roofline`` command: ``roofline profile`` measures this machine, ``roofline plan``
+re-plans a model from a saved profile, ``roofline operator`` runs the Kubernetes operator.
 
 Exit codes: 0 success; 1 the device failed (one line on stderr, and the same line in the
 ``--compact`` file so a pod's termination message says why); 2 bad input (one line on stderr,
@@ -18,6 +18,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import NoReturn
 
+from roofline_profiler import model_cli
 from roofline_profiler.recommend import DEFAULT_MIN_EFFICIENCY
 from roofline_profiler.roofline import DEFAULT_BATCHES, DEFAULT_SHAPE
 
@@ -88,7 +89,9 @@ def _output_path(text: str | None, flag: str) -> Path | None:
 
 def build_parser() -> _Parser:
     parser = _Parser(prog=PROG, description=__doc__.split("\n\n")[0] if __doc__ else None)
-    sub = parser.add_subparsers(dest="command", metavar="{profile,operator}", parser_class=_Parser)
+    sub = parser.add_subparsers(
+        dest="command", metavar="{profile,plan,operator}", parser_class=_Parser
+    )
     sub.required = True
     p = sub.add_parser("profile", help="measure this machine's decode roofline")
     p.add_argument(
@@ -133,6 +136,13 @@ def build_parser() -> _Parser:
         metavar="PATH",
         help="write the compact (<= 4096 bytes) result, e.g. /dev/termination-log in a pod",
     )
+    model_cli.add_model_arguments(p)
+    plan = sub.add_parser("plan", help="re-plan a model from a saved profile, without the device")
+    plan.add_argument("--from", dest="source", required=True, metavar="RESULT.json")
+    model_cli.add_model_arguments(plan, plan=True)
+    plan.add_argument("--json", metavar="PATH", help="write the re-planned result document")
+    plan.add_argument("--markdown", metavar="PATH", help="write a Markdown report")
+    plan.add_argument("--plot", metavar="PATH.png", help="write the model plan plot")
     sub.add_parser(
         "operator",
         help="run the Kubernetes operator (see roofline operator --help)",
@@ -186,9 +196,14 @@ def run_profile_command(args: argparse.Namespace) -> int:
     }
     if outputs["--plot"] is not None and outputs["--plot"].suffix.lower() != ".png":
         raise UsageError(f"--plot {args.plot}: the plot is written as PNG, name it *.png")
+    tensor_parallel = model_cli.parse_tensor_parallel(args.tensor_parallel)
+    archs = model_cli.load_models(args.model, tensor_parallel)
+    contexts = model_cli.parse_contexts(args.context, (model_cli.DEFAULT_CONTEXT,))
+    plan_options = model_cli.parse_plan_options(args, percent)
 
     # torch is imported only now, so bad input is rejected at once.
     from roofline_profiler import devices as devmod
+    from roofline_profiler.model_runner import ModelRequest
     from roofline_profiler.runner import DeviceFailure, ProfileRequest, run_profile
 
     try:
@@ -210,6 +225,7 @@ def run_profile_command(args: argparse.Namespace) -> int:
         min_batch_efficiency_percent=percent,
         bandwidth_kind=args.bandwidth,
         quick=args.quick,
+        models=ModelRequest(archs, contexts, tensor_parallel, plan_options) if archs else None,
     )
     progress = _Progress()
     try:
@@ -249,8 +265,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         return operator_main(arguments[1:])
     try:
         args = build_parser().parse_args(arguments)
+        if args.command == "plan":
+            return model_cli.run_plan_command(args, _output_path, _write_atomic)
         return run_profile_command(args)
-    except UsageError as exc:
+    except (UsageError, model_cli.ModelInputError) as exc:
         print(f"{PROG}: error: {exc}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:

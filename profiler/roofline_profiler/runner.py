@@ -10,9 +10,12 @@ from dataclasses import dataclass
 import torch
 
 from roofline_profiler import recommend, roofline
+from roofline_profiler.decode_model import ModelMeasurements
 from roofline_profiler.devices import DeviceInfo, check_dtype_supported
 from roofline_profiler.measure import measure_bandwidth, measure_peak, measure_sweep
 from roofline_profiler.metadata import environment, telemetry
+from roofline_profiler.model_runner import ModelRequest, profile_models
+from roofline_profiler.planning import ModelPlan
 from roofline_profiler.result import DeviceResult, ProfileResult, SweepEntry
 from roofline_profiler.sanity import plausibility_warnings
 from roofline_profiler.timing import DEFAULT, QUICK
@@ -27,6 +30,7 @@ class ProfileRequest:
     min_batch_efficiency_percent: int
     bandwidth_kind: str  # "read" or "copy"
     quick: bool
+    models: ModelRequest | None = None
 
 
 class DeviceFailure(RuntimeError):
@@ -84,6 +88,19 @@ def profile_device(
         policy.precision_target,
         request.bandwidth_kind,
     )
+    plans: tuple[ModelPlan, ...] = ()
+    model_measurements: tuple[ModelMeasurements, ...] = ()
+    if request.models is not None and request.models.models:
+        plans, model_measurements = profile_models(
+            info,
+            dtype,
+            request.batches,
+            request.models,
+            request.quick,
+            peak,
+            bandwidth_bps,
+            lambda message: progress(f"{tag} {message}"),
+        )
     return DeviceResult(
         index=info.index,
         name=info.name,
@@ -101,6 +118,8 @@ def profile_device(
         sweep=entries,
         warnings=warnings,
         telemetry=telemetry(info),
+        models=plans,
+        model_measurements=model_measurements,
     )
 
 
