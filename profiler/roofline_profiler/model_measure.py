@@ -49,7 +49,12 @@ from roofline_profiler.decode_model import (
     layer_kinds,
 )
 from roofline_profiler.devices import DTYPES, DeviceInfo
-from roofline_profiler.models import ModelArch, attended_tokens, expected_active_experts
+from roofline_profiler.models import (
+    ModelArch,
+    attended_tokens,
+    expected_active_experts,
+    weight_bytes,
+)
 from roofline_profiler.roofline import dtype_bytes
 from roofline_profiler.stats import Measurement
 from roofline_profiler.timing import TimingPolicy, measure, synchronize
@@ -375,8 +380,19 @@ def expert_assignment(
     return [((offset + i) % num_experts, tokens[i], slots[i]) for i in range(active) if tokens[i]]
 
 
-def _layer_copies(info: DeviceInfo, layer_bytes: int) -> int:
-    wanted = max(1, math.ceil(CACHE_MULTIPLE * info.cache_bytes / max(1, layer_bytes)))
+def _evicting_bytes(settings: MeasureSettings, info: DeviceInfo) -> int:
+    """Bytes the runs must touch between two uses of one weight copy or KV slice.
+
+    :data:`CACHE_MULTIPLE` caches, unless the real step touches less than that between two
+    uses of one layer (the whole model's weights): a model that fits the cache is served from
+    it in a real decode too, and is measured so.
+    """
+    model = weight_bytes(settings.arch, dtype_bytes(settings.dtype), settings.tensor_parallel)
+    return min(CACHE_MULTIPLE * info.cache_bytes, model)
+
+
+def _layer_copies(settings: MeasureSettings, info: DeviceInfo, layer_bytes: int) -> int:
+    wanted = max(1, math.ceil(_evicting_bytes(settings, info) / max(1, layer_bytes)))
     affordable = max(1, _memory_budget(info) // max(1, layer_bytes))
     return min(wanted, affordable)
 
@@ -393,7 +409,7 @@ def measure_layer_bodies(
         first = _Layer(arch, shapes, kind, dtype, device)
         copies = [first] + [
             _Layer(arch, shapes, kind, dtype, device)
-            for _ in range(_layer_copies(info, first.nbytes()) - 1)
+            for _ in range(_layer_copies(settings, info, first.nbytes()) - 1)
         ]
         times = []
         for batch in settings.batches:
@@ -521,7 +537,7 @@ def _kv_sequences(settings: MeasureSettings, info: DeviceInfo, per_sequence: int
     if info.backend not in ("cuda", "rocm"):
         # Filling memory costs a CPU seconds per gigabyte: extrapolate the largest batches instead.
         cap = min(cap, max(CACHE_MULTIPLE * info.cache_bytes, MAX_KV_BUFFER_BYTES))
-    wanted = max(max(settings.batches) * per_sequence, CACHE_MULTIPLE * info.cache_bytes)
+    wanted = max(max(settings.batches) * per_sequence, _evicting_bytes(settings, info))
     return max(1, min(cap, wanted) // per_sequence)
 
 
