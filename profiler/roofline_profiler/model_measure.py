@@ -35,6 +35,7 @@ Economy (the measurements must fit a profile's time budget on a CPU too):
 from __future__ import annotations
 
 import math
+import random
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -52,7 +53,6 @@ from roofline_profiler.devices import DTYPES, DeviceInfo
 from roofline_profiler.models import (
     ModelArch,
     attended_tokens,
-    expected_active_experts,
     weight_bytes,
 )
 from roofline_profiler.roofline import dtype_bytes
@@ -248,9 +248,8 @@ class _Layer:
         probs = torch.softmax(logits.to(torch.float32), dim=-1)
         weights, _ = torch.topk(probs, self.arch.experts_per_token, dim=-1)
         weights = (weights / weights.sum(dim=-1, keepdim=True)).to(h.dtype)
-        # The routing itself is replaced by the expected one (see ``expert_assignment``): the
-        # expected number of distinct experts, each with its share of the batch, rotating
-        # which experts from run to run.
+        # The router's choice is replaced by uniform random routing (``expert_assignment``):
+        # random weights would route arbitrarily, a trained router balances its experts.
         routing = state.routing
         assert routing is not None
         if _GROUPED_MM is not None:
@@ -319,10 +318,10 @@ class _Routing:
         num_experts: int,
         experts_per_token: int,
         batch: int,
-        offset: int,
+        seed: int,
         device: torch.device,
     ) -> _Routing:
-        groups = sorted(expert_assignment(num_experts, experts_per_token, batch, offset))
+        groups = expert_assignment(num_experts, experts_per_token, batch, seed)
         rows = [t for _, tokens, _ in groups for t in tokens]
         slots = [s for _, _, ss in groups for s in ss]
         counts = [0] * num_experts
@@ -360,24 +359,23 @@ class _StepState:
 
 
 def expert_assignment(
-    num_experts: int, experts_per_token: int, batch: int, offset: int
+    num_experts: int, experts_per_token: int, batch: int, seed: int
 ) -> list[tuple[int, list[int], list[int]]]:
-    """Token→expert routing with the expected number of distinct experts, loads balanced.
+    """Uniform top-k routing: each token picks k distinct experts uniformly at random.
 
-    Under uniform top-k routing ``E·(1 − (1 − k/E)^B)`` distinct experts are read
-    (rounded to the nearest whole expert, at least k). Pair ``j`` of the batch's B·k
-    token–expert pairs (token ``j // k``, slot ``j % k``) goes to active expert ``j mod n``: a
-    token's k experts are distinct and every active expert gets ⌊B·k/n⌋ or ⌈B·k/n⌉ tokens.
-    ``offset`` rotates which of the E experts are the active ones.
+    Per expert that got tokens: ``(expert, tokens, slots)``, sorted by expert. This reads
+    ``E·(1 − (1 − k/E)^B)`` distinct experts in expectation and gives them multinomial loads,
+    as a trained router with load balancing does on average; ``seed`` makes each run's routing
+    reproducible and different from the last, so successive runs read other experts.
     """
-    k = experts_per_token
-    active = max(k, min(num_experts, round(expected_active_experts(num_experts, k, batch))))
-    tokens: list[list[int]] = [[] for _ in range(active)]
-    slots: list[list[int]] = [[] for _ in range(active)]
-    for j in range(batch * k):
-        tokens[j % active].append(j // k)
-        slots[j % active].append(j % k)
-    return [((offset + i) % num_experts, tokens[i], slots[i]) for i in range(active) if tokens[i]]
+    rng = random.Random(seed)
+    tokens: dict[int, list[int]] = {}
+    slots: dict[int, list[int]] = {}
+    for token in range(batch):
+        for slot, expert in enumerate(rng.sample(range(num_experts), experts_per_token)):
+            tokens.setdefault(expert, []).append(token)
+            slots.setdefault(expert, []).append(slot)
+    return [(e, tokens[e], slots[e]) for e in sorted(tokens)]
 
 
 def _evicting_bytes(settings: MeasureSettings, info: DeviceInfo) -> int:
@@ -438,7 +436,7 @@ def _time_body(
         routing = None
         if kind == "moe":
             routing = _Routing.build(
-                arch.num_experts, arch.experts_per_token, batch, r * arch.experts_per_token, device
+                arch.num_experts, arch.experts_per_token, batch, seed=r, device=device
             )
         states.append(
             _StepState(

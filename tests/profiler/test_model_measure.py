@@ -48,27 +48,29 @@ TINY_DENSE = {
 }
 
 
-@pytest.mark.parametrize("batch", [1, 2, 3, 8, 64])
-def test_the_routing_reads_the_expected_number_of_distinct_experts_with_balanced_loads(
-    batch: int,
-) -> None:
-    groups = expert_assignment(8, 2, batch, offset=3)
-    expected = round(expected_active_experts(8, 2, batch))
-    assert len(groups) == min(expected, batch * 2)
-    loads = [len(tokens) for _, tokens, _ in groups]
-    assert sum(loads) == batch * 2
-    assert max(loads) - min(loads) <= 1
-    per_token = Counter()
-    for expert, tokens, _ in groups:
-        for t in tokens:
-            per_token[(t, expert)] += 1
-    assert all(count == 1 for count in per_token.values()), "a token reads an expert twice"
+@pytest.mark.parametrize("batch", [1, 3, 8, 64])
+def test_each_token_reads_k_distinct_experts(batch: int) -> None:
+    groups = expert_assignment(8, 2, batch, seed=3)
+    assert sum(len(tokens) for _, tokens, _ in groups) == batch * 2
+    per_token: Counter[int] = Counter()
+    for expert, tokens, slots in groups:
+        assert len(set(tokens)) == len(tokens), f"expert {expert} sees a token twice"
+        per_token.update(tokens)
+        assert set(slots) <= {0, 1}
+    assert all(per_token[t] == 2 for t in range(batch))
 
 
-def test_the_offset_rotates_which_experts_are_active() -> None:
-    first = {e for e, _, _ in expert_assignment(8, 2, 1, offset=0)}
-    second = {e for e, _, _ in expert_assignment(8, 2, 1, offset=2)}
-    assert first.isdisjoint(second)
+@pytest.mark.parametrize("batch", [1, 4, 16])
+def test_uniform_routing_reads_the_expected_number_of_distinct_experts(batch: int) -> None:
+    counts = [len(expert_assignment(8, 2, batch, seed)) for seed in range(400)]
+    assert sum(counts) / len(counts) == pytest.approx(
+        expected_active_experts(8, 2, batch), rel=0.03
+    )
+
+
+def test_successive_seeds_route_to_other_experts() -> None:
+    first = {e for e, _, _ in expert_assignment(64, 2, 1, seed=0)}
+    assert any({e for e, _, _ in expert_assignment(64, 2, 1, seed)} != first for seed in (1, 2))
 
 
 def test_grouped_and_looped_experts_compute_the_same_layer() -> None:
@@ -80,7 +82,7 @@ def test_grouped_and_looped_experts_compute_the_same_layer() -> None:
     layer.experts_down.normal_()
     h = torch.randn(5, arch.hidden_size)
     weights = torch.rand(5, 2)
-    routing = _Routing.build(8, 2, 5, 1, torch.device("cpu"))
+    routing = _Routing.build(8, 2, 5, seed=1, device=torch.device("cpu"))
     if model_measure._GROUPED_MM is None:
         pytest.skip("this torch has no grouped GEMM")
     grouped = layer._grouped_experts(h, weights, routing)
