@@ -189,6 +189,7 @@ class _Layer:
     ) -> None:
         s, h, hd = shapes, shapes.hidden, shapes.head_dim
         self.arch, self.shapes, self.kind = arch, shapes, kind
+        self.grouped = True
         qkv = (s.q_heads + 2 * s.kv_heads) * hd
         self.norm_in = torch.ones(h, dtype=dtype, device=device)
         self.norm_post = torch.ones(h, dtype=dtype, device=device)
@@ -252,9 +253,13 @@ class _Layer:
         # random weights would route arbitrarily, a trained router balances its experts.
         routing = state.routing
         assert routing is not None
-        if _GROUPED_MM is not None:
-            out = self._grouped_experts(h, weights, routing)
-        else:
+        out = None
+        if _GROUPED_MM is not None and self.grouped:
+            try:
+                out = self._grouped_experts(h, weights, routing)
+            except (RuntimeError, NotImplementedError):
+                self.grouped = False  # no grouped GEMM for this device or dtype: loop instead
+        if out is None:
             out = self._looped_experts(h, weights, routing)
         if self.shapes.shared_inter:
             shared = self._mlp(h, self.shared_gate_up, self.shared_down)
@@ -564,16 +569,19 @@ def _attention_at(
         progress(f"{arch.name} attention B={batch} C={context}")
         slices = max(1, sequences // batch)
         query = _random((batch, s.kv_heads, group, s.head_dim), dtype, device)
-        # Every position valid: the boolean mask a static or padded cache passes (transformers'
-        # decode does), which also selects the CPU kernel that serves a grouped query well.
-        valid = torch.ones((batch, 1, 1, tokens), dtype=torch.bool, device=device)
+        # On CPUs, every position valid in a boolean mask, as a static or padded cache passes it
+        # (transformers' decode does), which also selects the CPU kernel that serves a grouped
+        # query well; GPU engines' paged kernels take sequence lengths instead: no mask.
+        valid = None
+        if device.type == "cpu":
+            valid = torch.ones((batch, 1, 1, tokens), dtype=torch.bool, device=device)
 
         def run(
             i: int,
             batch: int = batch,
             slices: int = slices,
             query: torch.Tensor = query,
-            valid: torch.Tensor = valid,
+            valid: torch.Tensor | None = valid,
         ) -> object:
             j = (i % slices) * batch
             with torch.no_grad():
