@@ -28,21 +28,21 @@ Economy (the measurements must fit a profile's time budget on a CPU too):
 * Attention is timed for every batch whose KV cache fits a share of the device's memory; larger
   batches are extrapolated in proportion to the batch from the largest one timed (decode
   attention of different sequences is independent work; the result marks them extrapolated).
-* A run that takes long (a compute-bound batch of a large model) is its own warm-up and is
-  repeated once (quick) or twice more; fast runs are repeated adaptively (``timing.measure``).
+* Batches are timed in interleaved passes, and a run that takes long (a compute-bound batch of
+  a large model) is repeated only once per pass (``component_timing``).
 """
 
 from __future__ import annotations
 
 import math
 import random
-import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import torch
 import torch.nn.functional as F
 
+from roofline_profiler.component_timing import Part, time_parts
 from roofline_profiler.decode_model import (
     AttentionTime,
     ComponentTime,
@@ -56,8 +56,6 @@ from roofline_profiler.models import (
     weight_bytes,
 )
 from roofline_profiler.roofline import dtype_bytes
-from roofline_profiler.stats import Measurement
-from roofline_profiler.timing import TimingPolicy, measure, synchronize
 
 #: Between two uses of one weight copy (or KV slice) the runs touch this many caches' worth.
 CACHE_MULTIPLE = 4
@@ -73,17 +71,6 @@ UNKNOWN_MEMORY_BYTES = 16 << 30
 RMS_EPS = 1e-6
 ROPE_THETA = 10000.0
 
-#: Per-component timing policies: many cheap runs, few expensive ones.
-QUICK_COMPONENT = TimingPolicy(
-    min_runs=3, max_runs=40, budget_seconds=0.08, warmup_seconds=0.02, precision_target=0.03
-)
-DEFAULT_COMPONENT = TimingPolicy(
-    min_runs=5, max_runs=200, budget_seconds=0.3, warmup_seconds=0.05, precision_target=0.01
-)
-#: A component whose first run takes this long is timed only a few more times.
-SLOW_RUN_SECONDS = 0.1
-SLOW_RUNS = 1
-SLOW_RUNS_DEFAULT = 2
 
 Progress = Callable[[str], None]
 
@@ -414,26 +401,33 @@ def measure_layer_bodies(
             _Layer(arch, shapes, kind, dtype, device)
             for _ in range(_layer_copies(settings, info, first.nbytes()) - 1)
         ]
-        times = []
-        for batch in settings.batches:
-            progress(f"{arch.name} {kind} layer B={batch}")
-            times.append(_time_body(copies, batch, settings, info, kind))
-        results[kind] = tuple(times)
-        del copies, first
+        parts = [
+            Part(
+                batch,
+                f"{arch.name} {kind} layer B={batch}",
+                _body_run(copies, batch, settings, info),
+            )
+            for batch in settings.batches
+        ]
+        measured = time_parts(parts, settings.quick, device, progress)
+        results[kind] = tuple(
+            ComponentTime(p.batch, m.median, m) for p, m in zip(parts, measured, strict=True)
+        )
+        del copies, first, parts
     return results
 
 
-def _time_body(
-    copies: list[_Layer], batch: int, settings: MeasureSettings, info: DeviceInfo, kind: str
-) -> ComponentTime:
-    arch, device = settings.arch, info.device
+def _body_run(
+    copies: list[_Layer], batch: int, settings: MeasureSettings, info: DeviceInfo
+) -> Callable[[int], object]:
+    arch, device, kind = settings.arch, info.device, copies[0].kind
     dtype = DTYPES[settings.dtype]
     s = copies[0].shapes
     positions = torch.full((batch,), 1000, dtype=torch.long, device=device)
     cos, sin = rotary_tables(positions, s.head_dim, dtype)
     rounds = max(1, len(copies))
     if kind == "moe":
-        # Rotate the active experts too: with a single copy, successive runs read other experts.
+        # Rotate the routing too: with a single copy, successive runs read other experts.
         rounds = max(rounds, math.ceil(arch.num_experts / max(1, arch.experts_per_token)))
     states = []
     inputs = []
@@ -459,33 +453,7 @@ def _time_body(
         with torch.no_grad():
             return copies[i % len(copies)].forward(inputs[i % rounds], states[i % rounds])
 
-    return _timed(run, f"{arch.name} {kind} layer B={batch}", batch, settings.quick, device)
-
-
-def _timed(
-    run: Callable[[int], object], label: str, batch: int, quick: bool, device: torch.device
-) -> ComponentTime:
-    """Time one component: adaptively (``timing.measure``) when a run is fast; a slow run (a
-    compute-bound batch of a large model) is its own warm-up and is repeated only
-    :data:`SLOW_RUNS` (quick) or :data:`SLOW_RUNS_DEFAULT` times."""
-    synchronize(device)
-    start = time.perf_counter()
-    run(0)
-    synchronize(device)
-    first = time.perf_counter() - start
-    if first < SLOW_RUN_SECONDS:
-        policy = QUICK_COMPONENT if quick else DEFAULT_COMPONENT
-        m = measure(run, label=label, work=0.0, device=device, policy=policy)
-    else:
-        times = []
-        for i in range(1, 1 + (SLOW_RUNS if quick else SLOW_RUNS_DEFAULT)):
-            synchronize(device)
-            start = time.perf_counter()
-            run(i)
-            synchronize(device)
-            times.append(time.perf_counter() - start)
-        m = Measurement(label=label, times=tuple(times), warmup_runs=1)
-    return ComponentTime(batch=batch, seconds=m.median, measurement=m)
+    return run
 
 
 def measure_head(
@@ -504,9 +472,8 @@ def measure_head(
     copies = 1 if timed_rows == rows else 2
     tables = [_random((timed_rows, hidden), dtype, device) for _ in range(copies)]
     norm = torch.ones(hidden, dtype=dtype, device=device)
-    times = []
+    parts = []
     for batch in settings.batches:
-        progress(f"{arch.name} lm_head B={batch}")
         ids = torch.randint(0, timed_rows, (batch,), device=device)
 
         def run(i: int, ids: torch.Tensor = ids) -> object:
@@ -515,11 +482,12 @@ def measure_head(
                 x = table.index_select(0, ids)
                 return F.linear(rms_norm(x, norm), table)
 
-        t = _timed(run, f"{arch.name} head B={batch}", batch, settings.quick, device)
-        times.append(
-            ComponentTime(batch=batch, seconds=t.seconds * scale, measurement=t.measurement)
-        )
-    return tuple(times), scale
+        parts.append(Part(batch, f"{arch.name} lm_head B={batch}", run))
+    measured = time_parts(parts, settings.quick, device, progress)
+    times = tuple(
+        ComponentTime(p.batch, m.median * scale, m) for p, m in zip(parts, measured, strict=True)
+    )
+    return times, scale
 
 
 def measure_attention(
@@ -557,16 +525,9 @@ def _attention_at(
     keys = _random((sequences, s.kv_heads, tokens, s.head_dim), dtype, device)
     values = _random((sequences, s.kv_heads, tokens, s.head_dim), dtype, device)
     scale = s.head_dim**-0.5
-    results: list[AttentionTime] = []
-    for batch in settings.batches:
-        timed = [t for t in results if not t.extrapolated]
-        if batch > sequences and timed:
-            base = timed[-1]
-            results.append(
-                AttentionTime(batch, context, base.seconds * batch / base.batch, extrapolated=True)
-            )
-            continue
-        progress(f"{arch.name} attention B={batch} C={context}")
+    timed = [b for b in settings.batches if b <= sequences] or [min(settings.batches)]
+    parts = []
+    for batch in timed:
         slices = max(1, sequences // batch)
         query = _random((batch, s.kv_heads, group, s.head_dim), dtype, device)
         # On CPUs, every position valid in a boolean mask, as a static or padded cache passes it
@@ -593,10 +554,19 @@ def _attention_at(
                     scale=scale,
                 )
 
-        label = f"{arch.name} attention B={batch} C={context}"
-        t = _timed(run, label, batch, settings.quick, device)
-        results.append(AttentionTime(batch, context, t.seconds, False, t.measurement))
-    return results
+        parts.append(Part(batch, f"{arch.name} attention B={batch} C={context}", run))
+    measured = time_parts(parts, settings.quick, device, progress)
+    results = [
+        AttentionTime(p.batch, context, m.median, False, m)
+        for p, m in zip(parts, measured, strict=True)
+    ]
+    largest = results[-1]
+    results += [
+        AttentionTime(b, context, largest.seconds * b / largest.batch, extrapolated=True)
+        for b in settings.batches
+        if b not in timed
+    ]
+    return sorted(results, key=lambda a: a.batch)
 
 
 def measure_model(
