@@ -91,27 +91,33 @@ MAX_STEPS = 15
 STEP_BUDGET_SECONDS = 1.0
 
 
-def build_model(config: dict[str, Any]) -> Any:
+def build_model(config: dict[str, Any], device: str = "cpu", dtype: str = "float32") -> Any:
     import transformers
 
     cls = getattr(transformers, config["architectures"][0])
-    hf_config = transformers.AutoConfig.for_model(
-        **{k: v for k, v in config.items() if k != "architectures"}
-    )
+    fields = {k: v for k, v in config.items() if k not in ("architectures", "torch_dtype")}
+    hf_config = transformers.AutoConfig.for_model(**fields)
     torch.manual_seed(0)
-    model = cls(hf_config).eval()
+    with torch.device(device):
+        model = cls(hf_config).to(getattr(torch, dtype)).eval()
     for p in model.parameters():
         p.requires_grad_(False)
     return model
+
+
+def _sync(device: torch.device) -> None:
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
 
 
 def decode_step_seconds(model: Any, batch: int, context: int, quick: bool) -> float:
     """Median time of one decode step at ``batch`` sequences of ``context`` cached tokens."""
     from transformers import StaticCache
 
+    device = model.device
     cache = StaticCache(config=model.config, max_cache_len=context + 1)
-    ids = torch.randint(0, model.config.vocab_size, (batch, 1))
-    position = torch.tensor([context])
+    ids = torch.randint(0, model.config.vocab_size, (batch, 1), device=device)
+    position = torch.tensor([context], device=device)
     with torch.no_grad():
         model(ids, cache=cache, cache_position=position)  # allocates the cache
         for layer in cache.layers:
@@ -122,8 +128,10 @@ def decode_step_seconds(model: Any, batch: int, context: int, quick: bool) -> fl
         while len(times) < (2 if quick else MAX_STEPS):
             for layer in cache.layers:
                 layer.cumulative_length.fill_(context)
+            _sync(device)
             start = time.perf_counter()
             model(ids, cache=cache, cache_position=position)
+            _sync(device)
             times.append(time.perf_counter() - start)
             enough = len(times) >= (2 if quick else MIN_STEPS)
             if enough and time.perf_counter() - spent > STEP_BUDGET_SECONDS:
@@ -137,12 +145,13 @@ def reference_run(model: Any, quick: bool) -> dict[tuple[int, int], float]:
 
 
 def predict(
-    config_path: Path, quick: bool, threads: int | None
+    config_path: Path, quick: bool, threads: int | None, device: str, dtype: str
 ) -> tuple[dict[tuple[int, int], float], float, str]:
     """Run the profiler CLI on the config; returns its predictions, wall time and command."""
     out = config_path.parent / "result.json"
     command = [
-        sys.executable, "-m", "roofline_profiler.cli", "profile", "--device", "cpu",
+        sys.executable, "-m", "roofline_profiler.cli", "profile", "--device", device,
+        "--dtype", dtype,
         "--model", str(config_path),
         "--context", ",".join(str(c) for c in CONTEXTS),
         "--batches", ",".join(str(b) for b in BATCHES),
@@ -182,6 +191,23 @@ def errors(
     return math.exp(statistics.fmean(logs)) - 1, worst
 
 
+def shown_arguments() -> str:
+    """This run's arguments, without where the results went."""
+    shown, skip = [], False
+    for argument in sys.argv[1:]:
+        if skip or argument.startswith("--out"):
+            skip = argument == "--out"
+            continue
+        shown.append(argument)
+    return " ".join(shown)
+
+
+def device_name(device: str) -> str:
+    if device.startswith("cuda"):
+        return torch.cuda.get_device_name(torch.device(device))
+    return cpu_name()
+
+
 def cpu_name() -> str:
     for line in Path("/proc/cpuinfo").read_text().splitlines():
         if line.startswith("model name"):
@@ -195,6 +221,11 @@ def main() -> int:
     parser.add_argument("--threads", type=int, help="torch threads (default: torch's choice)")
     parser.add_argument("--only", choices=sorted(CONFIGS), action="append")
     parser.add_argument(
+        "--preset", action="append", help="also a full-size preset (e.g. llama-3.1-8b; GPUs)"
+    )
+    parser.add_argument("--device", default="cpu", help="cpu (default) or cuda:N")
+    parser.add_argument("--dtype", default="float32", help="float32 (default) or bfloat16")
+    parser.add_argument(
         "--out", default=str(Path(__file__).parent / "results" / "model_vs_transformers.md")
     )
     args = parser.parse_args()
@@ -202,7 +233,13 @@ def main() -> int:
         torch.set_num_threads(args.threads)
     import transformers
 
-    names = args.only or list(CONFIGS)
+    configs = dict(CONFIGS)
+    if args.preset:
+        from roofline_profiler.models import PRESETS
+
+        configs = {name: dict(PRESETS[name]) for name in args.preset}
+        configs.update({name: CONFIGS[name] for name in args.only or ()})
+    names = list(configs) if args.preset else args.only or list(CONFIGS)
     sections = []
     summary = []
     all_pred: list[float] = []
@@ -210,15 +247,17 @@ def main() -> int:
     worst_pred = worst_noise = 0.0
     load_before = os.getloadavg()
     for name in names:
-        config = CONFIGS[name]
+        config = configs[name]
         print(f"== {name}", flush=True)
-        model = build_model(config)
+        model = build_model(config, args.device, args.dtype)
         params = sum(p.numel() for p in model.parameters())
         first = reference_run(model, args.quick)
         with tempfile.TemporaryDirectory() as tmp:
             path = Path(tmp) / f"{name}.json"
             path.write_text(json.dumps(config, indent=2))
-            predicted, wall, command = predict(path, args.quick, args.threads)
+            predicted, wall, command = predict(
+                path, args.quick, args.threads, args.device, args.dtype
+            )
         second = reference_run(model, args.quick)
         third = reference_run(model, args.quick)
         del model
@@ -265,15 +304,15 @@ def main() -> int:
     overall = math.exp(statistics.fmean(all_pred)) - 1
     overall_noise = math.exp(statistics.fmean(all_noise)) - 1
     header = [
-        "# Predicted decode step vs transformers (CPU, fp32)",
+        f"# Predicted decode step vs transformers ({args.device}, {args.dtype})",
         "",
         f"Measured {dt.datetime.now(dt.timezone.utc).isoformat(timespec='seconds')} on "
-        f"{cpu_name()} ({os.cpu_count()} logical CPUs, torch {torch.__version__}, "
+        f"{device_name(args.device)} ({os.cpu_count()} logical CPUs, torch {torch.__version__}, "
         f"{torch.get_num_threads()} threads, transformers {transformers.__version__}); load "
         f"average {load_before[0]:.1f} before, {load_after[0]:.1f} after.",
         "",
-        f"Command: `python bench/model_vs_transformers.py{' --quick' if args.quick else ''}"
-        f"{f' --threads {args.threads}' if args.threads else ''}`; the prediction per "
+        f"Command: `python bench/model_vs_transformers.py {shown_arguments()}`; "
+        f"the prediction per "
         f"architecture: `{summary and command}`.",
         "",
         "Reference: the real `transformers` decode step (static KV cache at the context), the "
