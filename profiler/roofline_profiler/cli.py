@@ -250,7 +250,7 @@ def run_profile_command(args: argparse.Namespace) -> int:
     if outputs["--plot"] is not None:
         from roofline_profiler.plot import write_plot
 
-        write_plot(result, outputs["--plot"])
+        write_plot(result, outputs["--plot"], plan_options.itl_slo_seconds)
     if outputs["--compact"] is not None:
         _write_plain(outputs["--compact"], encode_compact(result.to_compact()))
     sys.stdout.write(text_summary(result))

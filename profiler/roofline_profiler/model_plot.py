@@ -8,7 +8,9 @@ from typing import Any
 from roofline_profiler.result import ProfileResult
 
 
-def draw_model_panels(itl: Any, throughput: Any, result: ProfileResult) -> None:
+def draw_model_panels(
+    itl: Any, throughput: Any, result: ProfileResult, itl_slo_seconds: float | None = None
+) -> None:
     """Per device, model and context: ITL (step time) and tokens/s against batch, with the max
     batch by memory (dashed), the max batch by latency and the ITL SLO (dotted), and the
     recommended range shaded."""
@@ -59,6 +61,14 @@ def draw_model_panels(itl: Any, throughput: Any, result: ProfileResult) -> None:
                     rotation=90,
                     va="top",
                 )
+    if itl_slo_seconds is not None:
+        itl.axhline(
+            itl_slo_seconds * 1e3,
+            color="black",
+            linestyle=":",
+            linewidth=1,
+            label=f"ITL SLO {itl_slo_seconds * 1e3:g} ms",
+        )
     itl.set(
         xscale="log",
         yscale="log",
@@ -85,16 +95,7 @@ def write_model_plot(result: ProfileResult, path: Path, slo_seconds: float | Non
     import matplotlib.pyplot as plt
 
     fig, (itl, throughput) = plt.subplots(1, 2, figsize=(13, 5.2))
-    draw_model_panels(itl, throughput, result)
-    if slo_seconds is not None:
-        itl.axhline(
-            slo_seconds * 1e3,
-            color="black",
-            linestyle=":",
-            linewidth=1,
-            label=f"ITL SLO {slo_seconds * 1e3:g} ms",
-        )
-        itl.legend(fontsize=7)
+    draw_model_panels(itl, throughput, result, slo_seconds)
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)

@@ -7,7 +7,7 @@ from pathlib import Path
 from roofline_profiler.result import ProfileResult
 
 
-def write_plot(result: ProfileResult, path: Path) -> None:
+def write_plot(result: ProfileResult, path: Path, itl_slo_seconds: float | None = None) -> None:
     import matplotlib
 
     matplotlib.use("Agg")
@@ -20,7 +20,9 @@ def write_plot(result: ProfileResult, path: Path) -> None:
     if rows == 2:
         from roofline_profiler.model_plot import draw_model_panels
 
-        draw_model_panels(fig.add_subplot(rows, 2, 3), fig.add_subplot(rows, 2, 4), result)
+        draw_model_panels(
+            fig.add_subplot(rows, 2, 3), fig.add_subplot(rows, 2, 4), result, itl_slo_seconds
+        )
     colors = plt.rcParams["axes.prop_cycle"].by_key()["color"]
     for i, d in enumerate(result.devices):
         color = colors[i % len(colors)]
