@@ -182,3 +182,22 @@ def test_plan_from_a_file_that_is_not_a_result_is_bad_input(tmp_path: Path) -> N
     proc = run_cli("plan", "--from", str(tmp_path / "none.json"), "--model", "qwen3-8b")
     assert proc.returncode == 2
     assert "cannot read" in proc.stderr
+
+
+def test_tensor_parallel_shards_the_model_and_times_its_all_reduces(tmp_path: Path) -> None:
+    (tmp_path / "tiny.json").write_text(json.dumps(TINY))
+    out = tmp_path / "result.json"
+    proc = run_cli(
+        "profile", "--quick", "--device", "cpu", "--batches", "1,2",
+        "--model", str(tmp_path / "tiny.json"), "--context", "64",
+        "--tensor-parallel", "2", "--json", str(out),
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    device = json.loads(out.read_text())["devices"][0]
+    (plan,) = device["models"]
+    assert plan["tensorParallel"] == 2
+    assert plan["tensorParallelMeasured"] is True
+    assert any(f == "--tensor-parallel-size=2" for f in plan["engineSettings"]["vllm"])
+    (measured,) = device["modelMeasurements"]
+    assert [r["batch"] for r in measured["allReduce"]] == [1, 2]
+    assert all(r["seconds"] > 0 for r in measured["allReduce"])
