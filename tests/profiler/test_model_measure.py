@@ -7,19 +7,18 @@ from collections import Counter
 import pytest
 import torch
 
-from roofline_profiler import model_measure
-from roofline_profiler.decode_model import step_seconds
-from roofline_profiler.devices import resolve_devices
-from roofline_profiler.model_measure import (
-    MeasureSettings,
-    _Layer,
-    _Routing,
-    _Shapes,
-    _StepState,
+from roofline_profiler import decode_layer
+from roofline_profiler.decode_layer import (
+    DecoderLayer,
+    LayerShapes,
+    Routing,
+    StepState,
     expert_assignment,
-    measure_model,
     rotary_tables,
 )
+from roofline_profiler.decode_model import step_seconds
+from roofline_profiler.devices import resolve_devices
+from roofline_profiler.model_measure import MeasureSettings, measure_model
 from roofline_profiler.models import expected_active_experts, model_from_config
 
 TINY_MOE = {
@@ -76,14 +75,14 @@ def test_successive_seeds_route_to_other_experts() -> None:
 def test_grouped_and_looped_experts_compute_the_same_layer() -> None:
     torch.manual_seed(0)
     arch = model_from_config(TINY_MOE, "tiny-moe")
-    shapes = _Shapes.of(arch, 1)
-    layer = _Layer(arch, shapes, "moe", torch.float32, torch.device("cpu"))
+    shapes = LayerShapes.of(arch, 1)
+    layer = DecoderLayer(arch, shapes, "moe", torch.float32, torch.device("cpu"))
     layer.experts_gate_up.normal_()
     layer.experts_down.normal_()
     h = torch.randn(5, arch.hidden_size)
     weights = torch.rand(5, 2)
-    routing = _Routing.build(8, 2, 5, seed=1, device=torch.device("cpu"))
-    if model_measure._GROUPED_MM is None:
+    routing = Routing.build(8, 2, 5, seed=1, device=torch.device("cpu"))
+    if decode_layer.GROUPED_MM is None:
         pytest.skip("this torch has no grouped GEMM")
     grouped = layer._grouped_experts(h, weights, routing)
     looped = layer._looped_experts(h, weights, routing)
@@ -92,10 +91,10 @@ def test_grouped_and_looped_experts_compute_the_same_layer() -> None:
 
 def test_a_dense_layer_body_runs_with_qk_norm_and_keeps_the_hidden_shape() -> None:
     arch = model_from_config(TINY_DENSE, "tiny")
-    shapes = _Shapes.of(arch, 1)
-    layer = _Layer(arch, shapes, "dense", torch.float32, torch.device("cpu"))
+    shapes = LayerShapes.of(arch, 1)
+    layer = DecoderLayer(arch, shapes, "dense", torch.float32, torch.device("cpu"))
     cos, sin = rotary_tables(torch.tensor([7, 9]), shapes.head_dim, torch.float32)
-    state = _StepState(
+    state = StepState(
         cos=cos,
         sin=sin,
         k_slot=torch.empty(2, shapes.kv_heads, shapes.head_dim),
