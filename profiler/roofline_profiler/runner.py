@@ -6,7 +6,7 @@ from __future__ import annotations
 import datetime as dt
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import torch
@@ -23,6 +23,7 @@ from roofline_profiler.measure import (
     sweep_workloads,
 )
 from roofline_profiler.metadata import environment, telemetry
+from roofline_profiler.model_runner import ModelRequest, profile_models
 from roofline_profiler.result import DeviceResult, PeakCandidate, ProfileResult, SweepEntry
 from roofline_profiler.sanity import plausibility_warnings
 from roofline_profiler.stats import Measurement
@@ -38,6 +39,7 @@ class ProfileRequest:
     min_batch_efficiency_percent: int
     bandwidth_kind: str  # "read" or "copy"
     quick: bool
+    models: ModelRequest | None = None
 
 
 class DeviceFailure(RuntimeError):
@@ -62,7 +64,7 @@ def profile_device(
     sweep_w = sweep_workloads(info, dtype, request.k, request.n, request.batches)
     measured = measure_rounds([*bandwidth_w, *peak_w, *sweep_w], info.device, policy, tagged)
 
-    return assemble_device_result(
+    result = assemble_device_result(
         info_fields(info, dtype),
         request,
         {w.label: measured[w.label] for w in bandwidth_w},
@@ -70,6 +72,20 @@ def profile_device(
         [(b, measured[ceilings.sweep_kernel(b)]) for b in request.batches],
         telemetry(info),
     )
+    del bandwidth_w, peak_w, sweep_w, measured  # free the roofline's buffers for the models
+    if request.models is None or not request.models.models:
+        return result
+    plans, model_measurements = profile_models(
+        info,
+        dtype,
+        request.batches,
+        request.models,
+        request.quick,
+        result.peak_flops_per_second,
+        result.bandwidth_bytes_per_second,
+        tagged,
+    )
+    return replace(result, models=plans, model_measurements=model_measurements)
 
 
 def info_fields(info: DeviceInfo, dtype: str) -> dict[str, Any]:

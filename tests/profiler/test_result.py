@@ -3,7 +3,13 @@ import json
 import jsonschema
 import pytest
 
-from roofline_profiler.result import SCHEMA_VERSION, ProfileResult, load_schema, validate_document
+from roofline_profiler.result import (
+    READABLE_SCHEMA_VERSIONS,
+    SCHEMA_VERSION,
+    ProfileResult,
+    load_schema,
+    validate_document,
+)
 from tests.profiler.synthetic import synthetic_result
 
 
@@ -31,7 +37,19 @@ def test_headline_keys_are_camel_case_and_present() -> None:
 
 
 def test_schema_version_is_pinned_in_the_schema_file() -> None:
-    assert load_schema()["properties"]["schemaVersion"] == {"const": SCHEMA_VERSION}
+    pinned = load_schema()["properties"]["schemaVersion"]["enum"]
+    assert pinned == list(READABLE_SCHEMA_VERSIONS)
+    assert max(pinned) == SCHEMA_VERSION
+
+
+def test_a_version_1_document_without_model_plans_is_still_read() -> None:
+    document = synthetic_result().to_dict()
+    document["schemaVersion"] = 1
+    for device in document["devices"]:
+        del device["models"], device["modelMeasurements"]
+    validate_document(document)
+    result = ProfileResult.from_dict(document)
+    assert all(d.models == () and d.model_measurements == () for d in result.devices)
 
 
 def test_an_older_or_newer_document_is_refused() -> None:
