@@ -164,6 +164,19 @@ class KubeClient:
             raise
         return True
 
+    async def get_config_map(self, namespace: str, name: str) -> dict[str, str] | None:
+        """A ConfigMap's ``data``; ``None`` when there is no such ConfigMap."""
+        try:
+            answer = await self.request(
+                "GET", f"/api/v1/namespaces/{quote(namespace)}/configmaps/{quote(name)}"
+            )
+        except ApiError as exc:
+            if exc.status == 404:
+                return None
+            raise
+        data = answer.get("data") or {}
+        return {str(k): str(v) for k, v in data.items()} if isinstance(data, dict) else {}
+
     async def patch_profile_status(self, name: str, status: Mapping[str, Any]) -> None:
         await self.request(
             "PATCH",

@@ -51,6 +51,8 @@ class RoundInput:
     #: Pods this operator already asked to delete, whether or not the watch shows it yet.
     deleted: frozenset[str]
     now: float
+    #: The profile's valid models for the pods' ``--models-json``; ``None`` without models.
+    models_json: str | None = None
 
 
 @dataclass
@@ -202,6 +204,7 @@ def _launch(record: NodeRecord, inp: RoundInput, plan: RoundPlan) -> NodeRecord:
             spec_hash=inp.spec_hash,
             namespace=inp.namespace,
             image=inp.image,
+            models_json=inp.models_json,
         )
     )
     return replace(

@@ -169,7 +169,7 @@ def _optional_step(seconds: float | None) -> float | int | None:
 
 
 def _plan_to_wire(plan: CompactModelPlan, with_steps: bool) -> list[Any]:
-    wire = [
+    wire: list[Any] = [
         plan.min_batch,
         plan.max_batch_by_memory,
         plan.max_batch_by_latency,
