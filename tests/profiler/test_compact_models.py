@@ -74,7 +74,8 @@ def test_eight_gpus_with_eight_models_of_the_longest_names_arrive_whole() -> Non
                 65536,
                 12345,
             )
-            assert plan.context_tokens == 131072 and plan.tensor_parallel == 8
+            assert plan.context_tokens == 131072
+            assert plan.tensor_parallel == 8
             assert plan.step_seconds_at_min_batch == pytest.approx(0.01235, rel=1e-9)
             assert plan.step_seconds_at_max_batch == pytest.approx(0.2346, rel=1e-9)
 
@@ -135,7 +136,8 @@ def test_optional_numbers_survive_as_null() -> None:
 
 def test_a_result_without_models_has_no_model_keys() -> None:
     raw = json.loads(encode_compact(_profile(gpus=1, models=0)))
-    assert "m" not in raw and "p" not in raw
+    assert "m" not in raw
+    assert "p" not in raw
 
 
 def _wire(**changes: object) -> str:
