@@ -29,6 +29,7 @@ from roofline_operator.model_sources import (
 )
 from roofline_operator.model_status import ModelsView
 from roofline_operator.names import LABEL_PROFILE, FailureReason, parse_time
+from roofline_operator.node_features import BACKEND_NODE_FEATURE, profile_selector
 from roofline_operator.nodes import NodeFacts
 from roofline_operator.outcomes import Failed
 from roofline_operator.planner import RoundInput, RoundPlan, fail_node, plan_round
@@ -71,7 +72,11 @@ class ProfileLoop:
         status = dict(body.get("status") or {})
         self.records: dict[str, NodeRecord] = records_from_status(status)
         self.written: dict[str, Any] = {k: status[k] for k in OWNED_STATUS_KEYS if k in status}
-        self.applier = PlanApplier(name, runtime.metrics, logger)
+        config = runtime.config
+        features = (
+            config.operator_namespace if config.node_label_backend == BACKEND_NODE_FEATURE else None
+        )
+        self.applier = PlanApplier(name, runtime.metrics, logger, features)
         #: ConfigMaps of model configs: ``(namespace, name)`` to when it was read and its data.
         self.config_maps: dict[tuple[str, str], tuple[float, dict[str, str] | None]] = {}
         runtime.metrics.start_profile(name)
@@ -264,11 +269,15 @@ async def release_profile(
     jobs: list[Awaitable[Any]] = [
         client.delete_pod(p.namespace, p.name) for p in pod_index.get(name, []) if not p.deleting
     ]
-    for node in first_of(node_index).values():
-        if node.labels.get(LABEL_PROFILE) == label_safe(name):
-            patch = label_patch(node.labels, None)
-            if patch:
-                jobs.append(client.patch_node_labels(node.name, patch))
+    config = runtime.config
+    if config.node_label_backend == BACKEND_NODE_FEATURE:
+        jobs.append(client.delete_node_features(config.operator_namespace, profile_selector(name)))
+    else:
+        for node in first_of(node_index).values():
+            if node.labels.get(LABEL_PROFILE) == label_safe(name):
+                patch = label_patch(node.labels, None)
+                if patch:
+                    jobs.append(client.patch_node_labels(node.name, patch))
     await asyncio.gather(*jobs)
     runtime.metrics.forget(name)
     runtime.wakeups.forget(name)

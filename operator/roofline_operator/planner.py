@@ -63,6 +63,9 @@ class RoundPlan:
     #: Finished pods whose result this round read: deleted by collection, before any create.
     finished: list[PodFacts] = field(default_factory=list)
     label_patches: dict[str, dict[str, str | None]] = field(default_factory=dict)
+    #: The whole label set each considered node should carry (``None``: none of ours), for
+    #: backends that write the set rather than a patch (NFD ``NodeFeature`` objects).
+    label_sets: dict[str, dict[str, str] | None] = field(default_factory=dict)
     failures: list[tuple[str, Failed]] = field(default_factory=list)
     profiled: list[str] = field(default_factory=list)
     #: Selected nodes whose labels another, older profile owns, with that owner.
@@ -235,6 +238,7 @@ def _plan_labels(
             desired = node_labels_for(record.result.worst_gpu(), ours)
         elif node.labels.get(LABEL_PROFILE) != label_safe(ours):
             continue
+        plan.label_sets[name] = desired
         patch = label_patch(node.labels, desired)
         if patch is not None:
             plan.label_patches[name] = patch
