@@ -155,7 +155,7 @@ def measure(nodes: int, workdir: Path, models: int = DEFAULT_MODELS) -> SizeFigu
         operator.start()
         wait_for(
             lambda: all(cluster.request_counts()[("watch", r)] for r in WATCHED),
-            timeout=60,
+            timeout=60 + nodes / 20,
             what="the operator's initial listing and watches",
         )
         try:
