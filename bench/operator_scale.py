@@ -155,7 +155,9 @@ def measure(nodes: int, workdir: Path, models: int = DEFAULT_MODELS) -> SizeFigu
         operator.start()
         wait_for(
             lambda: all(cluster.request_counts()[("watch", r)] for r in WATCHED),
-            timeout=60 + nodes / 20,
+            # Kopf's start-up grows with the square of the node count (its index readiness check
+            # walks every object's toggle for each new object), so large sizes get long.
+            timeout=60 + nodes**2 / 50_000,
             what="the operator's initial listing and watches",
         )
         try:

@@ -1,4 +1,5 @@
-"""The profiler's command line: ``roofline profile`` measures this machine.
+"""The profiler's command line: ``roofline profile`` measures this machine, ``roofline plan``
+re-plans a model from a saved profile.
 
 The ``roofline`` command (``roofline_cli``) hands its profiler subcommands to :func:`main`; run
 alone, ``python -m roofline_profiler.cli profile ...`` does the same.
@@ -19,8 +20,9 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import NoReturn, TypeVar
 
-from roofline_profiler import limits
+from roofline_profiler import limits, model_cli, model_request
 from roofline_profiler.errors import first_line
+from roofline_profiler.model_config import ModelArch
 
 PROG = "roofline"
 _T = TypeVar("_T")
@@ -118,6 +120,19 @@ def build_parser() -> _Parser:
         metavar="PATH",
         help="write the compact (<= 4096 bytes) result, e.g. /dev/termination-log in a pod",
     )
+    model_cli.add_model_arguments(p)
+    p.add_argument(
+        "--models-json",
+        metavar="JSON",
+        help="models to plan, each with its own context and tensor parallel degree (the "
+        "operator's form): [{name, preset|config, contextTokens, tensorParallel}, ...]",
+    )
+    plan = sub.add_parser("plan", help="re-plan a model from a saved profile, without the device")
+    plan.add_argument("--from", dest="source", required=True, metavar="RESULT.json")
+    model_cli.add_model_arguments(plan, plan=True)
+    plan.add_argument("--json", metavar="PATH", help="write the re-planned result document")
+    plan.add_argument("--markdown", metavar="PATH", help="write a Markdown report")
+    plan.add_argument("--plot", metavar="PATH.png", help="write the model plan plot")
     return parser
 
 
@@ -164,9 +179,22 @@ def run_profile_command(args: argparse.Namespace) -> int:
     }
     if outputs["--plot"] is not None and outputs["--plot"].suffix.lower() != ".png":
         raise UsageError(f"--plot {args.plot}: the plot is written as PNG, name it *.png")
+    tensor_parallel = model_cli.parse_tensor_parallel(args.tensor_parallel)
+    archs = model_cli.load_models(args.model, tensor_parallel)
+    contexts = model_cli.parse_contexts(args.context, (model_cli.DEFAULT_CONTEXT,))
+    plan_options = model_cli.parse_plan_options(args, args.min_batch_efficiency)
+    groups: list[tuple[int, int, tuple[ModelArch, ...]]] = []
+    if args.models_json is not None:
+        if args.model or args.context is not None:
+            raise UsageError("--models-json names the models and their contexts: drop --model")
+        try:
+            groups = model_request.request_groups(model_request.parse_models_json(args.models_json))
+        except model_request.ModelsJsonError as exc:
+            raise UsageError(str(exc)) from None
 
     # torch is imported only now, so bad input is rejected at once.
     from roofline_profiler import devices as devmod
+    from roofline_profiler.model_runner import ModelRequest
     from roofline_profiler.runner import DeviceFailure, ProfileRequest, run_profile
 
     try:
@@ -185,6 +213,10 @@ def run_profile_command(args: argparse.Namespace) -> int:
         min_batch_efficiency_percent=args.min_batch_efficiency,
         bandwidth_kind=args.bandwidth,
         quick=args.quick,
+        models=ModelRequest(archs, contexts, tensor_parallel, plan_options) if archs else None,
+        model_groups=tuple(
+            ModelRequest(group, (context,), tp, plan_options) for tp, context, group in groups
+        ),
     )
     progress = _Progress()
     try:
@@ -209,7 +241,7 @@ def run_profile_command(args: argparse.Namespace) -> int:
     if outputs["--plot"] is not None:
         from roofline_profiler.plot import write_plot
 
-        write_plot(result, outputs["--plot"])
+        write_plot(result, outputs["--plot"], plan_options.itl_slo_seconds)
     if outputs["--compact"] is not None:
         _write_plain(outputs["--compact"], encode_compact(result.to_compact()))
     sys.stdout.write(text_summary(result))
@@ -220,8 +252,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     arguments = list(sys.argv[1:] if argv is None else argv)
     try:
         args = build_parser().parse_args(arguments)
+        if args.command == "plan":
+            return model_cli.run_plan_command(args, _output_path, _write_atomic)
         return run_profile_command(args)
-    except UsageError as exc:
+    except (UsageError, model_cli.ModelInputError) as exc:
         print(f"{PROG}: error: {exc}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:

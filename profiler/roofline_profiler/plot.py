@@ -7,13 +7,22 @@ from pathlib import Path
 from roofline_profiler.result import ProfileResult
 
 
-def write_plot(result: ProfileResult, path: Path) -> None:
+def write_plot(result: ProfileResult, path: Path, itl_slo_seconds: float | None = None) -> None:
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig, (roof, per_token) = plt.subplots(1, 2, figsize=(13, 5.2))
+    # With model plans, a second row shows them (model_plot.py).
+    rows = 2 if any(d.models for d in result.devices) else 1
+    fig = plt.figure(figsize=(13, 5.2 * rows))
+    roof, per_token = fig.add_subplot(rows, 2, 1), fig.add_subplot(rows, 2, 2)
+    if rows == 2:
+        from roofline_profiler.model_plot import draw_model_panels
+
+        draw_model_panels(
+            fig.add_subplot(rows, 2, 3), fig.add_subplot(rows, 2, 4), result, itl_slo_seconds
+        )
     colors = plt.rcParams["axes.prop_cycle"].by_key()["color"]
     for i, d in enumerate(result.devices):
         color = colors[i % len(colors)]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from roofline_profiler.model_report import markdown_lines, summary_lines
 from roofline_profiler.result import DeviceResult, ProfileResult
 
 
@@ -62,7 +63,13 @@ def _sweep_rows(d: DeviceResult) -> list[tuple[str, ...]]:
     ]
 
 
-def text_summary(result: ProfileResult) -> str:
+def text_summary(result: ProfileResult, models_only: bool = False) -> str:
+    if models_only:
+        lines = [f"model plan from the profile of {result.created_at}"]
+        for d in result.devices:
+            lines += ["", f"{d.device}  {d.name}  [{d.backend}, {d.dtype}]"]
+            lines += summary_lines(d.models)
+        return "\n".join(lines) + "\n"
     lines = [
         f"decode roofline: W {result.shape_k}x{result.shape_n}, {result.mode} mode, "
         f"{result.duration_seconds:.1f} s",
@@ -79,6 +86,7 @@ def text_summary(result: ProfileResult) -> str:
             )
         for w in d.warnings:
             lines.append(f"  warning {w.code}: {w.message}")
+        lines += summary_lines(d.models)
     return "\n".join(lines) + "\n"
 
 
@@ -100,4 +108,5 @@ def markdown_report(result: ProfileResult) -> str:
         lines += ["| " + " | ".join(row) + " |" for row in _sweep_rows(d)]
         if d.warnings:
             lines += [""] + [f"- **{w.code}**: {w.message}" for w in d.warnings]
+        lines += markdown_lines(d.models)
     return "\n".join(lines) + "\n"

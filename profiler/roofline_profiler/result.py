@@ -15,10 +15,19 @@ from pathlib import Path
 from typing import Any
 
 from roofline_profiler.compact import CompactDevice, CompactProfile
+from roofline_profiler.decode_model import (
+    ModelMeasurements,
+    measurements_from_dict,
+    measurements_to_dict,
+)
+from roofline_profiler.model_request import compact_plans
+from roofline_profiler.planning import ModelPlan
 from roofline_profiler.recommend import SweepPoint
 from roofline_profiler.stats import Measurement
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
+#: Versions :meth:`ProfileResult.from_dict` reads (version 1 has no model plans).
+READABLE_SCHEMA_VERSIONS = (1, 2)
 SCHEMA_RESOURCE = "roofline-result.schema.json"
 
 
@@ -91,6 +100,10 @@ class DeviceResult:
     sweep: tuple[SweepEntry, ...]
     warnings: tuple[Warning_, ...] = ()
     telemetry: dict[str, Any] = field(default_factory=dict)
+    #: Serving plans, one per model and context (``roofline profile --model``).
+    models: tuple[ModelPlan, ...] = ()
+    #: The measured decode-step parts the plans come from, one per model.
+    model_measurements: tuple[ModelMeasurements, ...] = ()
 
     @property
     def bandwidth_bytes_per_second(self) -> float:
@@ -151,6 +164,8 @@ class DeviceResult:
             ],
             "warnings": [w.to_dict() for w in self.warnings],
             "telemetry": self.telemetry,
+            "models": [p.to_dict() for p in self.models],
+            "modelMeasurements": [measurements_to_dict(m) for m in self.model_measurements],
         }
 
     @classmethod
@@ -198,6 +213,10 @@ class DeviceResult:
             ),
             warnings=tuple(Warning_(w["code"], w["message"]) for w in d["warnings"]),
             telemetry=d["telemetry"],
+            models=tuple(ModelPlan.from_dict(p) for p in d.get("models", ())),
+            model_measurements=tuple(
+                measurements_from_dict(m) for m in d.get("modelMeasurements", ())
+            ),
         )
 
 
@@ -235,7 +254,7 @@ class ProfileResult:
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> ProfileResult:
-        if d.get("schemaVersion") != SCHEMA_VERSION:
+        if d.get("schemaVersion") not in READABLE_SCHEMA_VERSIONS:
             raise ValueError(f"unsupported result schemaVersion {d.get('schemaVersion')!r}")
         config = d["config"]
         return cls(
@@ -270,6 +289,7 @@ class ProfileResult:
                     ridge_point=d.ridge_point,
                     recommended_min_batch=d.recommended_min_batch,
                     step_seconds=_steps_along(d.sweep, self.batches),
+                    models=compact_plans(d.models, self.batches),
                 )
                 for d in self.devices
             ),

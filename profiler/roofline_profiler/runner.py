@@ -10,10 +10,13 @@ from dataclasses import dataclass
 import torch
 
 from roofline_profiler import recommend, roofline
+from roofline_profiler.decode_model import ModelMeasurements
 from roofline_profiler.devices import DeviceInfo, check_dtype_supported
 from roofline_profiler.errors import first_line
 from roofline_profiler.measure import measure_bandwidth, measure_peak, measure_sweep
 from roofline_profiler.metadata import environment, telemetry
+from roofline_profiler.model_runner import ModelRequest, profile_models
+from roofline_profiler.planning import ModelPlan
 from roofline_profiler.result import DeviceResult, ProfileResult, SweepEntry
 from roofline_profiler.sanity import plausibility_warnings
 from roofline_profiler.timing import DEFAULT, QUICK
@@ -28,6 +31,9 @@ class ProfileRequest:
     min_batch_efficiency_percent: int
     bandwidth_kind: str  # "read" or "copy"
     quick: bool
+    models: ModelRequest | None = None
+    #: More model requests, one per context and tensor parallel degree (``--models-json``).
+    model_groups: tuple[ModelRequest, ...] = ()
 
 
 class DeviceFailure(RuntimeError):
@@ -85,6 +91,26 @@ def profile_device(
         policy.precision_target,
         request.bandwidth_kind,
     )
+    plans: tuple[ModelPlan, ...] = ()
+    model_measurements: tuple[ModelMeasurements, ...] = ()
+    model_requests = (
+        (request.models, *request.model_groups) if request.models else request.model_groups
+    )
+    for model_request in model_requests:
+        if not model_request.models:
+            continue
+        more_plans, more_measurements = profile_models(
+            info,
+            dtype,
+            request.batches,
+            model_request,
+            request.quick,
+            peak,
+            bandwidth_bps,
+            lambda message: progress(f"{tag} {message}"),
+        )
+        plans += more_plans
+        model_measurements += more_measurements
     return DeviceResult(
         index=info.index,
         name=info.name,
@@ -102,6 +128,8 @@ def profile_device(
         sweep=entries,
         warnings=warnings,
         telemetry=telemetry(info),
+        models=plans,
+        model_measurements=model_measurements,
     )
 
 
