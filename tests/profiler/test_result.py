@@ -3,7 +3,13 @@ import json
 import jsonschema
 import pytest
 
-from roofline_profiler.result import SCHEMA_VERSION, ProfileResult, load_schema, validate_document
+from roofline_profiler.result import (
+    READABLE_SCHEMA_VERSIONS,
+    SCHEMA_VERSION,
+    ProfileResult,
+    load_schema,
+    validate_document,
+)
 from tests.profiler.synthetic import synthetic_result
 
 
@@ -31,7 +37,9 @@ def test_headline_keys_are_camel_case_and_present() -> None:
 
 
 def test_schema_version_is_pinned_in_the_schema_file() -> None:
-    assert load_schema()["properties"]["schemaVersion"] == {"const": SCHEMA_VERSION}
+    versions = load_schema()["properties"]["schemaVersion"]["enum"]
+    assert versions == list(READABLE_SCHEMA_VERSIONS)
+    assert versions[-1] == SCHEMA_VERSION
 
 
 def test_an_older_or_newer_document_is_refused() -> None:
