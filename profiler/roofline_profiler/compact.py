@@ -6,6 +6,10 @@ the headline numbers of each GPU and the sweep's step times, numbers rounded to 
 digits, each GPU as a short positional array. Eight GPUs with the default sweep take well under half
 of the limit, which leaves room for later per-GPU additions (docs/contracts.md has the layout).
 
+Model plans (``roofline profile --models-json``) travel under two top-level keys: ``m`` names each
+model once, ``p`` holds each GPU's plan numbers by the model's position, so eight GPUs with eight
+models still fit; the models' predicted step times are what gets dropped first.
+
 Version 1 (which also carried backend, memory, knee, warnings and hostname) is still read, so the
 results of pods that finish during an upgrade are not lost.
 
