@@ -92,6 +92,8 @@ class SizeFigures:
     models: int = 0
     #: The profile's ``status`` as compact JSON, after the first round.
     status_bytes: int = 0
+    #: From starting the operator to all its watches open (the initial listings processed).
+    startup_seconds: float = 0.0
 
 
 def reconciled(cluster: Cluster, name: str, nodes: int, spec_hash_differs_from: set[str]) -> bool:
@@ -153,6 +155,7 @@ def measure(nodes: int, workdir: Path, models: int = DEFAULT_MODELS) -> SizeFigu
         cluster.add_gpu_nodes((f"gpu-{i:05d}" for i in range(nodes)), labels={"pool": "scale"})
         operator = OperatorProcess(cluster.kubeconfig, workdir, namespace="roofline-system")
         operator.start()
+        started = time.monotonic()
         wait_for(
             lambda: all(cluster.request_counts()[("watch", r)] for r in WATCHED),
             # Kopf's start-up grows with the square of the node count (its index readiness check
@@ -160,6 +163,7 @@ def measure(nodes: int, workdir: Path, models: int = DEFAULT_MODELS) -> SizeFigu
             timeout=60 + nodes**2 / 50_000,
             what="the operator's initial listing and watches",
         )
+        startup = time.monotonic() - started
         try:
             extra: dict[str, Any] = {}
             if models:
@@ -186,20 +190,21 @@ def measure(nodes: int, workdir: Path, models: int = DEFAULT_MODELS) -> SizeFigu
             if errors:
                 raise RuntimeError(f"the emulated API server failed; figures invalid: {errors}")
             rss = operator.peak_rss_bytes()
-            return SizeFigures(nodes, first, reprofile, rss, models, size)
+            return SizeFigures(nodes, first, reprofile, rss, models, size, startup)
         finally:
             operator.stop()
 
 
 def table(results: list[SizeFigures]) -> str:
     lines = [
-        "| nodes | models | first round (s) | requests/node | re-profile round (s) "
-        "| requests/node | operator peak RSS (MiB) | status (KiB) |",
-        "|---:|---:|---:|---:|---:|---:|---:|---:|",
+        "| nodes | models | operator start-up (s) | first round (s) | requests/node "
+        "| re-profile round (s) | requests/node | operator peak RSS (MiB) | status (KiB) |",
+        "|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for r in results:
         lines.append(
-            f"| {r.nodes} | {r.models} | {r.first.seconds:.1f} | {r.first.per_node:.2f} | "
+            f"| {r.nodes} | {r.models} | {r.startup_seconds:.1f} | {r.first.seconds:.1f} | "
+            f"{r.first.per_node:.2f} | "
             f"{r.reprofile.seconds:.1f} | {r.reprofile.per_node:.2f} | "
             f"{r.peak_rss_bytes / 2**20:.0f} | {r.status_bytes / 1024:.0f} |"
         )
@@ -257,12 +262,13 @@ def goals(results: list[SizeFigures]) -> str:
     return "\n".join(lines)
 
 
-def record(path: Path, results: list[SizeFigures], command: str) -> None:
+def record(path: Path, results: list[SizeFigures], command: str, note: str = "") -> None:
     path.write_text(
         "# Operator scale benchmark\n\n"
         f"Command: `{command}`\n\n"
+        f"Date: {time.strftime('%Y-%m-%d', time.gmtime())}. "
         f"Machine: {cpu_model()}, {os.cpu_count()} CPUs, Python {platform.python_version()}; "
-        "the emulator and the operator share these CPUs.\n\n"
+        "the emulator and the operator share these CPUs." + (f" {note}" if note else "") + "\n\n"
         f"{table(results)}\n\n"
         f"Goals:\n\n{goals(results)}\n\n"
         "Requests per node per round count every API call the operator made during the round "
@@ -282,6 +288,7 @@ def main(argv: list[str] | None = None) -> int:
         help=f"models in the profile (default {DEFAULT_MODELS})",
     )
     parser.add_argument("--record", type=Path, help="write the figures as Markdown to this file")
+    parser.add_argument("--note", default="", help="a sentence about the conditions, recorded")
     args = parser.parse_args(argv)
     results = []
     for nodes in args.sizes:
@@ -303,7 +310,7 @@ def main(argv: list[str] | None = None) -> int:
         command = "python bench/operator_scale.py " + " ".join(
             argv if argv is not None else sys.argv[1:]
         )
-        record(args.record, results, command.strip())
+        record(args.record, results, command.strip(), args.note)
     return 0
 
 
