@@ -99,7 +99,7 @@ def synthetic_profile(
         min_batch = next((b for b in batches if b >= ridge * efficiency), batches[-1])
         models = synthetic_plans(command, gpu, bandwidth, batches, min_batch)
         devices.append(
-            CompactDevice(index, gpu.name, bandwidth, peak, ridge, min_batch, steps, models)
+            CompactDevice(index, gpu.name, bandwidth, peak, ridge, min_batch, steps, models=models)
         )
     created = time.time() - age_seconds
     return CompactProfile(dtype, k, n, created, 0.05, batches, tuple(devices))
