@@ -16,6 +16,7 @@ from typing import Any
 from roofline_operator.kubeapi import ApiError, KubeClient
 from roofline_operator.metrics import OperatorMetrics
 from roofline_operator.names import ANNOTATION_NODE, FailureReason
+from roofline_operator.node_features import build_node_feature, node_feature_name
 from roofline_operator.outcomes import MAX_MESSAGE_CHARS, Failed
 from roofline_operator.planner import RoundPlan
 from roofline_operator.pods import PodCollection, PodFacts, finished_pod_collections
@@ -31,7 +32,13 @@ logger = logging.getLogger(__name__)
 class PlanApplier:
     """Sends the plans of one profile; keeps what the watches do not show yet."""
 
-    def __init__(self, profile: str, metrics: OperatorMetrics, log: Any) -> None:
+    def __init__(
+        self,
+        profile: str,
+        metrics: OperatorMetrics,
+        log: Any,
+        node_features_namespace: str | None = None,
+    ) -> None:
         self.profile = profile
         self.metrics = metrics
         self.log = log
@@ -41,6 +48,10 @@ class PlanApplier:
         self.sent_labels: dict[str, tuple[float, dict[str, str | None]]] = {}
         #: Whether finished pods go by DELETE-collection; off once the API refuses it (no RBAC).
         self.collect_finished = True
+        #: With the NodeFeature backend: its namespace, and the label set last written per node
+        #: (``None``: deleted). Nodes are then never patched.
+        self.node_features_namespace = node_features_namespace
+        self.node_features: dict[str, dict[str, str] | None] = {}
 
     def observe(self, pods: list[PodFacts]) -> frozenset[str]:
         """Forget deleted pods the watch no longer shows; the rest the planner must not count."""
@@ -96,7 +107,10 @@ class PlanApplier:
         )
         jobs: list[Awaitable[Any]] = [create(pod) for pod in plan.creates]
         jobs += [delete(ns, name) for ns, name in deletes]
-        jobs += [label(node, patch) for node, patch in plan.label_patches.items()]
+        if self.node_features_namespace is None:
+            jobs += [label(node, patch) for node, patch in plan.label_patches.items()]
+        else:
+            jobs += self.node_feature_jobs(client, plan, self.node_features_namespace)
         results += await asyncio.gather(*jobs, return_exceptions=True)
         errors = [r for r in results if isinstance(r, BaseException)]
         for error in errors:
@@ -106,6 +120,43 @@ class PlanApplier:
             self.metrics.reconcile_errors.labels(self.profile).inc(len(errors))
             self.log.warning("%d request(s) failed, e.g. %s", len(errors), errors[0])
         return rejected
+
+    def node_feature_jobs(
+        self, client: KubeClient, plan: RoundPlan, namespace: str
+    ) -> list[Awaitable[Any]]:
+        """Write the NodeFeature of each node whose label set changed; delete those no longer
+        wanted. What was written is remembered, so nfd-master's lag costs no repeated writes."""
+        wanted = {n: labels for n, labels in plan.label_sets.items() if labels is not None}
+        gone = [n for n, labels in self.node_features.items() if labels and n not in wanted]
+        gone += [
+            n
+            for n, labels in plan.label_sets.items()
+            if labels is None and n not in self.node_features
+        ]
+
+        async def write(node: str, labels: dict[str, str]) -> None:
+            body = build_node_feature(node, labels, self.profile, namespace)
+            self.node_features[node] = labels
+            try:
+                await client.write_node_feature(body)
+            except ApiError:
+                self.node_features.pop(node, None)  # not written after all: try again
+                raise
+
+        async def delete(node: str) -> None:
+            self.node_features[node] = None
+            try:
+                await client.delete_node_feature(namespace, node_feature_name(node))
+            except ApiError:
+                self.node_features.pop(node, None)
+                raise
+
+        jobs: list[Awaitable[Any]] = [
+            write(node, labels)
+            for node, labels in wanted.items()
+            if self.node_features.get(node) != labels
+        ]
+        return jobs + [delete(node) for node in dict.fromkeys(gone)]
 
     async def collect(self, client: KubeClient, collection: PodCollection) -> None:
         """Delete finished pods by collection; one by one if the API refuses collections."""

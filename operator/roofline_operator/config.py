@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from roofline_operator import __version__
+from roofline_operator.node_features import BACKEND_NODE, BACKENDS
 
 SERVICE_ACCOUNT_NAMESPACE_FILE = Path("/var/run/secrets/kubernetes.io/serviceaccount/namespace")
 DEFAULT_PROFILER_IMAGE = f"ghcr.io/roofline-dev/roofline:{__version__}"
@@ -46,6 +47,11 @@ class OperatorConfig:
     #: API requests in flight at once, across all profiles.
     api_concurrency: int
     log_level: int
+    #: Where node labels go: ``node`` patches Nodes, ``nodeFeature`` writes NFD NodeFeature
+    #: objects in :attr:`operator_namespace` for nfd-master to apply.
+    node_label_backend: str = BACKEND_NODE
+    #: The operator's own namespace, home of its NodeFeature objects.
+    operator_namespace: str = "default"
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -65,6 +71,11 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--resync-seconds", help="longest pause between rounds")
     parser.add_argument("--batch-window-seconds", help="event gathering window per round")
     parser.add_argument("--api-concurrency", help="API requests in flight at once")
+    parser.add_argument(
+        "--node-label-backend",
+        help="node (patch Nodes) or nodeFeature (NFD NodeFeature objects) "
+        "[ROOFLINE_NODE_LABEL_BACKEND]",
+    )
     level = parser.add_mutually_exclusive_group()
     level.add_argument(
         "--verbose",
@@ -168,4 +179,18 @@ def load_config(argv: Sequence[str], env: Mapping[str, str] | None = None) -> Op
             )
         ),
         log_level=_log_level(args),
+        node_label_backend=_backend(
+            _pick(args.node_label_backend, env, "ROOFLINE_NODE_LABEL_BACKEND", BACKEND_NODE)
+        ),
+        operator_namespace=_check_namespace(
+            env.get("ROOFLINE_OPERATOR_NAMESPACE") or _default_namespace()
+        ),
     )
+
+
+def _backend(text: str) -> str:
+    if text not in BACKENDS:
+        raise ConfigError(
+            f"--node-label-backend must be one of {', '.join(BACKENDS)}, got {text!r}"
+        )
+    return text

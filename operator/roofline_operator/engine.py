@@ -14,6 +14,7 @@ import logging
 import time
 from collections import defaultdict
 from collections.abc import Awaitable, Iterable, Mapping
+from dataclasses import replace
 from typing import Any, cast
 
 import kopf
@@ -21,7 +22,14 @@ import kopf
 from roofline_operator.apply import PlanApplier
 from roofline_operator.kubeapi import ApiError, KubeClient
 from roofline_operator.labels import LabelClaim, label_patch, label_safe
+from roofline_operator.model_sources import (
+    ModelResolution,
+    config_maps_needed,
+    resolve_models,
+)
+from roofline_operator.model_status import ModelsView
 from roofline_operator.names import LABEL_PROFILE, FailureReason, parse_time
+from roofline_operator.node_features import BACKEND_NODE_FEATURE, profile_selector
 from roofline_operator.nodes import NodeFacts
 from roofline_operator.outcomes import Failed
 from roofline_operator.planner import RoundInput, RoundPlan, fail_node, plan_round
@@ -34,7 +42,9 @@ from roofline_operator.status import build_status, merge_patch
 #: Pause after a round that raised, before the next try.
 ERROR_RETRY_SECONDS = 5.0
 #: Status keys the operator owns; anything else (``status.kopf``) belongs to Kopf.
-OWNED_STATUS_KEYS = ("summary", "nodes", "conditions", "observedGeneration")
+OWNED_STATUS_KEYS = ("summary", "nodes", "models", "conditions", "observedGeneration")
+#: How long a ConfigMap read for a model's config is reused before it is read again.
+CONFIG_MAP_CACHE_SECONDS = 30.0
 
 #: Per-node lines go to this logger, not to Kopf's per-object one, which would post each line as
 #: an Event; the engine posts its own Events, one per failure reason per round.
@@ -62,7 +72,13 @@ class ProfileLoop:
         status = dict(body.get("status") or {})
         self.records: dict[str, NodeRecord] = records_from_status(status)
         self.written: dict[str, Any] = {k: status[k] for k in OWNED_STATUS_KEYS if k in status}
-        self.applier = PlanApplier(name, runtime.metrics, logger)
+        config = runtime.config
+        features = (
+            config.operator_namespace if config.node_label_backend == BACKEND_NODE_FEATURE else None
+        )
+        self.applier = PlanApplier(name, runtime.metrics, logger, features)
+        #: ConfigMaps of model configs: ``(namespace, name)`` to when it was read and its data.
+        self.config_maps: dict[tuple[str, str], tuple[float, dict[str, str] | None]] = {}
         runtime.metrics.start_profile(name)
 
     async def run(
@@ -110,10 +126,13 @@ class ProfileLoop:
         except SpecError as exc:
             await self.publish(client, {}, "", str(exc), now)
             return None
-        spec_hash = spec.measurement_hash()
+        models = await self.resolve_models(client, spec, now)
+        uses_config_maps = any(m.config_map is not None for m in spec.models)
+        spec_hash = spec.measurement_hash(models.digest() if uses_config_maps else "")
         deleted = self.applier.observe(pods)
         # Plan.
-        plan = plan_round(self._input(spec, spec_hash, nodes, pods, claims, deleted, now))
+        inp = self._input(spec, spec_hash, nodes, pods, claims, deleted, now)
+        plan = plan_round(replace(inp, models_json=models.models_json()))
         # Apply: a pod the API refused fails its node now, not a round later.
         rejected = await self.applier.apply(client, plan, now)
         for node, failure in rejected:
@@ -121,10 +140,28 @@ class ProfileLoop:
         self.records = plan.records
         # Publish.
         self.count_and_announce(plan, [*plan.failures, *rejected])
-        await self.publish(client, plan.conflicts, spec_hash, None, now)
-        self.runtime.publish_snapshot(self.name, self.records, spec_hash)
+        view = ModelsView(spec.models, models.failures or {}, spec.gpu_hour_cost)
+        await self.publish(client, plan.conflicts, spec_hash, None, now, view)
+        planned = tuple(m.spec.name for m in models.valid)
+        self.runtime.publish_snapshot(self.name, self.records, spec_hash, planned)
         retries = [at - now for at in retry_times(plan, rejected)]
         return min([w for w in (plan.wake_in, *retries) if w is not None], default=None)
+
+    async def resolve_models(
+        self, client: KubeClient, spec: ProfileSpec, now: float
+    ) -> ModelResolution:
+        """Check the spec's models, reading the ConfigMaps they name (cached for a while)."""
+        namespace = spec.namespace or self.runtime.config.namespace
+        needed = config_maps_needed(spec.models, namespace)
+        for key in list(self.config_maps):
+            if key not in needed or now - self.config_maps[key][0] > CONFIG_MAP_CACHE_SECONDS:
+                del self.config_maps[key]
+        missing = [key for key in needed if key not in self.config_maps]
+        found = await asyncio.gather(*(client.get_config_map(ns, name) for ns, name in missing))
+        for key, data in zip(missing, found, strict=True):
+            self.config_maps[key] = (now, data)
+        contents = {key: data for key, (_, data) in self.config_maps.items()}
+        return resolve_models(spec.models, namespace, contents)
 
     def _input(
         self,
@@ -206,6 +243,7 @@ class ProfileLoop:
         spec_hash: str,
         spec_error: str | None,
         now: float,
+        models: ModelsView | None = None,
     ) -> None:
         """Write the status if it changed: one merge patch per round, whatever the node count."""
         generation = (self.body.get("metadata") or {}).get("generation")
@@ -217,6 +255,7 @@ class ProfileLoop:
             previous_conditions=self.written.get("conditions") or [],
             generation=generation,
             now=now,
+            models=models,
         )
         patch = merge_patch(self.written, status)
         if not patch:
@@ -253,11 +292,15 @@ async def release_profile(
     jobs: list[Awaitable[Any]] = [
         client.delete_pod(p.namespace, p.name) for p in pod_index.get(name, []) if not p.deleting
     ]
-    for node in first_of(node_index).values():
-        if node.labels.get(LABEL_PROFILE) == label_safe(name):
-            patch = label_patch(node.labels, None)
-            if patch:
-                jobs.append(client.patch_node_labels(node.name, patch))
+    config = runtime.config
+    if config.node_label_backend == BACKEND_NODE_FEATURE:
+        jobs.append(client.delete_node_features(config.operator_namespace, profile_selector(name)))
+    else:
+        for node in first_of(node_index).values():
+            if node.labels.get(LABEL_PROFILE) == label_safe(name):
+                patch = label_patch(node.labels, None)
+                if patch:
+                    jobs.append(client.patch_node_labels(node.name, patch))
     await asyncio.gather(*jobs)
     runtime.metrics.forget(name)
     runtime.wakeups.forget(name)

@@ -18,6 +18,7 @@ import aiohttp
 import kopf
 
 from roofline_operator.names import GROUP, PLURAL, VERSION
+from roofline_operator.node_features import NFD_GROUP, NFD_PLURAL, NFD_VERSION
 
 logger = logging.getLogger(__name__)
 
@@ -163,6 +164,54 @@ class KubeClient:
                 return False
             raise
         return True
+
+    def _node_features(self, namespace: str) -> str:
+        return f"/apis/{NFD_GROUP}/{NFD_VERSION}/namespaces/{quote(namespace)}/{NFD_PLURAL}"
+
+    async def write_node_feature(self, body: Mapping[str, Any]) -> None:
+        """Create an NFD ``NodeFeature``, or merge-patch its labels when it exists."""
+        metadata = body["metadata"]
+        path = self._node_features(metadata["namespace"])
+        try:
+            await self.request("POST", path, body=body)
+        except ApiError as exc:
+            if exc.status != 409:
+                raise
+            patch = {"metadata": {"labels": metadata["labels"]}, "spec": body["spec"]}
+            name = quote(metadata["name"])
+            await self.request("PATCH", f"{path}/{name}", body=patch, content_type=MERGE_PATCH)
+
+    async def delete_node_feature(self, namespace: str, name: str) -> None:
+        """Delete a ``NodeFeature``; one that is already gone is fine."""
+        try:
+            await self.request(
+                "DELETE",
+                f"{self._node_features(namespace)}/{quote(name)}",
+                body=DELETE_IN_BACKGROUND,
+            )
+        except ApiError as exc:
+            if exc.status != 404:
+                raise
+
+    async def delete_node_features(self, namespace: str, label_selector: str) -> None:
+        """Delete every ``NodeFeature`` of ``namespace`` the selector matches, in one request."""
+        query = urlencode({"labelSelector": label_selector})
+        await self.request(
+            "DELETE", f"{self._node_features(namespace)}?{query}", body=DELETE_IN_BACKGROUND
+        )
+
+    async def get_config_map(self, namespace: str, name: str) -> dict[str, str] | None:
+        """A ConfigMap's ``data``; ``None`` when there is no such ConfigMap."""
+        try:
+            answer = await self.request(
+                "GET", f"/api/v1/namespaces/{quote(namespace)}/configmaps/{quote(name)}"
+            )
+        except ApiError as exc:
+            if exc.status == 404:
+                return None
+            raise
+        data = answer.get("data") or {}
+        return {str(k): str(v) for k, v in data.items()} if isinstance(data, dict) else {}
 
     async def patch_profile_status(self, name: str, status: Mapping[str, Any]) -> None:
         await self.request(

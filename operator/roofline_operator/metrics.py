@@ -16,6 +16,7 @@ from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.registry import Collector
 
 from roofline_operator.hysteresis import MATERIAL_QUANTITIES
+from roofline_operator.model_metrics import ModelSample, model_families, model_samples
 from roofline_operator.names import FailureReason
 from roofline_operator.records import NodeRecord
 from roofline_operator.status import node_category
@@ -55,10 +56,14 @@ class ProfileSnapshot:
     devices: tuple[DeviceSample, ...]
     nodes: tuple[NodeSample, ...]
     counts: Mapping[str, int]
+    models: tuple[ModelSample, ...] = ()
 
 
 def snapshot_from_records(
-    profile: str, records: Mapping[str, NodeRecord], spec_hash: str
+    profile: str,
+    records: Mapping[str, NodeRecord],
+    spec_hash: str,
+    model_names: tuple[str, ...] = (),
 ) -> ProfileSnapshot:
     devices: list[DeviceSample] = []
     nodes: list[NodeSample] = []
@@ -92,7 +97,8 @@ def snapshot_from_records(
                     intervals=gpu.intervals,
                 )
             )
-    return ProfileSnapshot(profile, tuple(devices), tuple(nodes), counts)
+    models = model_samples(records, model_names)
+    return ProfileSnapshot(profile, tuple(devices), tuple(nodes), counts, models)
 
 
 def _gauge(name: str, documentation: str, labels: list[str]) -> GaugeMetricFamily:
@@ -171,7 +177,11 @@ class RooflineCollector(Collector):
             for state, count in snapshot.counts.items():
                 nodes.add_metric([snapshot.profile, state], count)
         families = [bandwidth, peak, ridge, min_batch, step, timestamp, duration, failed, nodes]
-        return families + list(intervals)
+        return (
+            families
+            + list(intervals)
+            + model_families((s.profile, s.models) for s in snapshots or [])
+        )
 
     @staticmethod
     def _add_snapshot(

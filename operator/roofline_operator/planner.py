@@ -52,6 +52,8 @@ class RoundInput:
     #: Pods this operator already asked to delete, whether or not the watch shows it yet.
     deleted: frozenset[str]
     now: float
+    #: The profile's valid models for the pods' ``--models-json``; ``None`` without models.
+    models_json: str | None = None
 
 
 @dataclass
@@ -62,6 +64,9 @@ class RoundPlan:
     #: Finished pods whose result this round read: deleted by collection, before any create.
     finished: list[PodFacts] = field(default_factory=list)
     label_patches: dict[str, dict[str, str | None]] = field(default_factory=dict)
+    #: The whole label set each considered node should carry (``None``: none of ours), for
+    #: backends that write the set rather than a patch (NFD ``NodeFeature`` objects).
+    label_sets: dict[str, dict[str, str] | None] = field(default_factory=dict)
     failures: list[tuple[str, Failed]] = field(default_factory=list)
     profiled: list[str] = field(default_factory=list)
     #: Nodes whose new profile changed a published number materially (``hysteresis.py``).
@@ -208,6 +213,7 @@ def _launch(record: NodeRecord, inp: RoundInput, plan: RoundPlan) -> NodeRecord:
             spec_hash=inp.spec_hash,
             namespace=inp.namespace,
             image=inp.image,
+            models_json=inp.models_json,
         )
     )
     return replace(
@@ -238,6 +244,7 @@ def _plan_labels(
             desired = node_labels_for(record.result.worst_gpu(), ours)
         elif node.labels.get(LABEL_PROFILE) != label_safe(ours):
             continue
+        plan.label_sets[name] = desired
         patch = label_patch(node.labels, desired)
         if patch is not None:
             plan.label_patches[name] = patch

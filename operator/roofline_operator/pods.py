@@ -64,7 +64,8 @@ def profiler_pod_name(profile: str, node: str, spec_hash: str, attempt: int) -> 
     return f"roofline-{_slug(profile, 20)}-{_slug(node, 24)}-{digest}"
 
 
-def profiler_command(spec: ProfileSpec) -> list[str]:
+def profiler_command(spec: ProfileSpec, models_json: str | None = None) -> list[str]:
+    """The pod's command; ``models_json`` holds the profile's valid models, configs inline."""
     command = ["roofline", "profile", "--device", "all", "--dtype", spec.dtype]
     if spec.shape is not None:
         command += ["--shape", f"{spec.shape[0]}x{spec.shape[1]}"]
@@ -74,6 +75,12 @@ def profiler_command(spec: ProfileSpec) -> list[str]:
         command += ["--min-batch-efficiency", str(spec.min_batch_efficiency_percent)]
     if spec.quick:
         command.append("--quick")
+    if models_json is not None:
+        command += ["--models-json", models_json]
+        if spec.itl_slo_seconds is not None:
+            command += ["--itl-slo", f"{spec.itl_slo_seconds:g}s"]
+        if spec.gpu_hour_cost is not None:
+            command += ["--gpu-hour-cost", str(spec.gpu_hour_cost)]
     return [*command, "--compact", TERMINATION_MESSAGE_PATH]
 
 
@@ -99,6 +106,7 @@ def build_profiler_pod(
     spec_hash: str,
     namespace: str,
     image: str,
+    models_json: str | None = None,
 ) -> dict[str, Any]:
     """The Pod that profiles ``node`` once.
 
@@ -125,7 +133,7 @@ def build_profiler_pod(
         "name": CONTAINER_NAME,
         "image": spec.image or image,
         "imagePullPolicy": "IfNotPresent",
-        "command": profiler_command(spec),
+        "command": profiler_command(spec, models_json),
         "env": [
             {"name": "HOME", "value": "/tmp"},
             {"name": "MPLCONFIGDIR", "value": "/tmp"},

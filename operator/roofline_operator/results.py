@@ -12,8 +12,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from roofline_operator import model_plans
 from roofline_operator.names import format_time, parse_time
-from roofline_profiler.compact import CompactIntervals, CompactProfile
+from roofline_profiler.compact import CompactIntervals, CompactModelPlan, CompactProfile
 
 
 @dataclass(frozen=True)
@@ -28,6 +29,8 @@ class GpuResult:
     step_seconds: tuple[tuple[int, float], ...] = ()
     #: 95% intervals of the headline numbers; ``None`` when the profiler sent none (version 1).
     intervals: CompactIntervals | None = None
+    #: The GPU's model plans; empty when rebuilt from the status (the node keeps its own).
+    models: tuple[CompactModelPlan, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -42,6 +45,14 @@ class NodeResult:
     shape_k: int
     shape_n: int
     gpus: tuple[GpuResult, ...]
+    #: The node's model plans as rebuilt from the status; :meth:`node_models` prefers the GPUs'.
+    restored_models: tuple[CompactModelPlan, ...] = ()
+
+    def node_models(self) -> tuple[CompactModelPlan, ...]:
+        """Each model's plan for the node as a whole (see :func:`model_plans.node_plans`)."""
+        if any(g.models for g in self.gpus):
+            return model_plans.node_plans(g.models for g in self.gpus)
+        return self.restored_models
 
     def worst_gpu(self) -> GpuResult:
         """The GPU a node-wide label must describe: the one needing the largest batch.
@@ -73,6 +84,7 @@ def from_compact(profile: CompactProfile, spec_hash: str) -> NodeResult:
                 recommended_min_batch=d.recommended_min_batch,
                 step_seconds=tuple(zip(profile.batches, d.step_seconds, strict=False)),
                 intervals=rounded_intervals(d.intervals),
+                models=d.models,
             )
             for d in profile.devices
         ),
@@ -212,6 +224,9 @@ def to_status(result: NodeResult) -> dict[str, Any]:
         "gpu": str(worst.index),
         **_gpu_numbers(worst),
     }
+    models = result.node_models()
+    if models:
+        fields["models"] = [model_plans.plan_to_status(m) for m in models]
     if len(result.gpus) > 1:
         fields["devices"] = [
             {"index": g.index, "product": g.product, **_gpu_numbers(g)} for g in result.gpus
@@ -250,4 +265,5 @@ def from_status(entry: Mapping[str, Any]) -> NodeResult | None:
         shape_k=int(shape_k or 1),
         shape_n=int(shape_n or 1),
         gpus=tuple(_gpu_from_status(g, int(g["index"]), str(g.get("product", ""))) for g in gpus),
+        restored_models=model_plans.plans_from_status(entry.get("models")),
     )

@@ -75,9 +75,14 @@ class Runtime:
             return self.api.client
 
     def publish_snapshot(
-        self, profile: str, records: Mapping[str, NodeRecord], spec_hash: str
+        self,
+        profile: str,
+        records: Mapping[str, NodeRecord],
+        spec_hash: str,
+        model_names: tuple[str, ...] = (),
     ) -> None:
-        self.metrics.collector.update(snapshot_from_records(profile, records, spec_hash))
+        snapshot = snapshot_from_records(profile, records, spec_hash, model_names)
+        self.metrics.collector.update(snapshot)
 
     async def close(self) -> None:
         if self.api.client is not None:

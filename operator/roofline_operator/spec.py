@@ -13,8 +13,17 @@ import json
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from decimal import Decimal
 from typing import Any
 
+from roofline_operator.model_spec import (
+    ModelSpec,
+    ModelSpecError,
+    model_fields_for_hash,
+    parse_cost,
+    parse_models,
+    parse_slo,
+)
 from roofline_profiler import limits
 
 DEFAULT_GPU_RESOURCE = "nvidia.com/gpu"
@@ -109,17 +118,23 @@ class ProfileSpec:
     #: Relative change (percent) of a published bandwidth, peak or ridge point, beyond noise,
     #: that raises a ``DeviceChanged`` Event and condition.
     change_threshold_percent: int = DEFAULT_CHANGE_THRESHOLD_PERCENT
+    models: tuple[ModelSpec, ...] = ()
+    #: ``spec.slo.interTokenLatency`` in seconds, and as the user wrote it.
+    itl_slo_seconds: float | None = None
+    itl_slo: str | None = None
+    gpu_hour_cost: Decimal | None = None
 
     def retry_delay(self, failed_attempts: int) -> float:
         """Exponential backoff: the base delay, doubled for every further failed attempt."""
         exponent = max(failed_attempts - 1, 0)
         return float(min(self.retry_backoff_seconds * 2.0**exponent, MAX_RETRY_BACKOFF_SECONDS))
 
-    def measurement_hash(self) -> str:
+    def measurement_hash(self, extra: str = "") -> str:
         """A short digest of the fields that change what a profile measures.
 
         Nodes profiled under another digest are re-profiled; scheduling knobs (parallelism,
-        timeouts, labels) are left out so that tuning them costs no GPU time.
+        timeouts, labels) are left out so that tuning them costs no GPU time. ``extra`` carries
+        what the spec only refers to (the content of a model's ConfigMap).
         """
         fields = {
             "image": self.image,
@@ -131,7 +146,10 @@ class ProfileSpec:
             "gpuResource": self.selection.gpu_resource,
             "gpusPerNode": self.selection.gpus_per_node,
             "resources": self.resources,
+            **model_fields_for_hash(self.models, self.itl_slo_seconds, self.gpu_hour_cost),
         }
+        if extra:
+            fields["resolved"] = extra
         text = json.dumps(fields, sort_keys=True, separators=(",", ":"), default=str)
         return hashlib.sha256(text.encode()).hexdigest()[:10]
 
@@ -222,15 +240,52 @@ def _tolerations(raw: Any) -> tuple[tuple[Toleration, ...], tuple[Mapping[str, A
     return tuple(parsed), tuple(dict(t) for t in raw)
 
 
+#: The message for a ``shape`` that lost its ``n``: YAML 1.1 (kubectl) reads a bare ``n`` key as
+#: the boolean false, so ``{k: 4096, n: 14336}`` arrives as ``{"k": 4096, "false": 14336}``.
+SHAPE_FALSE_KEY_MESSAGE = (
+    'spec.shape has a key "false": YAML 1.1 readers such as kubectl read a bare n as false; '
+    'quote it ("n": 14336) or use weightShape: "4096x14336"'
+)
+SHAPE_INCOMPLETE_MESSAGE = (
+    'spec.shape needs both k and "n" (a bare n is read as false by kubectl); '
+    'or use weightShape: "KxN"'
+)
+_WEIGHT_SHAPE = re.compile(r"([1-9][0-9]{0,6})x([1-9][0-9]{0,6})")
+
+
 def _shape(raw: Any) -> tuple[int, int] | None:
     if raw is None:
         return None
     if not isinstance(raw, Mapping):
         raise SpecError("spec.shape must be an object with k and n")
+    if "false" in raw or False in raw:
+        raise SpecError(SHAPE_FALSE_KEY_MESSAGE)
     k = _int(raw, "k", None, limits.MIN_DIMENSION, limits.MAX_DIMENSION)
     n = _int(raw, "n", None, limits.MIN_DIMENSION, limits.MAX_DIMENSION)
     if k is None or n is None:
-        raise SpecError("spec.shape needs both k and n")
+        raise SpecError(SHAPE_INCOMPLETE_MESSAGE)
+    return k, n
+
+
+def _weight_shape(spec: Mapping[str, Any]) -> tuple[int, int] | None:
+    """``weightShape: "KxN"`` (preferred: YAML cannot misread it) or the older ``shape``."""
+    text = spec.get("weightShape")
+    if text is None or text == "":
+        return _shape(spec.get("shape"))
+    if spec.get("shape") is not None:
+        raise SpecError("spec: set weightShape or shape, not both")
+    match = _WEIGHT_SHAPE.fullmatch(text) if isinstance(text, str) else None
+    if match is None:
+        raise SpecError(f'spec.weightShape must be "KxN" such as "4096x14336", got {text!r}')
+    k, n = int(match.group(1)), int(match.group(2))
+    for name, value in (("K", k), ("N", n)):
+        if not limits.MIN_DIMENSION <= value <= limits.MAX_DIMENSION:
+            raise SpecError(
+                f"spec.weightShape: {name} must be between {limits.MIN_DIMENSION} and "
+                f"{limits.MAX_DIMENSION}, got {value}"
+            )
+    if k * n > 1 << 30:
+        raise SpecError("spec.weightShape: K*N must be at most 2^30 elements")
     return k, n
 
 
@@ -302,7 +357,7 @@ def parse_spec(spec: Mapping[str, Any]) -> ProfileSpec:
         raw_tolerations=raw_tolerations,
         namespace=namespace,
         dtype=dtype,
-        shape=_shape(spec.get("shape")),
+        shape=_weight_shape(spec),
         batches=_batches(spec.get("batches")),
         min_batch_efficiency_percent=efficiency,
         quick=quick,
@@ -320,4 +375,18 @@ def parse_spec(spec: Mapping[str, Any]) -> ProfileSpec:
         change_threshold_percent=_required_int(
             spec, "changeThresholdPercent", DEFAULT_CHANGE_THRESHOLD_PERCENT, 1, 100
         ),
+        **_model_fields(spec),
     )
+
+
+def _model_fields(spec: Mapping[str, Any]) -> dict[str, Any]:
+    try:
+        slo_seconds, slo = parse_slo(spec.get("slo"))
+        return {
+            "models": parse_models(spec.get("models")),
+            "itl_slo_seconds": slo_seconds,
+            "itl_slo": slo,
+            "gpu_hour_cost": parse_cost(spec.get("gpuHourCost")),
+        }
+    except ModelSpecError as exc:
+        raise SpecError(str(exc)) from None

@@ -12,6 +12,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from roofline_operator import model_status
+from roofline_operator.model_status import ModelsView
 from roofline_operator.names import NodeState, format_time
 from roofline_operator.records import NodeRecord, record_to_status
 
@@ -160,17 +162,47 @@ def build_status(
     previous_conditions: Sequence[Mapping[str, Any]],
     generation: int | None,
     now: float,
+    models: ModelsView | None = None,
 ) -> dict[str, Any]:
     """The whole operator-owned part of ``status`` (``status.kopf`` is Kopf's and left alone)."""
     conditions = desired_conditions(records, spec_hash, conflicts, spec_error)
     status: dict[str, Any] = {
         "summary": summarize(records, spec_hash),
         "nodes": [record_to_status(records[name]) for name in sorted(records)],
-        "conditions": merge_conditions(previous_conditions, conditions, generation, now),
+        "conditions": [],
     }
+    _add_models(status, records, spec_hash, models or ModelsView(), conditions)
+    status["conditions"] = merge_conditions(previous_conditions, conditions, generation, now)
     if generation is not None:
         status["observedGeneration"] = generation
     return status
+
+
+def _add_models(
+    status: dict[str, Any],
+    records: Mapping[str, NodeRecord],
+    spec_hash: str,
+    view: ModelsView,
+    conditions: list[Condition],
+) -> None:
+    """Model entries per node, the per-model summary and ``ModelsReady``, following the spec."""
+    per_node = []
+    for entry in status["nodes"]:
+        record = records[entry["name"]]
+        current = record.result is not None and record.result.spec_hash == spec_hash
+        entries = model_status.node_model_entries(record.result, current, view)
+        entry.pop("models", None)
+        if entries:
+            entry["models"] = entries
+        per_node.append(entries)
+    if not view.models:
+        return
+    summary = model_status.models_summary(per_node, view)
+    status["models"] = summary
+    status["summary"]["models"] = model_status.planned_models(summary)
+    ready = model_status.models_condition(view, summary)
+    if ready is not None:
+        conditions.append(Condition("ModelsReady", *ready))
 
 
 def merge_patch(old: Mapping[str, Any], new: Mapping[str, Any]) -> dict[str, Any]:

@@ -20,8 +20,9 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import NoReturn, TypeVar
 
-from roofline_profiler import limits, model_cli
+from roofline_profiler import limits, model_cli, model_request
 from roofline_profiler.errors import first_line
+from roofline_profiler.model_config import ModelArch
 
 PROG = "roofline"
 _T = TypeVar("_T")
@@ -120,6 +121,12 @@ def build_parser() -> _Parser:
         help="write the compact (<= 4096 bytes) result, e.g. /dev/termination-log in a pod",
     )
     model_cli.add_model_arguments(p)
+    p.add_argument(
+        "--models-json",
+        metavar="JSON",
+        help="models to plan, each with its own context and tensor parallel degree (the "
+        "operator's form): [{name, preset|config, contextTokens, tensorParallel}, ...]",
+    )
     plan = sub.add_parser("plan", help="re-plan a model from a saved profile, without the device")
     plan.add_argument("--from", dest="source", required=True, metavar="RESULT.json")
     model_cli.add_model_arguments(plan, plan=True)
@@ -176,6 +183,14 @@ def run_profile_command(args: argparse.Namespace) -> int:
     archs = model_cli.load_models(args.model, tensor_parallel)
     contexts = model_cli.parse_contexts(args.context, (model_cli.DEFAULT_CONTEXT,))
     plan_options = model_cli.parse_plan_options(args, args.min_batch_efficiency)
+    groups: list[tuple[int, int, tuple[ModelArch, ...]]] = []
+    if args.models_json is not None:
+        if args.model or args.context is not None:
+            raise UsageError("--models-json names the models and their contexts: drop --model")
+        try:
+            groups = model_request.request_groups(model_request.parse_models_json(args.models_json))
+        except model_request.ModelsJsonError as exc:
+            raise UsageError(str(exc)) from None
 
     # torch is imported only now, so bad input is rejected at once.
     from roofline_profiler import devices as devmod
@@ -199,6 +214,9 @@ def run_profile_command(args: argparse.Namespace) -> int:
         bandwidth_kind=args.bandwidth,
         quick=args.quick,
         models=ModelRequest(archs, contexts, tensor_parallel, plan_options) if archs else None,
+        model_groups=tuple(
+            ModelRequest(group, (context,), tp, plan_options) for tp, context, group in groups
+        ),
     )
     progress = _Progress()
     try:

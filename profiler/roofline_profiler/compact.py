@@ -8,6 +8,9 @@ of the limit, which leaves room for later per-GPU additions (docs/contracts.md h
 
 Each GPU's 95% intervals travel under their own key, ``u`` (one entry per GPU, as short relative
 widths), so a reader that does not know them reads the rest unchanged.
+Model plans (``roofline profile --models-json``) travel under two top-level keys: ``m`` names each
+model once, ``p`` holds each GPU's plan numbers by the model's position, so eight GPUs with eight
+models still fit; the models' predicted step times are what gets dropped first.
 
 Version 1 (which also carried backend, memory, knee, warnings and hostname) is still read, so the
 results of pods that finish during an upgrade are not lost.
@@ -54,6 +57,18 @@ INTERVAL_FIELDS = (
 #: Significant digits of an interval's relative width: enough to compare two profiles, short
 #: enough that eight GPUs add about 300 bytes.
 INTERVAL_DIGITS = 2
+#: Longest model name kept: a model's name is a Kubernetes label value.
+MAX_MODEL_NAME_CHARS = 63
+#: The positions of a model's array under ``m`` and of a model plan's array under ``p``.
+MODEL_FIELDS = ("name", "context", "tensor parallel")
+PLAN_FIELDS = (
+    "min batch",
+    "max batch by memory",
+    "max batch by latency",
+    "step at min batch",
+    "step at max batch",
+    "step times",
+)
 
 
 class CompactDecodeError(ValueError):
@@ -75,6 +90,57 @@ class CompactIntervals:
 
 
 @dataclass(frozen=True)
+class CompactModelPlan:
+    """One model's serving plan on one GPU: the numbers the operator publishes.
+
+    The recommended range runs from :attr:`range_low` to :attr:`max_batch`; tokens/s at its ends
+    are ``batch / step`` and so travel as the step times alone. ``step_seconds`` are the predicted
+    decode steps at the profile's batches up to :attr:`max_batch_by_memory` (a prefix of
+    ``batches``), or none when they were dropped to fit.
+    """
+
+    name: str
+    context_tokens: int
+    tensor_parallel: int
+    #: ``None`` when no batch reaches the efficiency threshold.
+    min_batch: int | None
+    max_batch_by_memory: int
+    #: ``None`` without an inter-token latency SLO.
+    max_batch_by_latency: int | None
+    #: Predicted steps at the recommended range's ends; ``None`` when the range is empty.
+    step_seconds_at_min_batch: float | None
+    step_seconds_at_max_batch: float | None
+    step_seconds: tuple[float, ...] = ()
+
+    @property
+    def max_batch(self) -> int:
+        """The recommended range's high end: the smaller of the two bounds."""
+        if self.max_batch_by_latency is None:
+            return self.max_batch_by_memory
+        return min(self.max_batch_by_memory, self.max_batch_by_latency)
+
+    @property
+    def kv_cache_tokens(self) -> int:
+        """Tokens of KV cache the memory bound holds: its sequences at the planned context."""
+        return self.max_batch_by_memory * self.context_tokens
+
+    @property
+    def range_low(self) -> int:
+        """The range's low end: the min batch, or the high end when no batch is efficient."""
+        return self.max_batch if self.min_batch is None else self.min_batch
+
+    @property
+    def tokens_per_second_at_min_batch(self) -> float | None:
+        step = self.step_seconds_at_min_batch
+        return None if step is None else self.range_low / step
+
+    @property
+    def tokens_per_second_at_max_batch(self) -> float | None:
+        step = self.step_seconds_at_max_batch
+        return None if step is None else self.max_batch / step
+
+
+@dataclass(frozen=True)
 class CompactDevice:
     """One GPU's headline numbers; ``step_seconds`` follow the profile's ``batches``, or none."""
 
@@ -87,6 +153,8 @@ class CompactDevice:
     step_seconds: tuple[float, ...]
     #: ``None`` for a result without intervals (version 1, or a profiler before them).
     intervals: CompactIntervals | None = None
+    #: Plans of the profiled models, in the profile's model order; none without models.
+    models: tuple[CompactModelPlan, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -157,13 +225,58 @@ def _intervals_to_wire(device: CompactDevice) -> list[Any] | None:
     ]
 
 
+def _models_to_wire(profile: CompactProfile) -> list[list[Any]]:
+    """``m``: each model once, ``[name, context, tensor parallel]``, in order of appearance."""
+    seen: dict[str, list[Any]] = {}
+    for device in profile.devices:
+        for plan in device.models:
+            name = plan.name[:MAX_MODEL_NAME_CHARS]
+            seen.setdefault(name, [name, plan.context_tokens, plan.tensor_parallel])
+    return list(seen.values())
+
+
+def _optional_step(seconds: float | None) -> float | int | None:
+    return None if seconds is None else _round(seconds / STEP_UNIT)
+
+
+def _plan_to_wire(plan: CompactModelPlan, with_steps: bool) -> list[Any]:
+    wire: list[Any] = [
+        plan.min_batch,
+        plan.max_batch_by_memory,
+        plan.max_batch_by_latency,
+        _optional_step(plan.step_seconds_at_min_batch),
+        _optional_step(plan.step_seconds_at_max_batch),
+    ]
+    if with_steps and plan.step_seconds:
+        wire.append([_round(s / STEP_UNIT) for s in plan.step_seconds])
+    return wire
+
+
+def _plans_to_wire(
+    device: CompactDevice, models: list[list[Any]], with_steps: bool
+) -> list[list[Any] | None]:
+    """``p``'s entry of one GPU: one plan array per model of ``m``, ``null`` where it has none."""
+    by_name = {plan.name[:MAX_MODEL_NAME_CHARS]: plan for plan in device.models}
+    plans = (by_name.get(model[0]) for model in models)
+    return [None if plan is None else _plan_to_wire(plan, with_steps) for plan in plans]
+
+
+#: What is dropped, in order, when a result would not fit: first the models' predicted step
+#: times per batch, then the sweep's measured ones. The headline numbers and every model's plan
+#: numbers always stay.
+TRIM_LEVELS = ((True, True), (True, False), (False, False))
+
+
 def encode_compact(profile: CompactProfile) -> str:
     """Encode ``profile`` as compact JSON text of at most :data:`MAX_COMPACT_BYTES` bytes.
 
-    The step times are dropped when a pathological profile would not fit; the headline numbers
-    always survive.
+    Step times are dropped (:data:`TRIM_LEVELS`) when a large profile would not fit; the headline
+    numbers and the model plans always survive. Model names are written once, under ``m``; each
+    GPU's plans under ``p`` refer to them by position, so eight GPUs with eight models of 63
+    characters still fit (tested).
     """
-    for with_steps in (True, False):
+    models = _models_to_wire(profile)
+    for with_steps, with_model_steps in TRIM_LEVELS:
         doc: dict[str, Any] = {
             "v": COMPACT_VERSION,
             "dt": profile.dtype,
@@ -176,6 +289,9 @@ def encode_compact(profile: CompactProfile) -> str:
         }
         if any(d.intervals is not None for d in profile.devices):
             doc["u"] = [_intervals_to_wire(d) for d in profile.devices]
+        if models:
+            doc["m"] = models
+            doc["p"] = [_plans_to_wire(d, models, with_model_steps) for d in profile.devices]
         text = json.dumps(doc, separators=(",", ":"), ensure_ascii=True)
         if len(text.encode()) <= MAX_COMPACT_BYTES:
             return text
@@ -327,6 +443,85 @@ def _attach_intervals(
     )
 
 
+def _count(value: Any, name: str, where: str) -> int:
+    number = int(_check(value, int, name, where))
+    if number < 0:
+        raise CompactDecodeError(f"{where}: field {name!r} must not be negative")
+    return number
+
+
+def _decode_models(raw: Any) -> list[tuple[str, int, int]]:
+    models = []
+    for position, model in enumerate(_check(raw, list, "m", "result")):
+        where = f"model #{position}"
+        if not isinstance(model, list) or len(model) != len(MODEL_FIELDS):
+            raise CompactDecodeError(f"{where}: not an array of {len(MODEL_FIELDS)} fields")
+        name, context, tp = model
+        models.append(
+            (
+                str(_check(name, str, "name", where)),
+                _positive_int(context, "context", where),
+                _positive_int(tp, "tensor parallel", where),
+            )
+        )
+    return models
+
+
+def _decode_plan(
+    raw: Any, model: tuple[str, int, int], where: str, batches: Sequence[int]
+) -> CompactModelPlan:
+    if not isinstance(raw, list) or len(raw) not in (len(PLAN_FIELDS) - 1, len(PLAN_FIELDS)):
+        raise CompactDecodeError(f"{where}: not an array of {len(PLAN_FIELDS)} fields")
+    min_batch, by_memory, by_latency, step_low, step_high, *rest = raw
+    steps = rest[0] if rest else []
+    step_times = tuple(
+        _positive(s, "step times", where) * STEP_UNIT for s in _check(steps, list, "steps", where)
+    )
+    if len(step_times) > len(batches):
+        raise CompactDecodeError(f"{where}: more step times than sweep batches")
+    return CompactModelPlan(
+        name=model[0],
+        context_tokens=model[1],
+        tensor_parallel=model[2],
+        min_batch=None if min_batch is None else _positive_int(min_batch, "min batch", where),
+        max_batch_by_memory=_count(by_memory, "max batch by memory", where),
+        max_batch_by_latency=(
+            None if by_latency is None else _count(by_latency, "max batch by latency", where)
+        ),
+        step_seconds_at_min_batch=(
+            None if step_low is None else _positive(step_low, "step at min", where) * STEP_UNIT
+        ),
+        step_seconds_at_max_batch=(
+            None if step_high is None else _positive(step_high, "step at max", where) * STEP_UNIT
+        ),
+        step_seconds=step_times,
+    )
+
+
+def _attach_plans(
+    raw: dict[str, Any], batches: Sequence[int], devices: tuple[CompactDevice, ...]
+) -> tuple[CompactDevice, ...]:
+    """The devices with their model plans (``m`` and ``p``), when the result carries any."""
+    if "m" not in raw:
+        return devices
+    models = _decode_models(raw["m"])
+    per_device = _field(raw, "p", list, "result")
+    if len(per_device) != len(devices):
+        raise CompactDecodeError("result: model plans and devices differ in count")
+    attached = []
+    for position, (device, plans) in enumerate(zip(devices, per_device, strict=True)):
+        where = f"device #{position} plans"
+        if not isinstance(plans, list) or len(plans) != len(models):
+            raise CompactDecodeError(f"{where}: not one entry per model")
+        decoded = tuple(
+            _decode_plan(plan, model, f"{where}, model #{i}", batches)
+            for i, (plan, model) in enumerate(zip(plans, models, strict=True))
+            if plan is not None
+        )
+        attached.append(replace(device, models=decoded))
+    return tuple(attached)
+
+
 def decode_compact(text: str) -> CompactProfile:
     """Parse and validate a compact result; raise :class:`CompactDecodeError` on any defect.
 
@@ -351,6 +546,7 @@ def decode_compact(text: str) -> CompactProfile:
     batches, devices = _decode_devices(raw, version)
     if version >= 2:
         devices = _attach_intervals(raw, devices)
+    devices = _attach_plans(raw, batches, devices)
     return CompactProfile(
         dtype=str(_field(raw, "dt", str, "result")),
         shape_k=_positive_int(_field(raw, "k", object, "result"), "k", "result"),

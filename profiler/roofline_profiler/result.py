@@ -20,6 +20,7 @@ from roofline_profiler.decode_model import (
     measurements_from_dict,
     measurements_to_dict,
 )
+from roofline_profiler.model_request import compact_plans
 from roofline_profiler.planning import ModelPlan
 from roofline_profiler.recommend import SweepPoint
 from roofline_profiler.stats import Measurement
@@ -379,6 +380,7 @@ class ProfileResult:
                         ridge_point=d.ridge_point_interval,
                         recommended_min_batch=d.recommended_min_batch_interval,
                     ),
+                    models=compact_plans(d.models, self.batches),
                 )
                 for d in self.devices
             ),

@@ -12,6 +12,7 @@ from typing import Any
 import torch
 
 from roofline_profiler import ceilings, roofline
+from roofline_profiler.decode_model import ModelMeasurements
 from roofline_profiler.devices import DeviceInfo, check_dtype_supported
 from roofline_profiler.errors import first_line
 from roofline_profiler.measure import (
@@ -24,6 +25,7 @@ from roofline_profiler.measure import (
 )
 from roofline_profiler.metadata import environment, telemetry
 from roofline_profiler.model_runner import ModelRequest, profile_models
+from roofline_profiler.planning import ModelPlan
 from roofline_profiler.result import DeviceResult, PeakCandidate, ProfileResult, SweepEntry
 from roofline_profiler.sanity import plausibility_warnings
 from roofline_profiler.stats import Measurement
@@ -40,6 +42,8 @@ class ProfileRequest:
     bandwidth_kind: str  # "read" or "copy"
     quick: bool
     models: ModelRequest | None = None
+    #: More model requests, one per context and tensor parallel degree (``--models-json``).
+    model_groups: tuple[ModelRequest, ...] = ()
 
 
 class DeviceFailure(RuntimeError):
@@ -73,18 +77,24 @@ def profile_device(
         telemetry(info),
     )
     del bandwidth_w, peak_w, sweep_w, measured  # free the roofline's buffers for the models
-    if request.models is None or not request.models.models:
-        return result
-    plans, model_measurements = profile_models(
-        info,
-        dtype,
-        request.batches,
-        request.models,
-        request.quick,
-        result.peak_flops_per_second,
-        result.bandwidth_bytes_per_second,
-        tagged,
-    )
+    plans: tuple[ModelPlan, ...] = ()
+    model_measurements: tuple[ModelMeasurements, ...] = ()
+    requests = (request.models, *request.model_groups) if request.models else request.model_groups
+    for model_request in requests:
+        if not model_request.models:
+            continue
+        more_plans, more_measurements = profile_models(
+            info,
+            dtype,
+            request.batches,
+            model_request,
+            request.quick,
+            result.peak_flops_per_second,
+            result.bandwidth_bytes_per_second,
+            tagged,
+        )
+        plans += more_plans
+        model_measurements += more_measurements
     return replace(result, models=plans, model_measurements=model_measurements)
 
 

@@ -131,6 +131,17 @@ def test_a_small_custom_shape_and_batch_list_are_honoured(tmp_path: Path) -> Non
         ),
         pytest.param(["--min-batch-efficiency", "0"], "must lie in 1..100", id="zero-efficiency"),
         pytest.param(["--bandwidth", "write"], "invalid choice", id="unknown-bandwidth-kind"),
+        pytest.param(["--models-json", "[{"], "not JSON", id="models-json-not-json"),
+        pytest.param(
+            ["--models-json", '[{"name": "m", "preset": "gpt-9"}]'],
+            "--models-json[0].preset 'gpt-9' is unknown",
+            id="models-json-unknown-preset",
+        ),
+        pytest.param(
+            ["--models-json", '[{"name": "m", "preset": "qwen3-8b"}]', "--model", "qwen3-8b"],
+            "drop --model",
+            id="models-json-with-model",
+        ),
     ],
 )
 def test_bad_input_exits_2_with_one_line_and_writes_nothing(

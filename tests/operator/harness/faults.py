@@ -10,13 +10,16 @@ from __future__ import annotations
 
 import enum
 import hashlib
+import json
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
+from typing import Any
 
 from roofline_profiler.compact import (
     CompactDevice,
     CompactIntervals,
+    CompactModelPlan,
     CompactProfile,
     encode_compact,
 )
@@ -43,6 +46,7 @@ class SyntheticGpu:
     peak_flops_per_second: float = 7.8e14
     #: Relative half-width of the 95% intervals reported with every headline number.
     uncertainty: float = 0.01
+    memory_bytes: float = 141e9
 
 
 @dataclass
@@ -96,7 +100,10 @@ def synthetic_profile(
         steps = tuple(max(weight_bytes / bandwidth, 2 * b * k * n / peak) for b in batches)
         ridge = peak * element_bytes / (2 * bandwidth)
         min_batch = next((b for b in batches if b >= ridge * efficiency), batches[-1])
-        devices.append(CompactDevice(index, gpu.name, bandwidth, peak, ridge, min_batch, steps))
+        models = synthetic_plans(command, gpu, bandwidth, batches, min_batch)
+        devices.append(
+            CompactDevice(index, gpu.name, bandwidth, peak, ridge, min_batch, steps, models=models)
+        )
     created = time.time() - age_seconds
     return CompactProfile(dtype, k, n, created, 0.05, batches, _with_intervals(devices, gpus))
 
@@ -120,6 +127,64 @@ def _with_intervals(
             ),
         )
         for d, gpu in zip(devices, gpus, strict=True)
+    )
+
+
+def synthetic_plans(
+    command: Sequence[str],
+    gpu: SyntheticGpu,
+    bandwidth: float,
+    batches: Sequence[int],
+    min_batch: int,
+) -> tuple[CompactModelPlan, ...]:
+    """A plan per model of ``--models-json``, from a roofline-shaped step: reading the weights
+    (a size taken from the model's name, so models differ) plus the KV cache of every sequence.
+    """
+    text = _option(command, "--models-json")
+    if text is None:
+        return ()
+    slo_text = _option(command, "--itl-slo")
+    slo = float(slo_text.rstrip("s")) if slo_text else None
+    plans = []
+    for entry in json.loads(text):
+        plans.append(_synthetic_plan(entry, gpu, bandwidth, batches, min_batch, slo))
+    return tuple(plans)
+
+
+def _synthetic_plan(
+    entry: Mapping[str, Any],
+    gpu: SyntheticGpu,
+    bandwidth: float,
+    batches: Sequence[int],
+    min_batch: int,
+    slo: float | None,
+) -> CompactModelPlan:
+    context, tp = int(entry["contextTokens"]), int(entry["tensorParallel"])
+    size = int(hashlib.sha256(entry["name"].encode()).hexdigest()[:4], 16) / 0xFFFF
+    weights = (2 + 14 * size) * 2e9 / tp
+    kv_per_token = 32768 / tp
+
+    def step(batch: int) -> float:
+        return (weights + batch * context * kv_per_token) / bandwidth
+
+    by_memory = max(int((gpu.memory_bytes * 0.9 - weights) // (context * kv_per_token)), 0)
+    by_latency = None
+    if slo is not None:
+        by_latency = min(
+            max(int((slo * bandwidth - weights) // (context * kv_per_token)), 0), 65536
+        )
+    high = by_memory if by_latency is None else min(by_memory, by_latency)
+    low = min_batch
+    return CompactModelPlan(
+        name=entry["name"],
+        context_tokens=context,
+        tensor_parallel=tp,
+        min_batch=low,
+        max_batch_by_memory=by_memory,
+        max_batch_by_latency=by_latency,
+        step_seconds_at_min_batch=step(low) if 1 <= low <= high else None,
+        step_seconds_at_max_batch=step(high) if 1 <= low <= high else None,
+        step_seconds=tuple(step(b) for b in batches if b <= by_memory),
     )
 
 

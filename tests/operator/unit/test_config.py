@@ -78,3 +78,11 @@ def test_verbose_logs_more_than_the_default_and_less_than_debug() -> None:
     levels = [load_config(f, {}).log_level for f in (["--debug"], ["--verbose"], [], ["--quiet"])]
     assert levels == sorted(levels)
     assert len(set(levels)) == 4
+
+
+def test_the_node_label_backend_comes_from_the_environment_and_is_checked() -> None:
+    assert load_config([], {}).node_label_backend == "node"
+    env = {"ROOFLINE_NODE_LABEL_BACKEND": "nodeFeature"}
+    assert load_config([], env).node_label_backend == "nodeFeature"
+    with pytest.raises(ConfigError, match="node, nodeFeature"):
+        load_config([], {"ROOFLINE_NODE_LABEL_BACKEND": "nfd"})

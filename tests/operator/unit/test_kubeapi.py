@@ -150,3 +150,15 @@ async def test_finished_pods_are_deleted_with_one_selected_collection_request(
     assert (method, path) == ("DELETE", "/api/v1/namespaces/ns/pods")
     assert fake.queries == [{"labelSelector": labels, "fieldSelector": fields}]
     assert body["propagationPolicy"] == "Background"
+
+
+@pytest.mark.asyncio
+async def test_a_config_map_is_read_and_a_missing_one_is_none(
+    api: tuple[FakeApi, KubeClient],
+) -> None:
+    fake, client = api
+    path = "/api/v1/namespaces/ns/configmaps/cfg"
+    fake.payloads[("GET", path)] = {"data": {"config.json": "{}"}}
+    assert await client.get_config_map("ns", "cfg") == {"config.json": "{}"}
+    fake.answer[("GET", "/api/v1/namespaces/ns/configmaps/gone")] = 404
+    assert await client.get_config_map("ns", "gone") is None

@@ -262,3 +262,27 @@ def test_malformed_timestamps_read_as_unknown() -> None:
 def test_pod_tells_the_profiler_its_node_name_through_the_downward_api() -> None:
     env = {e["name"]: e for e in container(build())["env"]}
     assert env["NODE_NAME"]["valueFrom"] == {"fieldRef": {"fieldPath": "spec.nodeName"}}
+
+
+def test_pod_command_carries_the_models_the_slo_and_the_price_only_with_models() -> None:
+    fields: dict[str, Any] = {"slo": {"interTokenLatency": "50ms"}, "gpuHourCost": "2.5"}
+    plain = container(build(**fields))["command"]
+    assert "--models-json" not in plain
+    assert "--itl-slo" not in plain
+    pod = build_profiler_pod(
+        profile=OWNER,
+        spec=spec(models=[{"name": "m", "preset": "qwen3-8b"}], **fields),
+        node="gpu-7",
+        gpus=8,
+        attempt=1,
+        spec_hash="abc123",
+        namespace="roofline-system",
+        image="registry.local/roofline:1",
+        models_json='[{"name":"m"}]',
+    )
+    command = container(pod)["command"]
+    after = command[command.index("--models-json") + 1]
+    assert after == '[{"name":"m"}]'
+    assert command[command.index("--itl-slo") + 1] == "0.05s"
+    assert command[command.index("--gpu-hour-cost") + 1] == "2.5"
+    assert command[-2:] == ["--compact", "/dev/termination-log"]

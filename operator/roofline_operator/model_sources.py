@@ -1,0 +1,153 @@
+"""A profile's models checked before any pod starts: presets, inline configs, ConfigMaps.
+
+Every model is read with the profiler's own pure reader (``model_from_config``) and its tensor
+parallel degree checked, so a bad config fails that model at once, with a message naming the field,
+and never a profiler pod, a node or the profile's other models. Only the valid models reach the
+pods, each with its config inline (``--models-json``): the pods never read the API themselves.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from roofline_operator.model_spec import ModelSpec
+from roofline_profiler.model_config import PRESETS, ModelError, model_from_config
+from roofline_profiler.models import check_tensor_parallel
+
+#: ``status.models[].reason`` of a model that cannot be planned.
+UNKNOWN_PRESET = "UnknownPreset"
+INVALID_MODEL = "InvalidModel"
+CONFIG_MAP_NOT_FOUND = "ConfigMapNotFound"
+CONFIG_MAP_KEY_NOT_FOUND = "ConfigMapKeyNotFound"
+
+#: ConfigMap contents as read: ``(namespace, name)`` to its ``data``, ``None`` when it is missing.
+ConfigMaps = Mapping[tuple[str, str], Mapping[str, str] | None]
+
+
+@dataclass(frozen=True)
+class ModelFailure:
+    reason: str
+    message: str
+
+
+@dataclass(frozen=True)
+class ResolvedModel:
+    """A valid model, ready for the pod: a preset name or the config's fields."""
+
+    spec: ModelSpec
+    preset: str | None
+    config: Mapping[str, Any] | None
+
+    def to_argument(self) -> dict[str, Any]:
+        entry: dict[str, Any] = {"name": self.spec.name}
+        if self.preset is not None:
+            entry["preset"] = self.preset
+        else:
+            entry["config"] = dict(self.config or {})
+        entry["contextTokens"] = self.spec.context_tokens
+        entry["tensorParallel"] = self.spec.tensor_parallel
+        return entry
+
+
+@dataclass(frozen=True)
+class ModelResolution:
+    valid: tuple[ResolvedModel, ...] = ()
+    #: Model name to why it cannot be planned, in spec order.
+    failures: Mapping[str, ModelFailure] | None = None
+
+    def models_json(self) -> str | None:
+        """The pod's ``--models-json`` argument; ``None`` without a valid model."""
+        if not self.valid:
+            return None
+        entries = [m.to_argument() for m in self.valid]
+        return json.dumps(entries, separators=(",", ":"), sort_keys=True)
+
+    def digest(self) -> str:
+        """What the pods receive, hashed: a changed ConfigMap re-profiles, like a changed spec."""
+        text = self.models_json() or ""
+        return hashlib.sha256(text.encode()).hexdigest()[:10] if text else ""
+
+
+def config_maps_needed(models: tuple[ModelSpec, ...], namespace: str) -> list[tuple[str, str]]:
+    """The ``(namespace, name)`` of every ConfigMap the models refer to, each once."""
+    refs = [(namespace, m.config_map[0]) for m in models if m.config_map is not None]
+    return list(dict.fromkeys(refs))
+
+
+def _config_from_map(
+    model: ModelSpec, index: int, namespace: str, config_maps: ConfigMaps
+) -> Mapping[str, Any] | ModelFailure:
+    assert model.config_map is not None
+    name, key = model.config_map
+    where = f"spec.models[{index}].configMapRef"
+    data = config_maps.get((namespace, name))
+    if data is None:
+        return ModelFailure(
+            CONFIG_MAP_NOT_FOUND, f"{where}.name: ConfigMap {namespace}/{name} not found"
+        )
+    if key not in data:
+        keys = ", ".join(sorted(data)) or "none"
+        return ModelFailure(
+            CONFIG_MAP_KEY_NOT_FOUND,
+            f"{where}.key: ConfigMap {namespace}/{name} has no key {key!r} (keys: {keys})",
+        )
+    try:
+        config = json.loads(data[key])
+    except (json.JSONDecodeError, TypeError) as exc:
+        detail = f"line {exc.lineno}: {exc.msg}" if isinstance(exc, json.JSONDecodeError) else ""
+        return ModelFailure(
+            INVALID_MODEL, f"{where}: {namespace}/{name} key {key!r} is not valid JSON ({detail})"
+        )
+    if not isinstance(config, dict):
+        return ModelFailure(INVALID_MODEL, f"{where}: {namespace}/{name} key {key!r} is no object")
+    return config
+
+
+def _resolve(
+    model: ModelSpec, index: int, namespace: str, config_maps: ConfigMaps
+) -> ResolvedModel | ModelFailure:
+    where = model.where(index)
+    if model.preset is not None:
+        if model.preset not in PRESETS:
+            known = ", ".join(sorted(PRESETS))
+            return ModelFailure(
+                UNKNOWN_PRESET, f"{where}: unknown preset {model.preset!r} (presets: {known})"
+            )
+        config: Mapping[str, Any] = PRESETS[model.preset]
+    elif model.config is not None:
+        config = model.config
+    else:
+        found = _config_from_map(model, index, namespace, config_maps)
+        if isinstance(found, ModelFailure):
+            return found
+        config = found
+    try:
+        arch = model_from_config(config, model.name, source=where)
+        check_tensor_parallel(arch, model.tensor_parallel)
+    except ModelError as exc:
+        message = str(exc)
+        if not message.startswith(where):
+            message = f"{where}: {message}"
+        return ModelFailure(INVALID_MODEL, message)
+    if model.preset is not None:
+        return ResolvedModel(model, model.preset, None)
+    return ResolvedModel(model, None, dict(config))
+
+
+def resolve_models(
+    models: tuple[ModelSpec, ...], namespace: str, config_maps: ConfigMaps
+) -> ModelResolution:
+    """Check every model; the valid ones go to the pods, the others fail alone."""
+    valid: list[ResolvedModel] = []
+    failures: dict[str, ModelFailure] = {}
+    for index, model in enumerate(models):
+        outcome = _resolve(model, index, namespace, config_maps)
+        if isinstance(outcome, ModelFailure):
+            failures[model.name] = outcome
+        else:
+            valid.append(outcome)
+    return ModelResolution(tuple(valid), failures)

@@ -1,0 +1,145 @@
+"""``roofline profile --models-json``: the models a profiler pod plans, each with its own context
+and tensor-parallel degree.
+
+The operator checks every model before it starts a pod and passes only valid ones, configs inline
+(a ``configMapRef`` already read), so the pod needs no API access:
+``[{"name": ..., "preset": ... | "config": {...}, "contextTokens": N, "tensorParallel": N}]``.
+The ``name`` becomes the plan's name (the ``model`` label of the metrics), whatever the preset.
+
+Pure module: no torch, no numpy.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
+from typing import Any
+
+from roofline_profiler.compact import CompactModelPlan
+from roofline_profiler.model_config import PRESETS, ModelArch, ModelError, model_from_config
+from roofline_profiler.models import check_tensor_parallel
+from roofline_profiler.planning import ModelPlan
+
+MAX_MODELS = 8
+MAX_CONTEXT_TOKENS = 1 << 20
+MAX_TENSOR_PARALLEL = 64
+
+
+class ModelsJsonError(ValueError):
+    """A ``--models-json`` argument that cannot be planned; ``str()`` is one line."""
+
+
+@dataclass(frozen=True)
+class ModelEntry:
+    arch: ModelArch
+    context_tokens: int
+    tensor_parallel: int
+
+
+def _bounded(entry: Mapping[str, Any], key: str, default: int, hi: int, where: str) -> int:
+    value = entry.get(key, default)
+    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= hi:
+        raise ModelsJsonError(f"{where}.{key} must be an integer in 1..{hi}, got {value!r}")
+    return value
+
+
+def _entry(raw: Any, index: int) -> ModelEntry:
+    where = f"--models-json[{index}]"
+    if not isinstance(raw, Mapping):
+        raise ModelsJsonError(f"{where} must be an object")
+    name = raw.get("name")
+    if not isinstance(name, str) or not name:
+        raise ModelsJsonError(f"{where}.name must be a non-empty string")
+    preset, config = raw.get("preset"), raw.get("config")
+    if (preset is None) == (config is None):
+        raise ModelsJsonError(f"{where} needs exactly one of preset or config")
+    try:
+        if preset is not None:
+            if preset not in PRESETS:
+                known = ", ".join(sorted(PRESETS))
+                raise ModelsJsonError(f"{where}.preset {preset!r} is unknown (presets: {known})")
+            arch = replace(model_from_config(PRESETS[preset], preset), name=name)
+        else:
+            if not isinstance(config, Mapping):
+                raise ModelsJsonError(f"{where}.config must be an object")
+            arch = model_from_config(config, name, source=f"{where}.config")
+        tp = _bounded(raw, "tensorParallel", 1, MAX_TENSOR_PARALLEL, where)
+        check_tensor_parallel(arch, tp)
+    except ModelError as exc:
+        raise ModelsJsonError(str(exc)) from None
+    context = _bounded(raw, "contextTokens", 4096, MAX_CONTEXT_TOKENS, where)
+    return ModelEntry(arch, context, tp)
+
+
+def parse_models_json(text: str) -> tuple[ModelEntry, ...]:
+    """Read and check every model; names must be unique (they name the plans)."""
+    try:
+        raw = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise ModelsJsonError(
+            f"--models-json is not JSON (column {exc.colno}: {exc.msg})"
+        ) from None
+    if not isinstance(raw, list) or not raw:
+        raise ModelsJsonError("--models-json must be a non-empty list of models")
+    if len(raw) > MAX_MODELS:
+        raise ModelsJsonError(f"--models-json has {len(raw)} models, at most {MAX_MODELS}")
+    entries = tuple(_entry(item, i) for i, item in enumerate(raw))
+    names = [e.arch.name for e in entries]
+    repeated = sorted({n for n in names if names.count(n) > 1})
+    if repeated:
+        raise ModelsJsonError(f"--models-json names {', '.join(repeated)} more than once")
+    return entries
+
+
+def request_groups(
+    entries: Sequence[ModelEntry],
+) -> list[tuple[int, int, tuple[ModelArch, ...]]]:
+    """``(tensor parallel, context, models)`` groups: one measuring request each, in order of
+    first appearance, so no model is measured at a context or degree it did not ask for."""
+    groups: dict[tuple[int, int], list[ModelArch]] = {}
+    for entry in entries:
+        groups.setdefault((entry.tensor_parallel, entry.context_tokens), []).append(entry.arch)
+    return [(tp, context, tuple(archs)) for (tp, context), archs in groups.items()]
+
+
+def compact_plans(
+    plans: Sequence[ModelPlan], batches: Sequence[int]
+) -> tuple[CompactModelPlan, ...]:
+    """A device's plans as the compact result carries them: one per model name (the first
+    context planned, when a model was planned at several), step times along ``batches`` up to the
+    memory bound."""
+    seen: set[str] = set()
+    compact = []
+    for plan in plans:
+        if plan.name in seen:
+            continue
+        seen.add(plan.name)
+        compact.append(compact_plan(plan, batches))
+    return tuple(compact)
+
+
+def compact_plan(plan: ModelPlan, batches: Sequence[int]) -> CompactModelPlan:
+    """The numbers of ``plan`` the operator publishes; the range's step times are
+    ``batch / tokens per second`` at its ends, as the plan computed them."""
+    low_step = high_step = None
+    if plan.recommended_range is not None and plan.tokens_per_second_at_range is not None:
+        (low, high), (low_rate, high_rate) = plan.recommended_range, plan.tokens_per_second_at_range
+        low_step, high_step = low / low_rate, high / high_rate
+    predicted = {p.batch: p.step_seconds for p in plan.predictions}
+    steps: list[float] = []
+    for batch in batches:
+        if batch > plan.max_batch_by_memory or batch not in predicted:
+            break
+        steps.append(predicted[batch])
+    return CompactModelPlan(
+        name=plan.name,
+        context_tokens=plan.context_tokens,
+        tensor_parallel=plan.tensor_parallel,
+        min_batch=plan.min_batch,
+        max_batch_by_memory=plan.max_batch_by_memory,
+        max_batch_by_latency=plan.max_batch_by_latency,
+        step_seconds_at_min_batch=low_step,
+        step_seconds_at_max_batch=high_step,
+        step_seconds=tuple(steps),
+    )

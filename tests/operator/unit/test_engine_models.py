@@ -1,0 +1,147 @@
+"""The reconcile loop with models (ConfigMaps read, pods' arguments) and the NodeFeature backend."""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Mapping
+from dataclasses import replace
+from typing import Any
+
+import kopf
+import pytest
+from prometheus_client import CollectorRegistry
+from tests.operator.unit.model_builders import TINY_LLAMA, plan
+from tests.operator.unit.operator_builders import device, node, profile, succeeded_pod
+from tests.operator.unit.test_engine import RecordingClient, quiet_events  # noqa: F401
+
+from roofline_operator.config import load_config
+from roofline_operator.engine import ProfileLoop
+from roofline_operator.metrics import OperatorMetrics
+from roofline_operator.names import LABEL_PROFILE
+from roofline_operator.pods import pod_facts
+from roofline_operator.runtime import Runtime
+from roofline_profiler.compact import encode_compact
+
+
+class ModelClient(RecordingClient):
+    def __init__(self, config_maps: Mapping[tuple[str, str], dict[str, str]]) -> None:
+        super().__init__()
+        self.config_maps = dict(config_maps)
+        self.config_map_reads: list[tuple[str, str]] = []
+        self.features: dict[str, dict[str, Any]] = {}
+        self.feature_deletes: list[str] = []
+
+    async def get_config_map(self, namespace: str, name: str) -> dict[str, str] | None:
+        self.config_map_reads.append((namespace, name))
+        return self.config_maps.get((namespace, name))
+
+    async def write_node_feature(self, body: Mapping[str, Any]) -> None:
+        self.features[body["metadata"]["name"]] = dict(body)
+
+    async def delete_node_feature(self, namespace: str, name: str) -> None:
+        self.feature_deletes.append(name)
+        self.features.pop(name, None)
+
+
+def loop_with(client: RecordingClient, spec: Mapping[str, Any], env: dict[str, str]) -> ProfileLoop:
+    runtime = Runtime(config=load_config([], env), metrics=OperatorMetrics(CollectorRegistry()))
+    runtime.api.connection = kopf.ConnectionInfo(server="http://cluster.invalid")
+    runtime.api.built_from = runtime.api.connection
+    runtime.api.client = client  # type: ignore[assignment]
+    body = {
+        "metadata": {"name": "fleet", "uid": "u", "generation": 1},
+        "spec": {"nodeSelector": {"pool": "h200"}, **spec},
+    }
+    return ProfileLoop(runtime, "fleet", body, logging.getLogger("test"))
+
+
+MODELS = [
+    {"name": "tiny", "config": TINY_LLAMA, "contextTokens": 2048},
+    {"name": "mapped", "configMapRef": {"name": "cfg"}},
+    {"name": "lost", "configMapRef": {"name": "gone"}},
+]
+ENV = {"ROOFLINE_NAMESPACE": "ns"}
+
+
+@pytest.mark.asyncio
+async def test_pods_get_the_valid_models_and_the_missing_config_map_fails_its_model() -> None:
+    client = ModelClient({("ns", "cfg"): {"config.json": json.dumps(TINY_LLAMA)}})
+    loop = loop_with(client, {"models": MODELS, "slo": {"interTokenLatency": "20ms"}}, ENV)
+    await loop.round({"a": node("a")}, [], {})
+    command = client.created[0]["spec"]["containers"][0]["command"]
+    models = json.loads(command[command.index("--models-json") + 1])
+    assert [m["name"] for m in models] == ["tiny", "mapped"]
+    assert command[command.index("--itl-slo") + 1] == "0.02s"
+    status = client.statuses[-1]
+    ready = {c["type"]: c for c in status["conditions"]}["ModelsReady"]
+    assert ready["reason"] == "ConfigMapNotFound"
+    assert "spec.models[2].configMapRef.name" in ready["message"]
+    assert sorted(client.config_map_reads) == [("ns", "cfg"), ("ns", "gone")]
+
+
+@pytest.mark.asyncio
+async def test_config_maps_are_read_again_only_after_a_while() -> None:
+    client = ModelClient({})
+    loop = loop_with(client, {"models": MODELS[1:2]}, ENV)
+    for _ in range(3):
+        await loop.round({"a": node("a")}, [], {})
+    assert client.config_map_reads == [("ns", "cfg")]
+
+
+@pytest.mark.asyncio
+async def test_a_changed_config_map_reprofiles_the_nodes() -> None:
+    client = ModelClient({("ns", "cfg"): {"config.json": json.dumps(TINY_LLAMA)}})
+    loop = loop_with(client, {"models": MODELS[1:2]}, ENV)
+    await loop.round({"a": node("a")}, [], {})
+    first = pod_facts(client.created[0]).spec_hash
+    larger = {**TINY_LLAMA, "num_hidden_layers": 4}
+    client.config_maps[("ns", "cfg")] = {"config.json": json.dumps(larger)}
+    loop.config_maps.clear()
+    await loop.round({"a": node("a"), "b": node("b")}, [], {})
+    assert pod_facts(client.created[-1]).node == "b"
+    assert pod_facts(client.created[-1]).spec_hash != first
+
+
+@pytest.mark.asyncio
+async def test_plans_reach_status_and_a_removed_model_leaves_it() -> None:
+    client = ModelClient({})
+    spec = {"models": MODELS[:1]}
+    loop = loop_with(client, spec, ENV)
+    await loop.round({"a": node("a")}, [], {})
+    pod = pod_facts(client.created[0])
+    message = encode_compact(profile(replace(device(), models=(plan("tiny"),))))
+    done = succeeded_pod(pod.name, pod.node, pod.spec_hash, pod.attempt, message=message)
+    await loop.round({"a": node("a")}, [done], {})
+    status = client.statuses[-1]
+    (entry,) = status["nodes"][0]["models"]
+    assert (entry["name"], entry["minBatch"], entry["maxBatch"]) == ("tiny", 32, 128)
+    assert status["summary"]["models"] == 1
+    loop.body = {**loop.body, "spec": {"nodeSelector": {"pool": "h200"}}}
+    await loop.round({"a": node("a")}, [], {})
+    status = client.statuses[-1]
+    assert status["models"] is None
+    assert "models" not in status["nodes"][0]
+    assert status["summary"]["models"] is None
+
+
+@pytest.mark.asyncio
+async def test_the_node_feature_backend_writes_objects_instead_of_patching_nodes() -> None:
+    client = ModelClient({})
+    env = {**ENV, "ROOFLINE_NODE_LABEL_BACKEND": "nodeFeature", "ROOFLINE_OPERATOR_NAMESPACE": "op"}
+    loop = loop_with(client, {}, env)
+    nodes = {"a": node("a")}
+    await loop.round(nodes, [], {})
+    pod = pod_facts(client.created[0])
+    done = succeeded_pod(pod.name, pod.node, pod.spec_hash, pod.attempt)
+    await loop.round(nodes, [done], {})
+    await loop.round(nodes, [], {})  # nfd-master has not labelled the node yet: no rewrite
+    assert client.labelled == []
+    feature = client.features["roofline-a"]
+    assert feature["metadata"]["namespace"] == "op"
+    assert feature["metadata"]["labels"]["nfd.node.kubernetes.io/node-name"] == "a"
+    assert feature["spec"]["labels"][LABEL_PROFILE] == "fleet"
+    assert len(feature["spec"]["labels"]) == 5
+    await loop.round({}, [], {})  # the node left
+    assert client.feature_deletes == ["roofline-a"]
+    assert client.features == {}

@@ -1,0 +1,141 @@
+import dataclasses
+import json
+
+import pytest
+
+from roofline_profiler.model_request import (
+    ModelsJsonError,
+    compact_plan,
+    compact_plans,
+    parse_models_json,
+    request_groups,
+)
+from roofline_profiler.planning import ModelPlan, StepPrediction
+
+TINY = {
+    "model_type": "llama",
+    "hidden_size": 64,
+    "intermediate_size": 128,
+    "num_hidden_layers": 2,
+    "num_attention_heads": 4,
+    "num_key_value_heads": 2,
+    "vocab_size": 256,
+    "max_position_embeddings": 4096,
+}
+
+
+def test_each_model_keeps_its_name_context_and_tensor_parallel_degree() -> None:
+    text = json.dumps(
+        [
+            {"name": "Llama-3.1-8B-Instruct", "preset": "llama-3.1-8b", "contextTokens": 8192},
+            {"name": "tiny", "config": TINY, "tensorParallel": 2},
+        ]
+    )
+    first, second = parse_models_json(text)
+    assert (first.arch.name, first.context_tokens, first.tensor_parallel) == (
+        "Llama-3.1-8B-Instruct",
+        8192,
+        1,
+    )
+    assert first.arch.hidden_size == 4096
+    assert (second.arch.name, second.context_tokens, second.tensor_parallel) == ("tiny", 4096, 2)
+
+
+def test_models_sharing_context_and_degree_are_measured_together() -> None:
+    text = json.dumps(
+        [
+            {"name": "a", "config": TINY},
+            {"name": "b", "config": TINY, "contextTokens": 2048},
+            {"name": "c", "config": TINY},
+        ]
+    )
+    groups = request_groups(parse_models_json(text))
+    assert [(tp, ctx, [a.name for a in archs]) for tp, ctx, archs in groups] == [
+        (1, 4096, ["a", "c"]),
+        (1, 2048, ["b"]),
+    ]
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        pytest.param("{", "not JSON", id="not-json"),
+        pytest.param("[]", "non-empty list", id="empty"),
+        pytest.param(json.dumps([{"name": "a"}]), "exactly one of preset", id="no-source"),
+        pytest.param(json.dumps([{"name": "a", "preset": "gpt-9"}]), "unknown", id="preset"),
+        pytest.param(
+            json.dumps([{"name": "a", "config": {**TINY, "hidden_size": None}}]),
+            "hidden_size",
+            id="bad-config",
+        ),
+        pytest.param(
+            json.dumps([{"name": "a", "config": TINY, "tensorParallel": 3}]),
+            "tensor parallel 3",
+            id="bad-degree",
+        ),
+        pytest.param(
+            json.dumps([{"name": "a", "config": TINY}, {"name": "a", "config": TINY}]),
+            "more than once",
+            id="repeated-name",
+        ),
+        pytest.param(
+            json.dumps([{"name": "a", "config": TINY, "contextTokens": 0}]),
+            "contextTokens",
+            id="zero-context",
+        ),
+    ],
+)
+def test_bad_models_json_is_one_line_naming_the_entry(text: str, message: str) -> None:
+    with pytest.raises(ModelsJsonError, match=message) as caught:
+        parse_models_json(text)
+    assert "\n" not in str(caught.value)
+
+
+def _plan(**changes: object) -> ModelPlan:
+    base = ModelPlan(
+        name="m",
+        dtype="bfloat16",
+        weight_bytes=1,
+        kv_cache_bytes_per_token=1,
+        context_tokens=4096,
+        tensor_parallel=1,
+        tensor_parallel_measured=True,
+        min_batch=8,
+        min_batch_reason=None,
+        max_batch_by_memory=20,
+        max_batch_by_latency=16,
+        recommended_range=(8, 16),
+        tokens_per_second_at_range=(800.0, 1280.0),
+        predictions=tuple(StepPrediction(b, 4096, 0.001 * b) for b in (1, 4, 16, 64)),
+        cost_per_million_tokens=(),
+        engine_settings={},
+        warnings=(),
+    )
+    return dataclasses.replace(base, **changes)  # type: ignore[arg-type]
+
+
+def test_a_plan_becomes_the_compact_numbers_with_steps_up_to_the_memory_bound() -> None:
+    compact = compact_plan(_plan(), (1, 4, 16, 64))
+    assert (compact.min_batch, compact.max_batch_by_memory, compact.max_batch_by_latency) == (
+        8,
+        20,
+        16,
+    )
+    assert compact.step_seconds_at_min_batch == pytest.approx(0.01)
+    assert compact.step_seconds_at_max_batch == pytest.approx(0.0125)
+    assert compact.tokens_per_second_at_max_batch == pytest.approx(1280.0)
+    assert compact.step_seconds == pytest.approx((0.001, 0.004, 0.016))
+
+
+def test_an_empty_range_travels_without_step_times_at_its_ends() -> None:
+    compact = compact_plan(
+        _plan(min_batch=32, recommended_range=None, tokens_per_second_at_range=None), (1,)
+    )
+    assert compact.step_seconds_at_min_batch is None
+    assert compact.step_seconds_at_max_batch is None
+    assert compact.min_batch == 32
+
+
+def test_a_model_planned_at_several_contexts_travels_once() -> None:
+    plans = compact_plans([_plan(), _plan(context_tokens=8192)], (1,))
+    assert [p.context_tokens for p in plans] == [4096]
