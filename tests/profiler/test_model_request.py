@@ -11,17 +11,7 @@ from roofline_profiler.model_request import (
     request_groups,
 )
 from roofline_profiler.planning import ModelPlan, StepPrediction
-
-TINY = {
-    "model_type": "llama",
-    "hidden_size": 64,
-    "intermediate_size": 128,
-    "num_hidden_layers": 2,
-    "num_attention_heads": 4,
-    "num_key_value_heads": 2,
-    "vocab_size": 256,
-    "max_position_embeddings": 4096,
-}
+from tests.model_configs import TINY_LLAMA as TINY
 
 
 def test_each_model_keeps_its_name_context_and_tensor_parallel_degree() -> None:

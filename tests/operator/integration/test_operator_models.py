@@ -24,18 +24,8 @@ from harness.profiles import (
     profiled,
     wait_for_nodes,
 )
+from tests.model_configs import TINY_LLAMA
 
-#: The same tiny Llama-style config the unit tests use: hidden 64, 2 layers, vocab 256.
-TINY_LLAMA: dict[str, Any] = {
-    "model_type": "llama",
-    "hidden_size": 64,
-    "intermediate_size": 128,
-    "num_hidden_layers": 2,
-    "num_attention_heads": 4,
-    "num_key_value_heads": 2,
-    "vocab_size": 256,
-    "max_position_embeddings": 4096,
-}
 TWO_MODELS = [
     {"name": "Llama-3.1-8B-Instruct", "preset": "llama-3.1-8b", "contextTokens": 8192},
     {"name": "tiny", "config": TINY_LLAMA, "contextTokens": 2048},

@@ -8,7 +8,8 @@ import pytest
 from harness import Cluster, OperatorFactory, wait_for
 from harness.profiles import CRD_PATH, GROUP, PLURAL, condition, example_profile, profile_status
 from harness.profiles import wait_for_nodes as wait_for_entries
-from tests.operator.integration.test_operator_models import TINY_LLAMA, models_planned
+from tests.model_configs import TINY_LLAMA
+from tests.operator.integration.test_operator_models import models_planned
 
 NODES = ["real-a", "real-b"]
 MODELS = [

@@ -12,18 +12,6 @@ from roofline_operator.records import NodeRecord
 from roofline_operator.results import from_compact
 from roofline_profiler.compact import CompactModelPlan
 
-#: A Llama-style config small enough for a profiler pod to measure in seconds on a CPU.
-TINY_LLAMA: dict[str, Any] = {
-    "model_type": "llama",
-    "hidden_size": 64,
-    "intermediate_size": 128,
-    "num_hidden_layers": 2,
-    "num_attention_heads": 4,
-    "num_key_value_heads": 2,
-    "vocab_size": 256,
-    "max_position_embeddings": 4096,
-}
-
 
 def plan(name: str = "llama", **changes: Any) -> CompactModelPlan:
     base = CompactModelPlan(

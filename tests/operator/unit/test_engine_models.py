@@ -11,7 +11,8 @@ from typing import Any
 import kopf
 import pytest
 from prometheus_client import CollectorRegistry
-from tests.operator.unit.model_builders import TINY_LLAMA, plan
+from tests.model_configs import TINY_LLAMA
+from tests.operator.unit.model_builders import plan
 from tests.operator.unit.operator_builders import device, node, profile, succeeded_pod
 from tests.operator.unit.test_engine import RecordingClient, quiet_events  # noqa: F401
 

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import json
 
-from tests.operator.unit.model_builders import TINY_LLAMA
+from tests.model_configs import TINY_LLAMA
 
 from roofline_operator.model_sources import config_maps_needed, resolve_models
 from roofline_operator.model_spec import ModelSpec
