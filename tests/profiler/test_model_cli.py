@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from roofline_profiler.result import ProfileResult, validate_document
+from tests.profiler.test_cli import run_cli
 
 TINY = {
     "architectures": ["LlamaForCausalLM"],
@@ -22,16 +22,6 @@ TINY = {
     "vocab_size": 1000,
     "max_position_embeddings": 4096,
 }
-
-
-def run_cli(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "roofline_profiler.cli", *args],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
-    )
 
 
 @pytest.fixture(scope="module")
