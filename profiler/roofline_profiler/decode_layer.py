@@ -196,17 +196,26 @@ class DecoderLayer:
         self, h: torch.Tensor, weights: torch.Tensor, routing: Routing
     ) -> torch.Tensor:
         """Token–expert pairs sorted by expert, one grouped GEMM per projection (as fused MoE
-        kernels and ``transformers``' default ``grouped_mm`` experts do)."""
+        kernels and ``transformers``' default ``grouped_mm`` experts do).
+
+        The bookkeeping runs on the device inside the step, as it does in a real decode step:
+        the pairs are sorted by expert, counted per expert into the GEMM's offsets, and put back
+        in token order afterwards.
+        """
         assert GROUPED_MM is not None
-        selected = h.index_select(0, routing.rows)
-        gate_up = GROUPED_MM(selected, self.experts_gate_up.transpose(-2, -1), offs=routing.offsets)
+        k = self.arch.experts_per_token
+        sorted_experts, order = torch.sort(routing.expert_ids.view(-1))
+        counts = torch.bincount(sorted_experts, minlength=self.arch.num_experts)
+        offsets = torch.cumsum(counts, dim=0, dtype=torch.int32)
+        selected = h.index_select(0, order // k)
+        gate_up = GROUPED_MM(selected, self.experts_gate_up.transpose(-2, -1), offs=offsets)
         gate, up = gate_up.chunk(2, dim=-1)
-        down = GROUPED_MM(
-            F.silu(gate) * up, self.experts_down.transpose(-2, -1), offs=routing.offsets
-        )
-        weighted = down * weights[routing.rows, routing.slots].unsqueeze(-1)
-        restored = weighted.index_select(0, routing.inverse)
-        return restored.view(h.shape[0], self.arch.experts_per_token, -1).sum(dim=1)
+        down = GROUPED_MM(F.silu(gate) * up, self.experts_down.transpose(-2, -1), offs=offsets)
+        weighted = down * weights.reshape(-1).index_select(0, order).unsqueeze(-1)
+        inverse = torch.empty_like(order)
+        inverse[order] = torch.arange(order.numel(), device=order.device)
+        restored = weighted.index_select(0, inverse)
+        return restored.view(h.shape[0], k, -1).sum(dim=1)
 
     def _looped_experts(
         self, h: torch.Tensor, weights: torch.Tensor, routing: Routing
@@ -231,14 +240,11 @@ GROUPED_MM = getattr(F, "grouped_mm", None) or getattr(torch, "_grouped_mm", Non
 
 @dataclass
 class Routing:
-    """Which experts see which tokens in one run: pairs sorted by expert for the grouped GEMM
-    (``rows``/``slots`` of each pair, per-expert ``offsets``, the ``inverse`` permutation) and
-    the same per expert for the looped fallback."""
+    """Which experts see which tokens in one run: ``expert_ids[token, slot]`` as a router's
+    top-k gives them (the grouped GEMM sorts them itself, inside the timed step), and the same
+    grouped per expert for the looped fallback."""
 
-    rows: torch.Tensor
-    slots: torch.Tensor
-    offsets: torch.Tensor
-    inverse: torch.Tensor
+    expert_ids: torch.Tensor
     per_expert: list[tuple[int, torch.Tensor, torch.Tensor]]
 
     @classmethod
@@ -251,25 +257,16 @@ class Routing:
         device: torch.device,
     ) -> Routing:
         groups = expert_assignment(num_experts, experts_per_token, batch, seed)
-        rows = [t for _, tokens, _ in groups for t in tokens]
-        slots = [s for _, _, ss in groups for s in ss]
-        counts = [0] * num_experts
-        for expert, tokens, _ in groups:
-            counts[expert] = len(tokens)
-        offsets = [sum(counts[: i + 1]) for i in range(num_experts)]
-        pair_index = [t * experts_per_token + s for t, s in zip(rows, slots, strict=True)]
-        inverse = [0] * len(pair_index)
-        for sorted_position, pair in enumerate(pair_index):
-            inverse[pair] = sorted_position
+        ids = [[0] * experts_per_token for _ in range(batch)]
+        for expert, tokens, slots in groups:
+            for token, slot in zip(tokens, slots, strict=True):
+                ids[token][slot] = expert
 
-        def tensor(values: list[int], dtype: torch.dtype = torch.long) -> torch.Tensor:
-            return torch.tensor(values, dtype=dtype, device=device)
+        def tensor(values: list[int]) -> torch.Tensor:
+            return torch.tensor(values, dtype=torch.long, device=device)
 
         return cls(
-            rows=tensor(rows),
-            slots=tensor(slots),
-            offsets=tensor(offsets, torch.int32),
-            inverse=tensor(inverse),
+            expert_ids=torch.tensor(ids, dtype=torch.long, device=device),
             per_expert=[(e, tensor(t), tensor(s)) for e, t, s in groups],
         )
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from roofline_profiler.planning import ModelPlan
 
+NO_FLAGS = "none (the model does not fit; see warnings)"
 ENGINE_NAMES = {"vllm": "vLLM", "sglang": "SGLang", "tgi": "TGI", "tensorrtLlm": "TensorRT-LLM"}
 
 
@@ -80,9 +81,14 @@ def summary_lines(plans: tuple[ModelPlan, ...]) -> list[str]:
         for row in [header, *rows]:
             lines.append("    " + "  ".join(c.rjust(w) for c, w in zip(row, widths, strict=True)))
         for engine, flags in plan.engine_settings.items():
-            lines.append(f"    {ENGINE_NAMES.get(engine, engine):<13} {' '.join(flags)}")
+            shown = " ".join(flags) or NO_FLAGS
+            lines.append(f"    {ENGINE_NAMES.get(engine, engine):<13} {shown}")
         lines += [f"    warning: {w}" for w in plan.warnings]
     return lines
+
+
+def _code(text: str) -> str:
+    return f"`{text}`"
 
 
 def markdown_lines(plans: tuple[ModelPlan, ...]) -> list[str]:
@@ -95,7 +101,7 @@ def markdown_lines(plans: tuple[ModelPlan, ...]) -> list[str]:
         lines += ["| " + " | ".join(r) + " |" for r in rows]
         lines += ["", "| engine | flags |", "|---|---|"]
         lines += [
-            f"| {ENGINE_NAMES.get(e, e)} | `{' '.join(flags)}` |"
+            f"| {ENGINE_NAMES.get(e, e)} | {_code(' '.join(flags)) if flags else NO_FLAGS} |"
             for e, flags in plan.engine_settings.items()
         ]
         if plan.warnings:

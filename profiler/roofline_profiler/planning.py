@@ -295,17 +295,21 @@ def plan_model(
             (p.batch, options.gpu_hour_cost * tensor_parallel / 3600 / p.tokens_per_second * 1e6)
             for p in points
         )
-    settings = engines.engine_settings(
-        arch,
-        max_batch=max(1, high),
-        context_tokens=context_tokens,
-        tensor_parallel=tensor_parallel,
-        gpu_memory_utilization=options.gpu_memory_utilization,
-        weight_bytes=weights,
-        activation_reserve_bytes=reserve,
-        device_memory_bytes=device_memory_bytes,
-        kv_cache_bytes_per_token=kv_per_token,
-    )
+    # A model that leaves no room for one sequence gets no flags: any value would fail to start.
+    settings: dict[str, tuple[str, ...]] = dict.fromkeys(engines.ENGINES, ())
+    # One that meets no SLO gets batch 1, the lowest latency there is.
+    if by_memory >= 1:
+        settings = engines.engine_settings(
+            arch,
+            max_batch=max(1, high),
+            context_tokens=context_tokens,
+            tensor_parallel=tensor_parallel,
+            gpu_memory_utilization=options.gpu_memory_utilization,
+            weight_bytes=weights,
+            activation_reserve_bytes=reserve,
+            device_memory_bytes=device_memory_bytes,
+            kv_cache_bytes_per_token=kv_per_token,
+        )
     return ModelPlan(
         name=arch.name,
         dtype=dtype,

@@ -72,6 +72,15 @@ def test_successive_seeds_route_to_other_experts() -> None:
     assert any({e for e, _, _ in expert_assignment(64, 2, 1, seed)} != first for seed in (1, 2))
 
 
+def test_routing_ids_name_the_same_experts_as_the_per_expert_groups() -> None:
+    routing = Routing.build(8, 2, 5, seed=3, device=torch.device("cpu"))
+    assert routing.expert_ids.shape == (5, 2)
+    for expert, tokens, slots in routing.per_expert:
+        assert all(routing.expert_ids[t, s] == expert for t, s in zip(tokens, slots, strict=True))
+    # Top-k picks distinct experts per token.
+    assert all(len(set(row.tolist())) == 2 for row in routing.expert_ids)
+
+
 def test_grouped_and_looped_experts_compute_the_same_layer() -> None:
     torch.manual_seed(0)
     arch = model_from_config(TINY_MOE, "tiny-moe")

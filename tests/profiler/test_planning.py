@@ -152,6 +152,14 @@ def test_an_slo_no_batch_meets_gives_zero_and_a_warning(llama8: models.ModelArch
     assert "no batch meets the 10 ms ITL SLO" in plan.warnings[0]
 
 
+def test_an_slo_no_batch_meets_still_gives_flags_for_batch_one(
+    llama8: models.ModelArch,
+) -> None:
+    plan = _plan(llama8, [StepPrediction(1, 4096, 0.05)], itl_slo_seconds=0.01)
+    assert plan.max_batch_by_latency == 0
+    assert "--max-num-seqs=1" in plan.engine_settings["vllm"]
+
+
 def test_an_slo_every_batch_meets_stops_at_the_largest_prediction(
     llama8: models.ModelArch,
 ) -> None:
@@ -201,6 +209,7 @@ def test_weights_that_do_not_fit_leave_no_batch_and_say_why(llama8: models.Model
     assert plan.max_batch_by_memory == 0
     assert plan.recommended_range is None
     assert "leave no room for one sequence of 4096 tokens" in plan.warnings[0]
+    assert plan.engine_settings == dict.fromkeys(("vllm", "sglang", "tgi", "tensorrtLlm"), ())
 
 
 def test_a_context_past_the_models_positions_warns() -> None:
