@@ -55,6 +55,7 @@ def profile_device(
 ) -> DeviceResult:
     """Search the peak shape, time every workload in interleaved rounds, derive the numbers."""
     policy = QUICK if request.quick else DEFAULT
+    started = time.perf_counter()  # the timing budget covers the search and allocation too
     check_dtype_supported(info, dtype)
     tag = f"[{info.device}]"
 
@@ -66,7 +67,9 @@ def profile_device(
     bandwidth_w = bandwidth_workloads(info, request.quick)
     peak_w = peak_workloads(shapes, dtype, info)
     sweep_w = sweep_workloads(info, dtype, request.k, request.n, request.batches)
-    measured = measure_rounds([*bandwidth_w, *peak_w, *sweep_w], info.device, policy, tagged)
+    measured = measure_rounds(
+        [*bandwidth_w, *peak_w, *sweep_w], info.device, policy, tagged, started
+    )
 
     result = assemble_device_result(
         info_fields(info, dtype),

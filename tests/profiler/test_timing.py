@@ -67,6 +67,18 @@ def test_a_spent_budget_stops_the_rounds_at_three_so_a_best_run_can_still_be_con
     assert len(measured["slowing"].round_bests) == MIN_ROUNDS == 3
 
 
+def test_the_budget_counts_from_the_profiles_start_not_from_the_rounds() -> None:
+    def steady() -> Workload:
+        return Workload("steady", 1.0, lambda _: time.sleep(0.005))
+
+    policy = _policy(min_rounds=6, max_rounds=6, budget_seconds=5.0)
+    # A profile whose search and allocation already took the whole budget gets the fewest rounds.
+    late = measure_rounds([steady()], CPU, policy, lambda _: None, time.perf_counter() - 5.0)
+    assert len(late["steady"].round_bests) == MIN_ROUNDS
+    on_time = measure_rounds([steady()], CPU, policy, lambda _: None)
+    assert len(on_time["steady"].round_bests) == 6
+
+
 def test_a_slice_holds_several_runs_of_a_fast_workload() -> None:
     workload = Workload("fast", 1.0, lambda _: time.sleep(0.001))
     measured = measure_rounds([workload], CPU, _policy(slice_seconds=0.01), lambda _: None)
