@@ -4,6 +4,7 @@ from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any
 
+import pytest
 from tests.operator.unit.operator_builders import device, node, profile, spec, succeeded_pod
 
 from roofline_operator.labels import LabelClaim, label_safe
@@ -11,6 +12,7 @@ from roofline_operator.names import LABEL_PROFILE, FailureReason, NodeState
 from roofline_operator.nodes import NodeFacts
 from roofline_operator.planner import (
     POD_APPEARANCE_GRACE_SECONDS,
+    POD_CHECK_WAKE_SECONDS,
     RoundInput,
     RoundPlan,
     plan_round,
@@ -83,13 +85,36 @@ def test_a_lagging_watch_never_causes_a_second_pod() -> None:
     assert again.wake_in <= POD_APPEARANCE_GRACE_SECONDS
 
 
-def test_a_pod_that_never_appears_counts_as_gone_and_is_retried() -> None:
+def test_a_pod_unseen_past_the_grace_is_looked_up_not_declared_gone() -> None:
     first = plan_round(world([node("a")]))
     later = plan_round(
         world([node("a")], records=first.records, now=NOW + POD_APPEARANCE_GRACE_SECONDS + 1)
     )
+    assert later.failures == []
+    assert later.pod_checks == [("roofline-system", first.records["a"].pod)]
+    assert later.records["a"].state is NodeState.PROFILING
+    assert later.wake_in == POD_CHECK_WAKE_SECONDS
+
+
+def test_a_pod_the_lookup_found_gets_another_grace_period() -> None:
+    first = plan_round(world([node("a")]))
+    pod = str(first.records["a"].pod)
+    found_at = NOW + POD_APPEARANCE_GRACE_SECONDS + 1
+    inp = world([node("a")], records=first.records, now=found_at + 10)
+    plan = plan_round(replace(inp, pods_found={pod: found_at}))
+    assert plan.pod_checks == []
+    assert plan.failures == []
+    assert plan.wake_in == pytest.approx(POD_APPEARANCE_GRACE_SECONDS - 10)
+
+
+def test_a_pod_the_lookup_did_not_find_counts_as_gone_and_is_retried() -> None:
+    first = plan_round(world([node("a")]))
+    pod = str(first.records["a"].pod)
+    inp = world([node("a")], records=first.records, now=NOW + POD_APPEARANCE_GRACE_SECONDS + 2)
+    later = plan_round(replace(inp, pods_missing=frozenset({pod})))
     assert [f.reason for _, f in later.failures] == [FailureReason.POD_GONE]
     assert later.records["a"].state is NodeState.RETRYING
+    assert later.pod_checks == []
 
 
 def test_a_result_is_recorded_labelled_and_its_pod_deleted() -> None:
