@@ -19,7 +19,7 @@ from roofline_operator.metrics import OperatorMetrics
 from roofline_operator.names import ANNOTATION_NODE, FailureReason
 from roofline_operator.node_features import build_node_feature, node_feature_name
 from roofline_operator.outcomes import MAX_MESSAGE_CHARS, Failed
-from roofline_operator.planner import RoundPlan
+from roofline_operator.planner import PodCheck, PodLookups, RoundPlan
 from roofline_operator.pods import PodCollection, PodFacts, finished_pod_collections
 from roofline_operator.records import record_annotation_key
 
@@ -51,9 +51,11 @@ class PlanApplier:
         self.deleted: set[str] = set()
         #: Node patches sent recently, so a lagging node watch does not cause a second patch.
         self.sent_labels: dict[str, tuple[float, NodePatch]] = {}
-        #: Pods the watch did not show: when a GET found each, and those it did not find.
+        #: Pods the watch did not show: when a GET found each, those it did not find, and the
+        #: lag the latest found ones prove (``planner.PodLookups``).
         self.pods_found: dict[str, float] = {}
         self.pods_missing: set[str] = set()
+        self.lagging_since: tuple[float, float] | None = None
         #: Whether finished pods go by DELETE-collection; off once the API refuses it (no RBAC).
         self.collect_finished = True
         #: With the NodeFeature backend: its namespace, and the label set last written per node
@@ -90,23 +92,27 @@ class PlanApplier:
             self.sent_labels[node] = (now, patch)
         return patches
 
-    def pod_checks(self, profiling: set[str]) -> tuple[dict[str, float], frozenset[str]]:
+    def pod_lookups(self, profiling: set[str]) -> PodLookups:
         """What the GETs of unseen pods answered, for the pods still awaited (the rest is
         forgotten: their records moved on)."""
         self.pods_found = {n: t for n, t in self.pods_found.items() if n in profiling}
         self.pods_missing &= profiling
-        return dict(self.pods_found), frozenset(self.pods_missing)
+        return PodLookups(dict(self.pods_found), frozenset(self.pods_missing), self.lagging_since)
 
-    async def check_pods(self, client: KubeClient, pods: list[tuple[str, str]], now: float) -> None:
+    async def check_pods(self, client: KubeClient, checks: list[PodCheck], now: float) -> None:
         """One GET per pod the watch has not shown in time: found means the watch lags."""
+        found: list[PodCheck] = []
 
-        async def check(namespace: str, name: str) -> None:
-            if await client.get_pod(namespace, name) is None:
-                self.pods_missing.add(name)
+        async def check(pod: PodCheck) -> None:
+            if await client.get_pod(pod.namespace, pod.name) is None:
+                self.pods_missing.add(pod.name)
             else:
-                self.pods_found[name] = now
+                self.pods_found[pod.name] = now
+                found.append(pod)
 
-        results = await asyncio.gather(*(check(ns, n) for ns, n in pods), return_exceptions=True)
+        results = await asyncio.gather(*map(check, checks), return_exceptions=True)
+        if found:
+            self.lagging_since = (min(p.launched_at for p in found), now)
         errors = [r for r in results if isinstance(r, BaseException)]
         for error in errors:
             if not isinstance(error, ApiError):

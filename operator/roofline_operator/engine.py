@@ -148,15 +148,14 @@ class ProfileLoop:
         spec_hash = spec.measurement_hash(models.digest() if uses_config_maps else "")
         deleted = self.applier.observe(pods)
         profiling = {r.pod for r in self.records.values() if r.pod is not None}
-        found, missing = self.applier.pod_checks(profiling)
+        lookups = self.applier.pod_lookups(profiling)
         # Plan.
         inp = self._input(spec, spec_hash, nodes, pods, claims, deleted, now)
         plan = plan_round(
             replace(
                 inp,
                 models_json=models.models_json(),
-                pods_found=found,
-                pods_missing=missing,
+                pod_lookups=lookups,
                 annotation_of=self.annotations.text_of,
             )
         )

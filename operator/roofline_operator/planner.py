@@ -32,6 +32,36 @@ from roofline_operator.spec import ProfileSpec
 POD_APPEARANCE_GRACE_SECONDS = 30.0
 #: How soon the round after one that asked for GETs comes, to act on their answers.
 POD_CHECK_WAKE_SECONDS = 1.0
+#: GETs of unseen pods per round, oldest launch first. One found pod proves the watch lags for
+#: every pod launched no earlier (``PodLookups.lagging_since``), so a few answer for thousands.
+POD_CHECKS_PER_ROUND = 10
+
+
+@dataclass(frozen=True)
+class PodCheck:
+    """A GET to send: a pod the watch has not shown within the appearance grace."""
+
+    namespace: str
+    name: str
+    #: When its record launched it (the round's time, before the create was sent).
+    launched_at: float
+
+
+@dataclass(frozen=True)
+class PodLookups:
+    """What the GETs of unseen pods answered (``apply.PlanApplier.check_pods``)."""
+
+    #: Pods a GET found, by name, with when it found them.
+    found: Mapping[str, float] = field(default_factory=dict)
+    #: Pods a GET did not find.
+    missing: frozenset[str] = frozenset()
+    #: ``(launched_at, found_at)`` of the earliest-launched pod the latest GETs found. A watch
+    #: shows pods in the order they were created, and a later round's creates start after an
+    #: earlier round's completed, so a watch that has not shown that pod has not shown any pod
+    #: launched since either: they all get the grace again from ``found_at``.
+    lagging_since: tuple[float, float] | None = None
+
+
 #: Pod phases after which a pod holds no GPU and its result is final.
 FINISHED_PHASES = ("Succeeded", "Failed")
 #: Shortest pause the round asks for, so that deadlines a hair in the future are not spun on.
@@ -57,10 +87,8 @@ class RoundInput:
     now: float
     #: The profile's valid models for the pods' ``--models-json``; ``None`` without models.
     models_json: str | None = None
-    #: Pods the watch does not show but a GET found, by name, with when it found them.
-    pods_found: Mapping[str, float] = field(default_factory=dict)
-    #: Pods the watch does not show and a GET did not find either.
-    pods_missing: frozenset[str] = frozenset()
+    #: What GETs of pods the watch does not show answered.
+    pod_lookups: PodLookups = field(default_factory=PodLookups)
     #: A record's annotation text (``records.record_to_annotation``, possibly memoized).
     annotation_of: Callable[[NodeRecord], str | None] = record_to_annotation
 
@@ -80,7 +108,7 @@ class RoundPlan:
     #: whole objects (NFD ``NodeFeature``) rather than node patches.
     annotation_texts: dict[str, str | None] = field(default_factory=dict)
     #: Pods the watch has not shown in time: one GET each tells a lagging watch from a lost pod.
-    pod_checks: list[tuple[str, str]] = field(default_factory=list)
+    pod_checks: list[PodCheck] = field(default_factory=list)
     #: The whole label set each considered node should carry (``None``: none of ours), for
     #: backends that write the set rather than a patch (NFD ``NodeFeature`` objects).
     label_sets: dict[str, dict[str, str] | None] = field(default_factory=dict)
@@ -213,15 +241,19 @@ def _follow_unseen_pod(record: NodeRecord, inp: RoundInput, plan: RoundPlan) -> 
     lost pods would fail and re-create them all, which lags the watch further.
     """
     pod = record.pod or ""
-    if pod in inp.pods_missing:
+    lookups = inp.pod_lookups
+    if pod in lookups.missing:
         failure = Failed(FailureReason.POD_GONE, f"pod {record.pod} disappeared")
         plan.failures.append((record.name, failure))
         return fail_node(record, failure, inp.spec, inp.now)
-    since = max(record.last_attempt_at or inp.now, inp.pods_found.get(pod, 0.0))
+    launched = record.last_attempt_at or inp.now
+    since = max(launched, lookups.found.get(pod, 0.0))
+    if lookups.lagging_since is not None and launched >= lookups.lagging_since[0]:
+        since = max(since, lookups.lagging_since[1])
     if inp.now - since < POD_APPEARANCE_GRACE_SECONDS:
         plan.wake_at(since + POD_APPEARANCE_GRACE_SECONDS - inp.now)
         return record
-    plan.pod_checks.append((record.pod_namespace or inp.namespace, pod))
+    plan.pod_checks.append(PodCheck(record.pod_namespace or inp.namespace, pod, launched))
     plan.wake_at(POD_CHECK_WAKE_SECONDS)
     return record
 
@@ -336,6 +368,8 @@ def plan_round(inp: RoundInput) -> RoundPlan:
     queue.sort(key=lambda r: (r.result is not None, r.next_attempt_at or 0.0, r.name))
     for record in queue[: max(inp.spec.max_parallel - active, 0)]:
         plan.records[record.name] = _launch(record, inp, plan)
+    plan.pod_checks.sort(key=lambda c: (c.launched_at, c.name))
+    del plan.pod_checks[POD_CHECKS_PER_ROUND:]
     _plan_labels(inp, selected, plan.records, plan)
     _plan_record_annotations(inp, plan.records, plan)
     return plan

@@ -152,7 +152,7 @@ def desired_conditions(
 def device_changed_condition(records: Mapping[str, NodeRecord]) -> Condition:
     """``DeviceChanged``: true while a node's latest profile changed a published number by more
     than the threshold (and more than its uncertainty); the next profile within noise clears it."""
-    changed = [(name, r.change) for name, r in sorted(records.items()) if r.change]
+    changed = sorted((name, r.change) for name, r in records.items() if r.change)
     if not changed:
         return Condition(
             "DeviceChanged",
