@@ -14,6 +14,7 @@ publication also lives in its own record annotation (``records.py``).
 
 from __future__ import annotations
 
+import heapq
 import statistics
 from collections import Counter
 from collections.abc import Mapping, Sequence
@@ -82,10 +83,11 @@ def listing_category(record: NodeRecord, spec_hash: str) -> str:
 def listing_order(records: Mapping[str, NodeRecord], spec_hash: str) -> list[str]:
     """Node names in the order they claim ``status.nodes[]`` places: failed, changed, pending,
     then the rest, each by name."""
-    return sorted(
-        records,
-        key=lambda name: (LISTING_PRIORITY[listing_category(records[name], spec_hash)], name),
-    )
+    return sorted(records, key=lambda name: _listing_key(records, name, spec_hash))
+
+
+def _listing_key(records: Mapping[str, NodeRecord], name: str, spec_hash: str) -> tuple[int, str]:
+    return (LISTING_PRIORITY[listing_category(records[name], spec_hash)], name)
 
 
 def listed_nodes(
@@ -94,7 +96,10 @@ def listed_nodes(
     """The nodes ``status.nodes[]`` lists (at most ``max_nodes``; all for ``None``), by name."""
     if max_nodes is None or len(records) <= max_nodes:
         return sorted(records)
-    return sorted(listing_order(records, spec_hash)[:max_nodes])
+    first = heapq.nsmallest(
+        max_nodes, records, key=lambda name: _listing_key(records, name, spec_hash)
+    )
+    return sorted(first)
 
 
 @dataclass(frozen=True)
