@@ -1,9 +1,10 @@
-"""Applying one round's plan: pod creates and deletes, finished-pod collections, label patches.
+"""Applying one round's plan: pod creates and deletes, finished-pod collections, node patches
+(labels and the record annotation together), and the GETs of pods the watch has not shown yet.
 
 The requests go out concurrently; the API server refusing a pod becomes that node's failure,
 any other API error is counted and the next round (level-triggered) tries again. What this side
-remembers between rounds is only what the watch cannot tell yet: pods already asked to go, and
-label patches just sent.
+remembers between rounds is only what the watch cannot tell yet: pods already asked to go, node
+patches just sent, and what the GETs of unseen pods answered.
 """
 
 from __future__ import annotations
@@ -18,11 +19,15 @@ from roofline_operator.metrics import OperatorMetrics
 from roofline_operator.names import ANNOTATION_NODE, FailureReason
 from roofline_operator.node_features import build_node_feature, node_feature_name
 from roofline_operator.outcomes import MAX_MESSAGE_CHARS, Failed
-from roofline_operator.planner import RoundPlan
+from roofline_operator.planner import PodCheck, PodLookups, RoundPlan
 from roofline_operator.pods import PodCollection, PodFacts, finished_pod_collections
+from roofline_operator.records import record_annotation_key
 
-#: How long a sent label patch suppresses an identical one while the node watch catches up.
+#: How long a sent node patch suppresses an identical one while the node watch catches up.
 LABEL_PATCH_MEMORY_SECONDS = 30.0
+
+#: A node patch: its labels' merge patch and its annotations' (either may be empty).
+NodePatch = tuple[dict[str, str | None], dict[str, str | None]]
 #: Answers to a DELETE-collection that mean "not allowed here": fall back to one delete per pod.
 COLLECTION_REFUSED = (403, 405)
 
@@ -44,8 +49,13 @@ class PlanApplier:
         self.log = log
         #: Pods this operator asked to delete, until the pod watch stops showing them.
         self.deleted: set[str] = set()
-        #: Label patches sent recently, so a lagging node index does not cause a second patch.
-        self.sent_labels: dict[str, tuple[float, dict[str, str | None]]] = {}
+        #: Node patches sent recently, so a lagging node watch does not cause a second patch.
+        self.sent_labels: dict[str, tuple[float, NodePatch]] = {}
+        #: Pods the watch did not show: when a GET found each, those it did not find, and the
+        #: lag the latest found ones prove (``planner.PodLookups``).
+        self.pods_found: dict[str, float] = {}
+        self.pods_missing: set[str] = set()
+        self.lagging_since: tuple[float, float] | None = None
         #: Whether finished pods go by DELETE-collection; off once the API refuses it (no RBAC).
         self.collect_finished = True
         #: With the NodeFeature backend: its namespace, and the label set last written per node
@@ -58,21 +68,63 @@ class PlanApplier:
         self.deleted &= {p.name for p in pods}
         return frozenset(self.deleted)
 
-    def skip_repeated_label_patches(self, plan: RoundPlan, now: float) -> None:
+    def node_patches(self, plan: RoundPlan) -> dict[str, NodePatch]:
+        """One patch per node: its label patch and its record annotation, together."""
+        key = record_annotation_key(self.profile)
+        patches: dict[str, NodePatch] = {}
+        for node in dict.fromkeys([*plan.label_patches, *plan.record_annotations]):
+            annotations = (
+                {key: plan.record_annotations[node]} if node in plan.record_annotations else {}
+            )
+            patches[node] = (dict(plan.label_patches.get(node) or {}), annotations)
+        return patches
+
+    def skip_repeated_node_patches(
+        self, patches: dict[str, NodePatch], now: float
+    ) -> dict[str, NodePatch]:
         for node in list(self.sent_labels):
             sent_at, patch = self.sent_labels[node]
-            if now - sent_at > LABEL_PATCH_MEMORY_SECONDS or node not in plan.label_patches:
+            if now - sent_at > LABEL_PATCH_MEMORY_SECONDS or node not in patches:
                 del self.sent_labels[node]
-            elif plan.label_patches[node] == patch:
-                del plan.label_patches[node]
-        for node, patch in plan.label_patches.items():
+            elif patches[node] == patch:
+                del patches[node]
+        for node, patch in patches.items():
             self.sent_labels[node] = (now, patch)
+        return patches
+
+    def pod_lookups(self, profiling: set[str]) -> PodLookups:
+        """What the GETs of unseen pods answered, for the pods still awaited (the rest is
+        forgotten: their records moved on)."""
+        self.pods_found = {n: t for n, t in self.pods_found.items() if n in profiling}
+        self.pods_missing &= profiling
+        return PodLookups(dict(self.pods_found), frozenset(self.pods_missing), self.lagging_since)
+
+    async def check_pods(self, client: KubeClient, checks: list[PodCheck], now: float) -> None:
+        """One GET per pod the watch has not shown in time: found means the watch lags."""
+        found: list[PodCheck] = []
+
+        async def check(pod: PodCheck) -> None:
+            if await client.get_pod(pod.namespace, pod.name) is None:
+                self.pods_missing.add(pod.name)
+            else:
+                self.pods_found[pod.name] = now
+                found.append(pod)
+
+        results = await asyncio.gather(*map(check, checks), return_exceptions=True)
+        if found:
+            self.lagging_since = (min(p.launched_at for p in found), now)
+        errors = [r for r in results if isinstance(r, BaseException)]
+        for error in errors:
+            if not isinstance(error, ApiError):
+                raise error
+        if errors:
+            self.metrics.reconcile_errors.labels(self.profile).inc(len(errors))
+            self.log.warning("%d pod check(s) failed, e.g. %s", len(errors), errors[0])
 
     async def apply(
         self, client: KubeClient, plan: RoundPlan, now: float
     ) -> list[tuple[str, Failed]]:
         """Send the plan's requests concurrently; return the nodes whose pod was refused."""
-        self.skip_repeated_label_patches(plan, now)
         rejected: list[tuple[str, Failed]] = []
 
         async def create(pod: dict[str, Any]) -> None:
@@ -88,9 +140,9 @@ class PlanApplier:
             await client.delete_pod(namespace, name)
             self.deleted.add(name)
 
-        async def label(node: str, patch: dict[str, str | None]) -> None:
+        async def label(node: str, patch: NodePatch) -> None:
             try:
-                await client.patch_node_labels(node, patch)
+                await client.patch_node_labels(node, *patch)
             except ApiError:
                 self.sent_labels.pop(node, None)  # not sent after all: send it again next round
                 raise
@@ -108,7 +160,8 @@ class PlanApplier:
         jobs: list[Awaitable[Any]] = [create(pod) for pod in plan.creates]
         jobs += [delete(ns, name) for ns, name in deletes]
         if self.node_features_namespace is None:
-            jobs += [label(node, patch) for node, patch in plan.label_patches.items()]
+            patches = self.skip_repeated_node_patches(self.node_patches(plan), now)
+            jobs += [label(node, patch) for node, patch in patches.items()]
         else:
             jobs += self.node_feature_jobs(client, plan, self.node_features_namespace)
         results += await asyncio.gather(*jobs, return_exceptions=True)
@@ -133,10 +186,18 @@ class PlanApplier:
             for n, labels in plan.label_sets.items()
             if labels is None and n not in self.node_features
         ]
+        key = record_annotation_key(self.profile)
+        # The record annotation rides on the object; a change of it alone rewrites the object.
+        wanted = {
+            n: {**labels, key: text} if (text := plan.annotation_texts.get(n)) else labels
+            for n, labels in wanted.items()
+        }
 
-        async def write(node: str, labels: dict[str, str]) -> None:
-            body = build_node_feature(node, labels, self.profile, namespace)
-            self.node_features[node] = labels
+        async def write(node: str, written: dict[str, str]) -> None:
+            labels = {k: v for k, v in written.items() if k != key}
+            annotations = {key: written[key]} if key in written else {}
+            body = build_node_feature(node, labels, self.profile, namespace, annotations)
+            self.node_features[node] = written
             try:
                 await client.write_node_feature(body)
             except ApiError:

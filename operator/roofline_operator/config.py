@@ -16,6 +16,7 @@ from pathlib import Path
 
 from roofline_operator import __version__
 from roofline_operator.node_features import BACKEND_NODE, BACKENDS
+from roofline_operator.status import DEFAULT_STATUS_MAX_NODES
 
 SERVICE_ACCOUNT_NAMESPACE_FILE = Path("/var/run/secrets/kubernetes.io/serviceaccount/namespace")
 DEFAULT_PROFILER_IMAGE = f"ghcr.io/roofline-dev/roofline:{__version__}"
@@ -52,6 +53,9 @@ class OperatorConfig:
     node_label_backend: str = BACKEND_NODE
     #: The operator's own namespace, home of its NodeFeature objects.
     operator_namespace: str = "default"
+    #: Nodes with a full entry in ``status.nodes[]`` (those needing attention first); every
+    #: node's publication is in its record annotation anyway. 0 lists none.
+    status_max_nodes: int = DEFAULT_STATUS_MAX_NODES
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -75,6 +79,11 @@ def _parser() -> argparse.ArgumentParser:
         "--node-label-backend",
         help="node (patch Nodes) or nodeFeature (NFD NodeFeature objects) "
         "[ROOFLINE_NODE_LABEL_BACKEND]",
+    )
+    parser.add_argument(
+        "--status-max-nodes",
+        help="nodes listed in full in a profile's status.nodes[] "
+        f"(default {DEFAULT_STATUS_MAX_NODES}) [ROOFLINE_STATUS_MAX_NODES]",
     )
     level = parser.add_mutually_exclusive_group()
     level.add_argument(
@@ -184,6 +193,19 @@ def load_config(argv: Sequence[str], env: Mapping[str, str] | None = None) -> Op
         ),
         operator_namespace=_check_namespace(
             env.get("ROOFLINE_OPERATOR_NAMESPACE") or _default_namespace()
+        ),
+        status_max_nodes=int(
+            _number(
+                _pick(
+                    args.status_max_nodes,
+                    env,
+                    "ROOFLINE_STATUS_MAX_NODES",
+                    str(DEFAULT_STATUS_MAX_NODES),
+                ),
+                "--status-max-nodes",
+                minimum=0,
+                integer=True,
+            )
         ),
     )
 

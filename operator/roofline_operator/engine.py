@@ -1,8 +1,9 @@
 """The reconcile loop of one RooflineProfile: observe, plan, apply, publish, wait.
 
-It runs inside a Kopf daemon for as long as the profile exists. A round observes the indexed
-world (no API reads), lets :func:`plan_round` decide, applies the plan (``apply.PlanApplier``:
-the requests, concurrently), and publishes: the whole status in one merge patch, Events, metrics.
+It runs inside a Kopf daemon for as long as the profile exists. A round observes the cached
+world (no API reads; ``cache.py``), lets :func:`plan_round` decide, applies the plan
+(``apply.PlanApplier``: the requests, concurrently), and publishes: the whole status in one merge
+patch, Events, metrics.
 It then sleeps until the next deadline, the resync period, or a watch event about its pods, the
 nodes or the profiles, whichever comes first.
 """
@@ -29,12 +30,22 @@ from roofline_operator.model_sources import (
 )
 from roofline_operator.model_status import ModelsView
 from roofline_operator.names import LABEL_PROFILE, FailureReason, parse_time
-from roofline_operator.node_features import BACKEND_NODE_FEATURE, profile_selector
+from roofline_operator.node_features import (
+    BACKEND_NODE_FEATURE,
+    NFD_NODE_NAME_LABEL,
+    profile_selector,
+)
 from roofline_operator.nodes import NodeFacts
 from roofline_operator.outcomes import Failed
 from roofline_operator.planner import RoundInput, RoundPlan, fail_node, plan_round
 from roofline_operator.pods import PodFacts, ProfileRef
-from roofline_operator.records import NodeRecord, records_from_status
+from roofline_operator.records import (
+    AnnotationMemo,
+    NodeRecord,
+    record_annotation_key,
+    records_from_status,
+    restore_records,
+)
 from roofline_operator.runtime import Runtime
 from roofline_operator.spec import ProfileSpec, SpecError, parse_spec
 from roofline_operator.status import build_status, merge_patch
@@ -51,16 +62,6 @@ CONFIG_MAP_CACHE_SECONDS = 30.0
 logger = logging.getLogger(__name__)
 
 
-def first_of(index: Mapping[Any, Iterable[Any]]) -> dict[Any, Any]:
-    """A Kopf index (key to a store of values) as a plain dict of each key's first value."""
-    flat: dict[Any, Any] = {}
-    for key, store in index.items():
-        for value in store:
-            flat[key] = value
-            break
-    return flat
-
-
 class ProfileLoop:
     """The in-memory side of one profile: its records, what was last written, its applier."""
 
@@ -71,6 +72,9 @@ class ProfileLoop:
         self.logger = logger
         status = dict(body.get("status") or {})
         self.records: dict[str, NodeRecord] = records_from_status(status)
+        #: Whether the records were completed from the node annotations (once the caches are).
+        self.restored = False
+        self.annotations = AnnotationMemo()
         self.written: dict[str, Any] = {k: status[k] for k in OWNED_STATUS_KEYS if k in status}
         config = runtime.config
         features = (
@@ -82,19 +86,20 @@ class ProfileLoop:
         runtime.metrics.start_profile(name)
 
     async def run(
-        self,
-        stopped: kopf.DaemonStopped,
-        node_index: Mapping[str, Iterable[NodeFacts]],
-        pod_index: Mapping[str, Iterable[PodFacts]],
-        claim_index: Mapping[str, Iterable[LabelClaim]],
+        self, stopped: kopf.DaemonStopped, claims: Mapping[str, Iterable[LabelClaim]]
     ) -> None:
         wakeup = self.runtime.wakeups.event(self.name)
         config = self.runtime.config
+        caches = self.runtime.caches
         while not stopped:
             wakeup.clear()
             try:
-                pods = list(pod_index.get(self.name, []))
-                wake_in = await self.round(first_of(node_index), pods, first_of(claim_index))
+                client = await self.runtime.client()
+                await caches.prime(client)
+                if not self.restored:
+                    await self.restore(client)
+                nodes = caches.nodes.snapshot()
+                wake_in = await self.round(nodes, caches.pods_of(self.name), first_of(claims))
             except (ApiError, asyncio.TimeoutError) as exc:
                 self.runtime.metrics.reconcile_errors.labels(self.name).inc()
                 self.logger.warning("Reconcile round failed, retrying: %s", exc)
@@ -110,6 +115,18 @@ class ProfileLoop:
             await _wait_any(wakeup.wait(), stopped.wait(), timeout=timeout)
             if config.batch_window_seconds and not stopped:
                 await _wait_any(stopped.wait(), timeout=config.batch_window_seconds)
+
+    async def restore(self, client: KubeClient) -> None:
+        """Complete the records from the nodes' record annotations (or, with the NodeFeature
+        backend, from this profile's NodeFeature objects): ``status.nodes[]`` lists only some."""
+        if self.applier.node_features_namespace is None:
+            carriers: Iterable[NodeFacts] = self.runtime.caches.nodes.values()
+        else:
+            carriers = await node_feature_records(
+                client, self.applier.node_features_namespace, self.name
+            )
+        self.records = restore_records(self.records, carriers, self.name)
+        self.restored = True
 
     async def round(
         self,
@@ -130,11 +147,21 @@ class ProfileLoop:
         uses_config_maps = any(m.config_map is not None for m in spec.models)
         spec_hash = spec.measurement_hash(models.digest() if uses_config_maps else "")
         deleted = self.applier.observe(pods)
+        profiling = {r.pod for r in self.records.values() if r.pod is not None}
+        lookups = self.applier.pod_lookups(profiling)
         # Plan.
         inp = self._input(spec, spec_hash, nodes, pods, claims, deleted, now)
-        plan = plan_round(replace(inp, models_json=models.models_json()))
+        plan = plan_round(
+            replace(
+                inp,
+                models_json=models.models_json(),
+                pod_lookups=lookups,
+                annotation_of=self.annotations.text_of,
+            )
+        )
         # Apply: a pod the API refused fails its node now, not a round later.
         rejected = await self.applier.apply(client, plan, now)
+        await self.applier.check_pods(client, plan.pod_checks, now)
         for node, failure in rejected:
             plan.records[node] = fail_node(plan.records[node], failure, spec, now)
         self.records = plan.records
@@ -256,6 +283,7 @@ class ProfileLoop:
             generation=generation,
             now=now,
             models=models,
+            max_nodes=self.runtime.config.status_max_nodes,
         )
         patch = merge_patch(self.written, status)
         if not patch:
@@ -281,26 +309,52 @@ async def _wait_any(*waits: Awaitable[Any], timeout: float) -> None:
         await asyncio.gather(*tasks, return_exceptions=True)
 
 
-async def release_profile(
-    runtime: Runtime,
-    name: str,
-    node_index: Mapping[str, Iterable[NodeFacts]],
-    pod_index: Mapping[str, Iterable[PodFacts]],
-) -> None:
-    """Delete a profile's pods and remove the node labels it owns (the finalizer's work)."""
+def first_of(index: Mapping[Any, Iterable[Any]]) -> dict[Any, Any]:
+    """A Kopf index (key to a store of values) as a plain dict of each key's first value."""
+    flat: dict[Any, Any] = {}
+    for key, store in index.items():
+        for value in store:
+            flat[key] = value
+            break
+    return flat
+
+
+async def node_feature_records(client: KubeClient, namespace: str, profile: str) -> list[NodeFacts]:
+    """The record annotations on a profile's NodeFeature objects, as the nodes they describe."""
+    found = []
+    key = record_annotation_key(profile)
+    path = client.node_features_path(namespace)
+    async for page in client.list_pages(path, profile_selector(profile)):
+        for body in page:
+            metadata = body.get("metadata") or {}
+            node = (metadata.get("labels") or {}).get(NFD_NODE_NAME_LABEL)
+            text = (metadata.get("annotations") or {}).get(key)
+            if node and text:
+                found.append(NodeFacts(name=str(node), records={key: str(text)}))
+    return found
+
+
+async def release_profile(runtime: Runtime, name: str) -> None:
+    """Delete a profile's pods, remove the node labels it owns and its record annotations
+    (the finalizer's work)."""
     client = await runtime.client()
+    caches = runtime.caches
+    await caches.prime(client)
     jobs: list[Awaitable[Any]] = [
-        client.delete_pod(p.namespace, p.name) for p in pod_index.get(name, []) if not p.deleting
+        client.delete_pod(p.namespace, p.name) for p in caches.pods_of(name) if not p.deleting
     ]
     config = runtime.config
     if config.node_label_backend == BACKEND_NODE_FEATURE:
         jobs.append(client.delete_node_features(config.operator_namespace, profile_selector(name)))
     else:
-        for node in first_of(node_index).values():
+        key = record_annotation_key(name)
+        for node in caches.nodes.values():
+            patch = None
             if node.labels.get(LABEL_PROFILE) == label_safe(name):
                 patch = label_patch(node.labels, None)
-                if patch:
-                    jobs.append(client.patch_node_labels(node.name, patch))
+            annotations = {key: None} if key in node.records else {}
+            if patch or annotations:
+                jobs.append(client.patch_node_labels(node.name, patch or {}, annotations))
     await asyncio.gather(*jobs)
     runtime.metrics.forget(name)
     runtime.wakeups.forget(name)

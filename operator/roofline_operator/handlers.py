@@ -1,7 +1,9 @@
 """Kopf handlers: a table of contents that delegates to the engine.
 
-Indexes keep the cluster's nodes, our profiler pods and all profiles in memory, so a reconcile
-round reads no API at all; watch events only wake the profiles they concern.
+The operator's own caches keep the cluster's nodes and our profiler pods in memory (``cache.py``;
+not Kopf indexes, whose start-up is quadratic in the object count), and a Kopf index keeps the
+profiles' label claims (a few objects), so a reconcile round reads no API at all; watch events
+update the caches and wake the profiles they concern.
 """
 
 from __future__ import annotations
@@ -22,24 +24,22 @@ from roofline_operator.names import (
     PLURAL,
     VERSION,
 )
-from roofline_operator.nodes import NodeFacts, node_facts
-from roofline_operator.pods import PodFacts, pod_facts
-from roofline_operator.runtime import Runtime
+from roofline_operator.nodes import node_facts
+from roofline_operator.pods import pod_facts
+from roofline_operator.runtime import Runtime, pod_key
 from roofline_operator.server import start_server
 
 PROFILER_PODS = {LABEL_MANAGED_BY: MANAGED_BY}
 EXIT_TIMEOUT_SECONDS = 20.0
 
 
-Indexes = tuple[kopf.Index[str, NodeFacts], kopf.Index[str, PodFacts], kopf.Index[str, LabelClaim]]
-
-
-def _indexes(kwargs: dict[str, Any]) -> Indexes:
-    """The three indexes, which Kopf passes as kwargs named after the index functions.
+def _claims(kwargs: dict[str, Any]) -> kopf.Index[str, LabelClaim]:
+    """The claim index, which Kopf passes as a kwarg named after the index function.
 
     Taken from ``**kwargs`` because Kopf's handler protocols do not declare index kwargs.
     """
-    return kwargs["node_index"], kwargs["pod_index"], kwargs["claim_index"]
+    index: kopf.Index[str, LabelClaim] = kwargs["claim_index"]
+    return index
 
 
 @kopf.on.startup()
@@ -79,29 +79,29 @@ async def shutdown(memo: Runtime, **_: Any) -> None:
         await runner.cleanup()
 
 
-@kopf.index("nodes")
-async def node_index(name: str, body: kopf.Body, **_: Any) -> dict[str, NodeFacts]:
-    return {name: node_facts(body)}
-
-
-@kopf.index("pods", labels=PROFILER_PODS)
-async def pod_index(body: kopf.Body, **_: Any) -> dict[str, PodFacts]:
-    facts = pod_facts(body)
-    return {facts.profile: facts}
-
-
 @kopf.index(GROUP, VERSION, PLURAL)
 async def claim_index(name: str, body: kopf.Body, **_: Any) -> dict[str, LabelClaim]:
     return {name: label_claim(name, body)}
 
 
 @kopf.on.event("pods", labels=PROFILER_PODS)
-async def pod_changed(body: kopf.Body, memo: Runtime, **_: Any) -> None:
-    memo.wakeups.wake(pod_facts(body).profile)
+async def pod_changed(type: str | None, body: kopf.Body, memo: Runtime, **_: Any) -> None:
+    facts = pod_facts(body)
+    if type == "DELETED":
+        memo.caches.pods.delete(pod_key(facts))
+    else:
+        memo.caches.pods.upsert(pod_key(facts), facts)
+    memo.wakeups.wake(facts.profile)
 
 
 @kopf.on.event("nodes")
-async def node_changed(memo: Runtime, **_: Any) -> None:
+async def node_changed(
+    type: str | None, name: str, body: kopf.Body, memo: Runtime, **_: Any
+) -> None:
+    if type == "DELETED":
+        memo.caches.nodes.delete(name)
+    else:
+        memo.caches.nodes.upsert(name, node_facts(body))
     memo.wakeups.wake_all()
 
 
@@ -120,14 +120,9 @@ async def reconcile_profile(
     **indexes: Any,
 ) -> None:
     loop = ProfileLoop(memo, name, body, logger)
-    await loop.run(stopped, *_indexes(indexes))
+    await loop.run(stopped, _claims(indexes))
 
 
 @kopf.on.delete(GROUP, VERSION, PLURAL)
-async def release(
-    name: str,
-    memo: Runtime,
-    **indexes: Any,
-) -> None:
-    nodes, pods, _ = _indexes(indexes)
-    await release_profile(memo, name, nodes, pods)
+async def release(name: str, memo: Runtime, **_: Any) -> None:
+    await release_profile(memo, name)

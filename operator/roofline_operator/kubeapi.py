@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Mapping
+from collections.abc import AsyncIterator, Mapping
 from typing import Any
 from urllib.parse import quote, urlencode
 
@@ -31,6 +31,8 @@ DELETE_IN_BACKGROUND = {
 #: Delays before the 2nd, 3rd and 4th try of a transiently failed request.
 RETRY_DELAYS = (0.2, 0.5, 1.0)
 REQUEST_TIMEOUT_SECONDS = 30.0
+#: Objects per page of a priming LIST: the API server's own default chunk size for clients.
+LIST_PAGE_SIZE = 500
 
 
 class ApiError(Exception):
@@ -150,13 +152,54 @@ class KubeClient:
         )
         return len(answer.get("items") or [])
 
-    async def patch_node_labels(self, node: str, labels: Mapping[str, str | None]) -> bool:
-        """Merge-patch a node's labels (``None`` removes one); ``False`` if the node is gone."""
+    async def list_pages(
+        self, path: str, label_selector: str | None = None
+    ) -> AsyncIterator[list[dict[str, Any]]]:
+        """The items of a LIST, page by page (``limit``/``continue``): one consistent snapshot
+        without holding a 10,000-object answer in memory at once."""
+        token: str | None = None
+        while True:
+            query = {"limit": str(LIST_PAGE_SIZE)}
+            if label_selector:
+                query["labelSelector"] = label_selector
+            if token:
+                query["continue"] = token
+            answer = await self.request("GET", f"{path}?{urlencode(query)}")
+            items = answer.get("items") or []
+            yield [item for item in items if isinstance(item, dict)]
+            token = (answer.get("metadata") or {}).get("continue")
+            if not token:
+                return
+
+    async def get_pod(self, namespace: str, name: str) -> dict[str, Any] | None:
+        """A pod as the API server has it now; ``None`` when there is no such pod."""
+        try:
+            return await self.request(
+                "GET", f"/api/v1/namespaces/{quote(namespace)}/pods/{quote(name)}"
+            )
+        except ApiError as exc:
+            if exc.status == 404:
+                return None
+            raise
+
+    async def patch_node_labels(
+        self,
+        node: str,
+        labels: Mapping[str, str | None],
+        annotations: Mapping[str, str | None] | None = None,
+    ) -> bool:
+        """Merge-patch a node's labels and annotations (``None`` removes one) in one request;
+        ``False`` if the node is gone."""
+        metadata: dict[str, Any] = {}
+        if labels:
+            metadata["labels"] = dict(labels)
+        if annotations:
+            metadata["annotations"] = dict(annotations)
         try:
             await self.request(
                 "PATCH",
                 f"/api/v1/nodes/{quote(node)}",
-                body={"metadata": {"labels": dict(labels)}},
+                body={"metadata": metadata},
                 content_type=MERGE_PATCH,
             )
         except ApiError as exc:
@@ -165,19 +208,22 @@ class KubeClient:
             raise
         return True
 
-    def _node_features(self, namespace: str) -> str:
+    def node_features_path(self, namespace: str) -> str:
         return f"/apis/{NFD_GROUP}/{NFD_VERSION}/namespaces/{quote(namespace)}/{NFD_PLURAL}"
 
     async def write_node_feature(self, body: Mapping[str, Any]) -> None:
         """Create an NFD ``NodeFeature``, or merge-patch its labels when it exists."""
         metadata = body["metadata"]
-        path = self._node_features(metadata["namespace"])
+        path = self.node_features_path(metadata["namespace"])
         try:
             await self.request("POST", path, body=body)
         except ApiError as exc:
             if exc.status != 409:
                 raise
-            patch = {"metadata": {"labels": metadata["labels"]}, "spec": body["spec"]}
+            meta_patch = {"labels": metadata["labels"]}
+            if metadata.get("annotations"):
+                meta_patch["annotations"] = metadata["annotations"]
+            patch = {"metadata": meta_patch, "spec": body["spec"]}
             name = quote(metadata["name"])
             await self.request("PATCH", f"{path}/{name}", body=patch, content_type=MERGE_PATCH)
 
@@ -186,7 +232,7 @@ class KubeClient:
         try:
             await self.request(
                 "DELETE",
-                f"{self._node_features(namespace)}/{quote(name)}",
+                f"{self.node_features_path(namespace)}/{quote(name)}",
                 body=DELETE_IN_BACKGROUND,
             )
         except ApiError as exc:
@@ -197,7 +243,7 @@ class KubeClient:
         """Delete every ``NodeFeature`` of ``namespace`` the selector matches, in one request."""
         query = urlencode({"labelSelector": label_selector})
         await self.request(
-            "DELETE", f"{self._node_features(namespace)}?{query}", body=DELETE_IN_BACKGROUND
+            "DELETE", f"{self.node_features_path(namespace)}?{query}", body=DELETE_IN_BACKGROUND
         )
 
     async def get_config_map(self, namespace: str, name: str) -> dict[str, str] | None:

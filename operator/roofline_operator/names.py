@@ -37,6 +37,10 @@ ANNOTATION_NODE = "roofline.dev/node"
 ANNOTATION_ATTEMPT = "roofline.dev/attempt"
 ANNOTATION_SPEC_HASH = "roofline.dev/spec-hash"
 
+# The durable per-node record of a profile (``records.py``): an annotation on the Node (or on its
+# NodeFeature), one key per profile, ``record.roofline.dev/<label-safe profile name>``.
+ANNOTATION_RECORD_PREFIX = "record.roofline.dev/"
+
 # Node labels. ``LABEL_PROFILE`` doubles as the owner of a node's labels.
 LABEL_RIDGE_POINT = "roofline.dev/ridge-point"
 LABEL_MIN_BATCH = "roofline.dev/min-batch"

@@ -31,10 +31,15 @@ def node_feature_name(node: str) -> str:
 
 
 def build_node_feature(
-    node: str, labels: Mapping[str, str], profile: str, namespace: str
+    node: str,
+    labels: Mapping[str, str],
+    profile: str,
+    namespace: str,
+    annotations: Mapping[str, str] | None = None,
 ) -> dict[str, Any]:
-    """The ``NodeFeature`` that gives ``node`` the ``labels`` (owned by ``profile``)."""
-    return {
+    """The ``NodeFeature`` that gives ``node`` the ``labels`` (owned by ``profile``); it also
+    carries the profile's record annotation of the node (``records.py``), if any."""
+    body: dict[str, Any] = {
         "apiVersion": f"{NFD_GROUP}/{NFD_VERSION}",
         "kind": "NodeFeature",
         "metadata": {
@@ -48,6 +53,9 @@ def build_node_feature(
         },
         "spec": {"labels": dict(labels)},
     }
+    if annotations:
+        body["metadata"]["annotations"] = dict(annotations)
+    return body
 
 
 def profile_selector(profile: str) -> str:

@@ -11,7 +11,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from roofline_operator.names import UNSCHEDULABLE_TAINT
+from roofline_operator.names import ANNOTATION_RECORD_PREFIX, UNSCHEDULABLE_TAINT
 from roofline_operator.spec import MatchExpression, NodeSelection, Toleration
 
 #: Taint effects that keep a pod off a node; ``PreferNoSchedule`` does not.
@@ -27,7 +27,7 @@ class Taint:
 
 @dataclass(frozen=True)
 class NodeFacts:
-    """The few fields of a Node that selection and labelling need (kept in a Kopf index)."""
+    """The few fields of a Node that selection, labelling and restarts need (``cache.py``)."""
 
     name: str
     labels: Mapping[str, str] = field(default_factory=dict)
@@ -35,6 +35,8 @@ class NodeFacts:
     unschedulable: bool = False
     ready: bool = True
     allocatable: Mapping[str, str] = field(default_factory=dict)
+    #: The node's record annotations (``records.py``), by annotation key: one per profile.
+    records: Mapping[str, str] = field(default_factory=dict)
 
     def gpu_count(self, resource: str) -> int:
         """Allocatable units of an extended resource; extended resources are whole numbers."""
@@ -64,6 +66,11 @@ def node_facts(body: Mapping[str, Any]) -> NodeFacts:
         unschedulable=bool(spec.get("unschedulable", False)),
         ready=ready,
         allocatable={str(k): str(v) for k, v in (status.get("allocatable") or {}).items()},
+        records={
+            str(k): str(v)
+            for k, v in (metadata.get("annotations") or {}).items()
+            if str(k).startswith(ANNOTATION_RECORD_PREFIX)
+        },
     )
 
 

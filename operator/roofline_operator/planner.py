@@ -8,7 +8,7 @@ which is what makes restarts, duplicate events and lagging watches harmless.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -24,11 +24,44 @@ from roofline_operator.names import LABEL_PROFILE, FailureReason, NodeState
 from roofline_operator.nodes import NodeFacts, select_nodes
 from roofline_operator.outcomes import Failed, InFlight, Succeeded, classify_pod
 from roofline_operator.pods import PodFacts, ProfileRef, build_profiler_pod, profiler_pod_name
-from roofline_operator.records import NodeRecord
+from roofline_operator.records import NodeRecord, record_annotation_key, record_to_annotation
 from roofline_operator.spec import ProfileSpec
 
-#: How long a pod we created may stay invisible in the watch before it counts as gone.
+#: How long a pod we created may stay invisible in the watch before one GET asks whether it
+#: exists; a pod the GET finds gets this long again (the watch lags), one it does not is gone.
 POD_APPEARANCE_GRACE_SECONDS = 30.0
+#: How soon the round after one that asked for GETs comes, to act on their answers.
+POD_CHECK_WAKE_SECONDS = 1.0
+#: GETs of unseen pods per round, oldest launch first. One found pod proves the watch lags for
+#: every pod launched no earlier (``PodLookups.lagging_since``), so a few answer for thousands.
+POD_CHECKS_PER_ROUND = 10
+
+
+@dataclass(frozen=True)
+class PodCheck:
+    """A GET to send: a pod the watch has not shown within the appearance grace."""
+
+    namespace: str
+    name: str
+    #: When its record launched it (the round's time, before the create was sent).
+    launched_at: float
+
+
+@dataclass(frozen=True)
+class PodLookups:
+    """What the GETs of unseen pods answered (``apply.PlanApplier.check_pods``)."""
+
+    #: Pods a GET found, by name, with when it found them.
+    found: Mapping[str, float] = field(default_factory=dict)
+    #: Pods a GET did not find.
+    missing: frozenset[str] = frozenset()
+    #: ``(launched_at, found_at)`` of the earliest-launched pod the latest GETs found. A watch
+    #: shows pods in the order they were created, and a later round's creates start after an
+    #: earlier round's completed, so a watch that has not shown that pod has not shown any pod
+    #: launched since either: they all get the grace again from ``found_at``.
+    lagging_since: tuple[float, float] | None = None
+
+
 #: Pod phases after which a pod holds no GPU and its result is final.
 FINISHED_PHASES = ("Succeeded", "Failed")
 #: Shortest pause the round asks for, so that deadlines a hair in the future are not spun on.
@@ -54,6 +87,10 @@ class RoundInput:
     now: float
     #: The profile's valid models for the pods' ``--models-json``; ``None`` without models.
     models_json: str | None = None
+    #: What GETs of pods the watch does not show answered.
+    pod_lookups: PodLookups = field(default_factory=PodLookups)
+    #: A record's annotation text (``records.record_to_annotation``, possibly memoized).
+    annotation_of: Callable[[NodeRecord], str | None] = record_to_annotation
 
 
 @dataclass
@@ -64,6 +101,14 @@ class RoundPlan:
     #: Finished pods whose result this round read: deleted by collection, before any create.
     finished: list[PodFacts] = field(default_factory=list)
     label_patches: dict[str, dict[str, str | None]] = field(default_factory=dict)
+    #: This profile's record annotation each node should carry, where it differs from what the
+    #: node shows (``None``: remove it); sent in the same patch as the node's labels.
+    record_annotations: dict[str, str | None] = field(default_factory=dict)
+    #: This profile's record annotation of every node (``None``: none), for backends that write
+    #: whole objects (NFD ``NodeFeature``) rather than node patches.
+    annotation_texts: dict[str, str | None] = field(default_factory=dict)
+    #: Pods the watch has not shown in time: one GET each tells a lagging watch from a lost pod.
+    pod_checks: list[PodCheck] = field(default_factory=list)
     #: The whole label set each considered node should carry (``None``: none of ours), for
     #: backends that write the set rather than a patch (NFD ``NodeFeature`` objects).
     label_sets: dict[str, dict[str, str] | None] = field(default_factory=dict)
@@ -160,13 +205,7 @@ def _follow_pod(
 ) -> NodeRecord:
     """Advance a PROFILING record by what its pod shows."""
     if pod is None:
-        started = record.last_attempt_at or inp.now
-        if inp.now - started < POD_APPEARANCE_GRACE_SECONDS:
-            plan.wake_at(started + POD_APPEARANCE_GRACE_SECONDS - inp.now)
-            return record
-        failure = Failed(FailureReason.POD_GONE, f"pod {record.pod} disappeared")
-        plan.failures.append((record.name, failure))
-        return fail_node(record, failure, inp.spec, inp.now)
+        return _follow_unseen_pod(record, inp, plan)
     outcome = classify_pod(pod, inp.spec, inp.now)
     if isinstance(outcome, InFlight):
         _register_pod_deadline(pod, inp, plan)
@@ -192,6 +231,31 @@ def _follow_pod(
         )
     plan.failures.append((record.name, outcome))
     return fail_node(record, outcome, inp.spec, inp.now)
+
+
+def _follow_unseen_pod(record: NodeRecord, inp: RoundInput, plan: RoundPlan) -> NodeRecord:
+    """A PROFILING record whose pod the watch does not show: wait out the appearance grace,
+    then let one GET decide; only a pod the API server does not have either is gone.
+
+    A watch can lag far behind the creates (10,000 pods created at once); taking that lag for
+    lost pods would fail and re-create them all, which lags the watch further.
+    """
+    pod = record.pod or ""
+    lookups = inp.pod_lookups
+    if pod in lookups.missing:
+        failure = Failed(FailureReason.POD_GONE, f"pod {record.pod} disappeared")
+        plan.failures.append((record.name, failure))
+        return fail_node(record, failure, inp.spec, inp.now)
+    launched = record.last_attempt_at or inp.now
+    since = max(launched, lookups.found.get(pod, 0.0))
+    if lookups.lagging_since is not None and launched >= lookups.lagging_since[0]:
+        since = max(since, lookups.lagging_since[1])
+    if inp.now - since < POD_APPEARANCE_GRACE_SECONDS:
+        plan.wake_at(since + POD_APPEARANCE_GRACE_SECONDS - inp.now)
+        return record
+    plan.pod_checks.append(PodCheck(record.pod_namespace or inp.namespace, pod, launched))
+    plan.wake_at(POD_CHECK_WAKE_SECONDS)
+    return record
 
 
 def _register_pod_deadline(pod: PodFacts, inp: RoundInput, plan: RoundPlan) -> None:
@@ -250,6 +314,20 @@ def _plan_labels(
             plan.label_patches[name] = patch
 
 
+def _plan_record_annotations(
+    inp: RoundInput, records: Mapping[str, NodeRecord], plan: RoundPlan
+) -> None:
+    """Each node's record annotation of this profile: its record's publication, none for nodes
+    without a record (no longer selected) or without a result."""
+    key = record_annotation_key(inp.profile.name)
+    for name, node in inp.nodes.items():
+        record = records.get(name)
+        desired = inp.annotation_of(record) if record is not None else None
+        plan.annotation_texts[name] = desired
+        if node.records.get(key) != desired:
+            plan.record_annotations[name] = desired
+
+
 def plan_round(inp: RoundInput) -> RoundPlan:
     """Decide this round's pod creates and deletes, label patches and new records."""
     selected = select_nodes(inp.nodes.values(), inp.spec.selection)
@@ -273,7 +351,9 @@ def plan_round(inp: RoundInput) -> RoundPlan:
     queue: list[NodeRecord] = []
     for name, gpus in selected.items():
         pods = live.get(name, [])
-        record = replace(inp.records.get(name) or NodeRecord(name=name, gpus=gpus), gpus=gpus)
+        record = inp.records.get(name) or NodeRecord(name=name, gpus=gpus)
+        if record.gpus != gpus:
+            record = replace(record, gpus=gpus)
         record = _adopt(record, pods, inp)
         current = next((p for p in pods if p.name == record.pod), None)
         plan.deletes.extend((p.namespace, p.name) for p in pods if p is not current)
@@ -288,5 +368,8 @@ def plan_round(inp: RoundInput) -> RoundPlan:
     queue.sort(key=lambda r: (r.result is not None, r.next_attempt_at or 0.0, r.name))
     for record in queue[: max(inp.spec.max_parallel - active, 0)]:
         plan.records[record.name] = _launch(record, inp, plan)
+    plan.pod_checks.sort(key=lambda c: (c.launched_at, c.name))
+    del plan.pod_checks[POD_CHECKS_PER_ROUND:]
     _plan_labels(inp, selected, plan.records, plan)
+    _plan_record_annotations(inp, plan.records, plan)
     return plan

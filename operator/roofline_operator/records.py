@@ -1,20 +1,29 @@
-"""Per-node records: the operator's memory of each node, stored in ``status.nodes``.
+"""Per-node records: the operator's memory of each node, and their two durable copies.
 
-The status is the durable copy: a restarted operator rebuilds its records from it, so results
-survive restarts without re-profiling, and so do the published numbers, the latest and the
-previous profile's numbers and the latest material change (``hysteresis.py``). Only the sweep's
-step times live in memory alone (they are for metrics, and ``status`` must stay small for a
-thousand nodes).
+What must survive a restart is a node's *publication*: the published result, the latest and the
+previous profile's numbers, when the published numbers last moved and the latest material change
+(``hysteresis.py``). It lives in an annotation on the Node itself
+(``record.roofline.dev/<profile>``, or on the node's NodeFeature object with that label backend),
+written in the same patch as the node's labels, so it costs no extra request and scales with the
+nodes, not with one object: a real API server stores at most about 1.5 MiB per object, which a
+status listing every node of a 10,000-node pool would exceed. ``status.nodes[]`` lists full
+entries for a bounded number of nodes (``status.py``); a restarted operator rebuilds its records
+from both, the newer result winning (and from ``status.nodes[]`` alone after an upgrade from a
+version without annotations).
+Only the sweep's step times live in memory alone (they are for metrics).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from dataclasses import dataclass
+import json
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, replace
 from typing import Any
 
 from roofline_operator import results
-from roofline_operator.names import NodeState, format_time, parse_time
+from roofline_operator.labels import label_safe
+from roofline_operator.names import ANNOTATION_RECORD_PREFIX, NodeState, format_time, parse_time
+from roofline_operator.nodes import NodeFacts
 from roofline_operator.results import Headline, NodeResult
 
 
@@ -116,3 +125,94 @@ def records_from_status(status: Mapping[str, Any] | None) -> dict[str, NodeRecor
     entries = (status or {}).get("nodes") or []
     records = (record_from_status(e) for e in entries if isinstance(e, Mapping))
     return {r.name: r for r in records if r is not None}
+
+
+def record_annotation_key(profile: str) -> str:
+    """``record.roofline.dev/<profile>``: the name part of an annotation key has the syntax and
+    the 63-character limit of a label value, hence :func:`label_safe`."""
+    return ANNOTATION_RECORD_PREFIX + label_safe(profile)
+
+
+def record_to_annotation(record: NodeRecord) -> str | None:
+    """The publication of ``record`` as compact JSON; ``None`` while it holds no result.
+
+    The same fields as its ``status.nodes[]`` entry, minus the attempt's (state, attempts, pod,
+    reason, times): those belong to one operator's round, a restart starts them afresh.
+    """
+    if record.result is None:
+        return None
+    entry = {**results.to_status(record.result), **_publication_to_status(record, record.result)}
+    entry = {k: v for k, v in entry.items() if v is not None}
+    return json.dumps(entry, separators=(",", ":"), sort_keys=True)
+
+
+class AnnotationMemo:
+    """:func:`record_to_annotation` for every node each round, without re-encoding the ones
+    whose publication did not change (the same objects as last time: records are immutable)."""
+
+    def __init__(self) -> None:
+        self._texts: dict[str, tuple[tuple[Any, ...], tuple[Any, ...], str | None]] = {}
+
+    def text_of(self, record: NodeRecord) -> str | None:
+        objects = (record.result, record.measured, record.previous)
+        values = (record.published_at, record.change)
+        cached = self._texts.get(record.name)
+        if (
+            cached is not None
+            and all(a is b for a, b in zip(cached[0], objects, strict=True))
+            and cached[1] == values
+        ):
+            return cached[2]
+        text = record_to_annotation(record)
+        self._texts[record.name] = (objects, values, text)
+        return text
+
+
+def record_from_annotation(name: str, gpus: int, text: str) -> NodeRecord | None:
+    """A ``Profiled`` record rebuilt from :func:`record_to_annotation`; ``None`` if damaged."""
+    try:
+        raw = json.loads(text)
+    except ValueError:
+        return None
+    if not isinstance(raw, Mapping):
+        return None
+    restored = record_from_status({**raw, "name": name, "gpus": gpus})
+    if restored is None or restored.result is None:
+        return None
+    return replace(
+        restored,
+        state=NodeState.PROFILED,
+        cycle_hash=restored.result.spec_hash,
+        last_attempt_at=restored.result.profiled_at,
+    )
+
+
+def restore_records(
+    from_status: Mapping[str, NodeRecord], nodes: Iterable[NodeFacts], profile: str
+) -> dict[str, NodeRecord]:
+    """A restarted operator's records: ``status.nodes[]`` entries, and every node annotation of
+    ``profile``; where both hold a result, the annotation's publication is taken when its result
+    is newer (the status patch of the round that wrote it may not have happened)."""
+    key = record_annotation_key(profile)
+    restored = dict(from_status)
+    for node in nodes:
+        text = node.records.get(key)
+        if text is None:
+            continue
+        known = restored.get(node.name)
+        gpus = known.gpus if known is not None else 1
+        annotated = record_from_annotation(node.name, gpus, text)
+        if annotated is None or annotated.result is None:
+            continue
+        if known is None:
+            restored[node.name] = annotated
+        elif known.result is None or known.result.profiled_at < annotated.result.profiled_at:
+            restored[node.name] = replace(
+                known,
+                result=annotated.result,
+                measured=annotated.measured,
+                previous=annotated.previous,
+                published_at=annotated.published_at,
+                change=annotated.change,
+            )
+    return restored

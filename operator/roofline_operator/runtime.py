@@ -1,4 +1,5 @@
-"""What all handlers of one operator process share: config, metrics, the API client, wake-ups.
+"""What all handlers of one operator process share: config, metrics, the API client, wake-ups,
+and the caches of nodes and profiler pods.
 
 Kopf hands every object a shallow copy of the memo, so this object is built once before the
 operator starts and only its members change afterwards; every copy sees the same members.
@@ -13,11 +14,18 @@ from typing import Any
 
 import kopf
 
+from roofline_operator.cache import ObjectCache
 from roofline_operator.config import OperatorConfig
 from roofline_operator.kubeapi import ApiError, KubeClient, session_for
 from roofline_operator.metrics import OperatorMetrics, snapshot_from_records
+from roofline_operator.names import LABEL_MANAGED_BY, MANAGED_BY
+from roofline_operator.nodes import NodeFacts, node_facts
+from roofline_operator.pods import PodFacts, pod_facts
 from roofline_operator.records import NodeRecord
 from roofline_operator.server import Health
+
+#: The label selector of every profiler pod (the pod cache holds these only).
+PROFILER_POD_SELECTOR = f"{LABEL_MANAGED_BY}={MANAGED_BY}"
 
 
 class Wakeups:
@@ -42,6 +50,47 @@ class Wakeups:
 
 
 @dataclass
+class Caches:
+    """The nodes and the profiler pods, by name, fed by watch events (``handlers.py``) and
+    primed by one paginated LIST each (``cache.py`` explains the race between the two)."""
+
+    nodes: ObjectCache[str, NodeFacts] = field(default_factory=ObjectCache)
+    pods: ObjectCache[tuple[str, str], PodFacts] = field(default_factory=ObjectCache)
+    lock: asyncio.Lock = field(default_factory=asyncio.Lock)
+
+    @property
+    def ready(self) -> bool:
+        return self.nodes.ready.is_set() and self.pods.ready.is_set()
+
+    async def prime(self, client: KubeClient) -> None:
+        """List the nodes and the profiler pods once; later calls return at once.
+
+        Called by whoever needs the caches first (a profile's round, the finalizer); an API
+        error leaves them unprimed for the next caller to try again.
+        """
+        async with self.lock:
+            if not self.nodes.ready.is_set():
+                self.nodes.start_priming()
+                nodes: list[tuple[str, NodeFacts]] = []
+                async for page in client.list_pages("/api/v1/nodes"):
+                    nodes.extend((f.name, f) for f in map(node_facts, page))
+                self.nodes.finish_priming(nodes)
+            if not self.pods.ready.is_set():
+                self.pods.start_priming()
+                pods: list[tuple[tuple[str, str], PodFacts]] = []
+                async for page in client.list_pages("/api/v1/pods", PROFILER_POD_SELECTOR):
+                    pods.extend((pod_key(f), f) for f in map(pod_facts, page))
+                self.pods.finish_priming(pods)
+
+    def pods_of(self, profile: str) -> list[PodFacts]:
+        return [p for p in self.pods.values() if p.profile == profile]
+
+
+def pod_key(pod: PodFacts) -> tuple[str, str]:
+    return (pod.namespace, pod.name)
+
+
+@dataclass
 class ApiState:
     connection: kopf.ConnectionInfo | None = None
     client: KubeClient | None = None
@@ -57,6 +106,7 @@ class Runtime:
     health: Health = field(default_factory=Health)
     wakeups: Wakeups = field(default_factory=Wakeups)
     api: ApiState = field(default_factory=ApiState)
+    caches: Caches = field(default_factory=Caches)
     server: list[Any] = field(default_factory=list)
 
     async def client(self) -> KubeClient:

@@ -2,10 +2,19 @@
 
 Counting rules: a node is *failed* while its latest attempt failed, otherwise *profiled* when it
 holds a result under the current spec, otherwise *pending*; the three add up to *matched*.
+
+``status.nodes[]`` is bounded: a real API server stores at most about 1.5 MiB per object, and a
+full entry takes about 1 KiB for a single-GPU node with two models, up to about 6 KiB for eight
+GPUs, eight models and a failure message. It lists full entries for at most ``max_nodes`` nodes,
+those that need attention first (failed, then materially changed, then pending), then the rest
+by name; the summary says how many are listed and how many omitted. The aggregates
+(``summary``, ``status.models[]``, the conditions) always cover every node. Every node's
+publication also lives in its own record annotation (``records.py``).
 """
 
 from __future__ import annotations
 
+import heapq
 import statistics
 from collections import Counter
 from collections.abc import Mapping, Sequence
@@ -22,6 +31,11 @@ from roofline_operator.records import NodeRecord, record_to_status
 RIDGE_POINT_DECIMALS = 2
 #: Nodes named in a condition message before the rest is summed up as "and N more".
 MAX_NODES_IN_MESSAGE = 5
+#: Default of the operator setting ``--status-max-nodes``: 100 full entries of the largest kind
+#: (8 GPUs, 8 models, a failure message: about 6 KiB each) take under 600 KiB.
+DEFAULT_STATUS_MAX_NODES = 100
+#: The order in which node categories claim the listed places (``listing_order``).
+LISTING_PRIORITY = {"failed": 0, "changed": 1, "pending": 2, "profiled": 3}
 
 
 def node_category(record: NodeRecord, spec_hash: str) -> str:
@@ -56,6 +70,36 @@ def summarize(records: Mapping[str, NodeRecord], spec_hash: str) -> dict[str, An
             recommendedMinBatch=max(g.recommended_min_batch for g in worst),
         )
     return summary
+
+
+def listing_category(record: NodeRecord, spec_hash: str) -> str:
+    """``node_category``, with nodes whose latest profile changed materially apart."""
+    category = node_category(record, spec_hash)
+    if category == "profiled" and record.change:
+        return "changed"
+    return category
+
+
+def listing_order(records: Mapping[str, NodeRecord], spec_hash: str) -> list[str]:
+    """Node names in the order they claim ``status.nodes[]`` places: failed, changed, pending,
+    then the rest, each by name."""
+    return sorted(records, key=lambda name: _listing_key(records, name, spec_hash))
+
+
+def _listing_key(records: Mapping[str, NodeRecord], name: str, spec_hash: str) -> tuple[int, str]:
+    return (LISTING_PRIORITY[listing_category(records[name], spec_hash)], name)
+
+
+def listed_nodes(
+    records: Mapping[str, NodeRecord], spec_hash: str, max_nodes: int | None
+) -> list[str]:
+    """The nodes ``status.nodes[]`` lists (at most ``max_nodes``; all for ``None``), by name."""
+    if max_nodes is None or len(records) <= max_nodes:
+        return sorted(records)
+    first = heapq.nsmallest(
+        max_nodes, records, key=lambda name: _listing_key(records, name, spec_hash)
+    )
+    return sorted(first)
 
 
 @dataclass(frozen=True)
@@ -113,7 +157,7 @@ def desired_conditions(
 def device_changed_condition(records: Mapping[str, NodeRecord]) -> Condition:
     """``DeviceChanged``: true while a node's latest profile changed a published number by more
     than the threshold (and more than its uncertainty); the next profile within noise clears it."""
-    changed = [(name, r.change) for name, r in sorted(records.items()) if r.change]
+    changed = sorted((name, r.change) for name, r in records.items() if r.change)
     if not changed:
         return Condition(
             "DeviceChanged",
@@ -163,12 +207,16 @@ def build_status(
     generation: int | None,
     now: float,
     models: ModelsView | None = None,
+    max_nodes: int | None = DEFAULT_STATUS_MAX_NODES,
 ) -> dict[str, Any]:
     """The whole operator-owned part of ``status`` (``status.kopf`` is Kopf's and left alone)."""
     conditions = desired_conditions(records, spec_hash, conflicts, spec_error)
+    listed = listed_nodes(records, spec_hash, max_nodes)
+    summary = summarize(records, spec_hash)
+    summary.update(listed=len(listed), omitted=len(records) - len(listed))
     status: dict[str, Any] = {
-        "summary": summarize(records, spec_hash),
-        "nodes": [record_to_status(records[name]) for name in sorted(records)],
+        "summary": summary,
+        "nodes": [record_to_status(records[name]) for name in listed],
         "conditions": [],
     }
     _add_models(status, records, spec_hash, models or ModelsView(), conditions)
@@ -185,15 +233,18 @@ def _add_models(
     view: ModelsView,
     conditions: list[Condition],
 ) -> None:
-    """Model entries per node, the per-model summary and ``ModelsReady``, following the spec."""
+    """Model entries of the listed nodes; the per-model summary over every node, and
+    ``ModelsReady``, following the spec."""
+    listed = {entry["name"]: entry for entry in status["nodes"]}
     per_node = []
-    for entry in status["nodes"]:
-        record = records[entry["name"]]
+    for name, record in records.items():
         current = record.result is not None and record.result.spec_hash == spec_hash
         entries = model_status.node_model_entries(record.result, current, view)
-        entry.pop("models", None)
-        if entries:
-            entry["models"] = entries
+        entry = listed.get(name)
+        if entry is not None:
+            entry.pop("models", None)
+            if entries:
+                entry["models"] = entries
         per_node.append(entries)
     if not view.models:
         return

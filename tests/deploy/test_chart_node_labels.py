@@ -49,6 +49,7 @@ def test_extra_environment_variables_are_kept_beside_the_backend() -> None:
     values = {"operator": {"extraEnv": [{"name": "TZ", "value": "UTC"}]}} | NFD
     assert env_of(render_objects(values)) == {
         "ROOFLINE_NODE_LABEL_BACKEND": "nodeFeature",
+        "ROOFLINE_STATUS_MAX_NODES": "100",
         "TZ": "UTC",
     }
 

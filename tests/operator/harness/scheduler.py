@@ -17,6 +17,7 @@ from typing import Any
 
 from .defaulting import now_rfc3339
 from .faults import FaultBook, FaultMode
+from .resources import ApiError
 from .store import ObjectStore
 
 #: Unschedulable pods are retried this often, as the real scheduler's backoff queue does.
@@ -70,6 +71,29 @@ def _affinity_allows(pod: Mapping[str, Any], node: Mapping[str, Any]) -> bool:
     )
 
 
+def _pinned_node(pod: Mapping[str, Any]) -> str | None:
+    """The node a pod's required affinity names by ``matchFields`` ``metadata.name In [one]``
+    in its only term (how profiler pods are pinned), else ``None``."""
+    required = (
+        pod.get("spec", {})
+        .get("affinity", {})
+        .get("nodeAffinity", {})
+        .get("requiredDuringSchedulingIgnoredDuringExecution")
+    )
+    terms = (required or {}).get("nodeSelectorTerms") or []
+    if len(terms) != 1:
+        return None
+    for field in terms[0].get("matchFields") or []:
+        values = field.get("values") or []
+        if (
+            field.get("key") == "metadata.name"
+            and field.get("operator") == "In"
+            and len(values) == 1
+        ):
+            return str(values[0])
+    return None
+
+
 def _tolerates(pod: Mapping[str, Any], taint: Mapping[str, Any]) -> bool:
     for toleration in pod.get("spec", {}).get("tolerations") or []:
         if toleration.get("effect") and toleration["effect"] != taint.get("effect"):
@@ -101,46 +125,73 @@ def _is_active(pod: Mapping[str, Any]) -> bool:
 
 
 class FakeScheduler:
+    """Keeps, from its pod watch, the pending pods and the active pods bound to each node, so a
+    pass costs what it schedules, not a listing of every pod and node (10,000 nodes and pods)."""
+
     def __init__(self, store: ObjectStore, faults: FaultBook) -> None:
         self.store = store
         self.faults = faults
         self.pods = store.find_type("pods")
         self.nodes = store.find_type("nodes")
+        #: Unbound, active pods not being deleted, by (namespace, name).
+        self.pending: dict[tuple[str, str], dict[str, Any]] = {}
+        #: Active pods bound to each node, with their extended resource requests.
+        self.on_node: dict[str, dict[tuple[str, str], Counter[str]]] = {}
+        self.node_of: dict[tuple[str, str], str] = {}
 
-    def _free(self) -> dict[str, Counter[str]]:
-        free: dict[str, Counter[str]] = {}
-        for node in self.store.list(self.nodes, None):
-            allocatable = node.get("status", {}).get("allocatable", {})
-            name = node["metadata"]["name"]
-            if self.faults.mode(name) is FaultMode.NEVER_SCHEDULE:
-                free[name] = Counter()
-                continue
-            free[name] = Counter({k: int(str(v)) for k, v in allocatable.items() if "/" in k})
-        for pod in self.store.list(self.pods, None):
-            node_name = pod.get("spec", {}).get("nodeName")
-            if node_name in free and _is_active(pod):
-                free[node_name].subtract(extended_requests(pod))
+    def observe(self, pod: Mapping[str, Any], deleted: bool) -> None:
+        """Track one pod event: pending or bound, active or finished."""
+        meta = pod["metadata"]
+        key = (meta.get("namespace", ""), meta["name"])
+        self.pending.pop(key, None)
+        previous = self.node_of.pop(key, None)
+        if previous is not None:
+            self.on_node[previous].pop(key, None)
+        if deleted or not _is_active(pod):
+            return
+        node = pod.get("spec", {}).get("nodeName")
+        if node:
+            self.on_node.setdefault(node, {})[key] = extended_requests(pod)
+            self.node_of[key] = node
+        elif not meta.get("deletionTimestamp"):
+            self.pending[key] = dict(pod)
+
+    def _free(self, name: str, node: Mapping[str, Any]) -> Counter[str]:
+        if self.faults.mode(name) is FaultMode.NEVER_SCHEDULE:
+            return Counter()
+        allocatable = node.get("status", {}).get("allocatable", {})
+        free = Counter({k: int(str(v)) for k, v in allocatable.items() if "/" in k})
+        for requests in self.on_node.get(name, {}).values():
+            free.subtract(requests)
         return free
+
+    def _node_count(self) -> int:
+        return sum(1 for key in self.store.objects if key[:2] == ("", "nodes"))
+
+    def _candidates(self, pod: Mapping[str, Any]) -> tuple[dict[str, dict[str, Any]], bool]:
+        """The nodes worth checking for ``pod``, and whether the rest fail its affinity: a pinned
+        pod has one candidate, its named node, instead of every node of the cluster."""
+        pinned = _pinned_node(pod)
+        if pinned is None:
+            return {n["metadata"]["name"]: n for n in self.store.list(self.nodes, None)}, False
+        try:
+            return {pinned: self.store.get(self.nodes, None, pinned)}, True
+        except ApiError:
+            return {}, True
 
     def schedule_once(self) -> int:
         """One pass over unbound pods, oldest first; returns how many were bound."""
-        pending = [
-            p
-            for p in self.store.list(self.pods, None)
-            if not p.get("spec", {}).get("nodeName")
-            and not p["metadata"].get("deletionTimestamp")
-            and _is_active(p)
-        ]
-        if not pending:
-            return 0
-        nodes = {n["metadata"]["name"]: n for n in self.store.list(self.nodes, None)}
-        free = self._free()
+        pending = sorted(self.pending.values(), key=lambda p: p["metadata"]["creationTimestamp"])
+        free: dict[str, Counter[str]] = {}
         bound = 0
-        for pod in sorted(pending, key=lambda p: p["metadata"]["creationTimestamp"]):
+        for pod in pending:
             wanted = extended_requests(pod)
             reasons: Counter[str] = Counter()
+            candidates, pinned = self._candidates(pod)
             chosen = None
-            for name, node in nodes.items():
+            for name, node in candidates.items():
+                if name not in free:
+                    free[name] = self._free(name, node)
                 if not _affinity_allows(pod, node):
                     reasons["node(s) didn't match Pod's node affinity/selector"] += 1
                 elif any(not _tolerates(pod, t) for t in _taints(node)):
@@ -156,8 +207,12 @@ class FakeScheduler:
                 self._bind(pod, chosen)
                 bound += 1
             else:
+                total = self._node_count() if pinned else len(candidates)
+                if total > len(candidates):
+                    mismatch = "node(s) didn't match Pod's node affinity/selector"
+                    reasons[mismatch] += total - len(candidates)
                 detail = ", ".join(f"{n} {r}" for r, n in sorted(reasons.items()))
-                self._unschedulable(pod, f"0/{len(nodes)} nodes are available: {detail}.")
+                self._unschedulable(pod, f"0/{total} nodes are available: {detail}.")
         return bound
 
     def _bind(self, pod: Mapping[str, Any], node: str) -> None:
@@ -200,13 +255,15 @@ class FakeScheduler:
         self._set_condition(pod["metadata"], condition)
 
     async def run(self) -> None:
-        subscription = self.store.subscribe(self.pods, None, None, self.store.resource_version)
+        subscription = self.store.subscribe(self.pods, None, None, None)
         try:
             while True:
                 with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(subscription.queue.get(), timeout=RETRY_SECONDS)
+                    event = await asyncio.wait_for(subscription.queue.get(), timeout=RETRY_SECONDS)
+                    self.observe(event.object, event.type == "DELETED")
                 while not subscription.queue.empty():
-                    subscription.queue.get_nowait()
+                    event = subscription.queue.get_nowait()
+                    self.observe(event.object, event.type == "DELETED")
                 self.schedule_once()
         finally:
             self.store.events.unsubscribe(subscription)

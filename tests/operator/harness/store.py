@@ -47,6 +47,9 @@ class ObjectStore:
     def __init__(self) -> None:
         self.types: dict[tuple[str, str, str], ResourceType] = {}
         self.objects: dict[ObjectKey, dict[str, Any]] = {}
+        #: Owner uid to the keys of the objects whose ownerReferences name it, so that a delete
+        #: finds its dependents without scanning every object (10,000 pods deleted by collection).
+        self.dependents: dict[str, set[ObjectKey]] = {}
         self.events = EventLog()
         for rtype in BUILTIN_TYPES:
             self.types[(rtype.group, rtype.version, rtype.plural)] = rtype
@@ -128,6 +131,7 @@ class ObjectStore:
         self, rtype: ResourceType, key: ObjectKey, new: dict[str, Any] | None
     ) -> dict[str, Any] | None:
         old = self.objects.get(key)
+        self._index_owners(key, old, new)
         if new is None:
             if old is None:
                 return None
@@ -146,16 +150,25 @@ class ObjectStore:
             self._register_crd(new)
         return new
 
+    def _index_owners(
+        self, key: ObjectKey, old: dict[str, Any] | None, new: dict[str, Any] | None
+    ) -> None:
+        for obj, add in ((old, False), (new, True)):
+            for ref in (obj or {}).get("metadata", {}).get("ownerReferences") or []:
+                keys = self.dependents.setdefault(str(ref.get("uid")), set())
+                if add:
+                    keys.add(key)
+                else:
+                    keys.discard(key)
+                    if not keys:
+                        del self.dependents[str(ref.get("uid"))]
+
     def _after_delete(self, rtype: ResourceType, gone: dict[str, Any]) -> None:
         if rtype == CRD_TYPE:
             self._unregister_crd(gone)
-        uid = gone["metadata"].get("uid")
-        dependents = [
-            (key, obj)
-            for key, obj in list(self.objects.items())
-            if any(ref.get("uid") == uid for ref in obj["metadata"].get("ownerReferences", []))
-        ]
-        for (group, plural, namespace, name), _ in dependents:
+        uid = str(gone["metadata"].get("uid"))
+        dependents = sorted(self.dependents.get(uid, ()))
+        for group, plural, namespace, name in dependents:
             dependent_type = self.find_type(plural, group)
             try:
                 self.delete(dependent_type, namespace, name, {"propagationPolicy": "Background"})

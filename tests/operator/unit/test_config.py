@@ -6,6 +6,7 @@ import pytest
 
 from roofline_operator.cli import kopf_logging
 from roofline_operator.config import DEFAULT_PROFILER_IMAGE, ConfigError, load_config
+from roofline_operator.status import DEFAULT_STATUS_MAX_NODES
 
 
 def test_defaults_need_no_flags_and_no_environment() -> None:
@@ -86,3 +87,11 @@ def test_the_node_label_backend_comes_from_the_environment_and_is_checked() -> N
     assert load_config([], env).node_label_backend == "nodeFeature"
     with pytest.raises(ConfigError, match="node, nodeFeature"):
         load_config([], {"ROOFLINE_NODE_LABEL_BACKEND": "nfd"})
+
+
+def test_the_status_node_bound_comes_from_a_flag_or_the_environment() -> None:
+    assert load_config([], {}).status_max_nodes == DEFAULT_STATUS_MAX_NODES
+    assert load_config([], {"ROOFLINE_STATUS_MAX_NODES": "7"}).status_max_nodes == 7
+    assert load_config(["--status-max-nodes", "0"], {}).status_max_nodes == 0
+    with pytest.raises(ConfigError, match="--status-max-nodes"):
+        load_config(["--status-max-nodes", "-1"], {})

@@ -17,7 +17,10 @@ from roofline_operator.engine import ProfileLoop, first_of
 from roofline_operator.kubeapi import ApiError
 from roofline_operator.metrics import OperatorMetrics
 from roofline_operator.names import LABEL_PROFILE, NodeState
+from roofline_operator.nodes import NodeFacts
+from roofline_operator.planner import POD_APPEARANCE_GRACE_SECONDS
 from roofline_operator.pods import PodFacts, Terminated, pod_facts
+from roofline_operator.results import to_status
 from roofline_operator.runtime import Runtime
 
 
@@ -39,7 +42,12 @@ class RecordingClient:
         self.deleted: list[tuple[str, str]] = []
         self.collections: list[tuple[str, str, str]] = []
         self.labelled: list[tuple[str, Mapping[str, str | None]]] = []
+        #: Node annotation patches, sent in the same requests as ``labelled`` (or alone).
+        self.annotated: list[tuple[str, Mapping[str, str | None]]] = []
         self.statuses: list[Mapping[str, Any]] = []
+        #: Pods a GET finds (by name); every other GET answers 404.
+        self.existing_pods: set[str] = set()
+        self.pod_gets: list[str] = []
 
     async def create_pod(self, pod: dict[str, Any]) -> bool:
         self.calls.append("create")
@@ -59,12 +67,25 @@ class RecordingClient:
         self.collections.append((namespace, label_selector, field_selector))
         return 1
 
-    async def patch_node_labels(self, name: str, labels: Mapping[str, str | None]) -> bool:
+    async def patch_node_labels(
+        self,
+        name: str,
+        labels: Mapping[str, str | None],
+        annotations: Mapping[str, str | None] | None = None,
+    ) -> bool:
+        self.calls.append("patch node")
         if self.failing_label_patches:
             self.failing_label_patches -= 1
             raise ApiError(500, "etcdserver: request timed out")
-        self.labelled.append((name, labels))
+        if labels:
+            self.labelled.append((name, labels))
+        if annotations:
+            self.annotated.append((name, annotations))
         return True
+
+    async def get_pod(self, namespace: str, name: str) -> dict[str, Any] | None:
+        self.pod_gets.append(name)
+        return {"metadata": {"name": name}} if name in self.existing_pods else None
 
     async def patch_profile_status(self, name: str, status: Mapping[str, Any]) -> None:
         self.statuses.append(status)
@@ -159,7 +180,7 @@ async def test_finished_pods_are_collected_before_the_round_creates_pods() -> No
     assert first.node == "a"
     client.calls.clear()
     await loop.round(nodes, [succeeded_pod(first.name, "a", first.spec_hash)], {})
-    assert client.calls == ["collect", "create"]
+    assert client.calls == ["collect", "create", "patch node"]
     assert pod_facts(client.created[1]).node == "b"
 
 
@@ -253,6 +274,21 @@ async def test_an_invalid_spec_is_reported_in_status_without_touching_the_cluste
     assert "maxParallel" in ready["message"]
 
 
+def as_patched(facts: NodeFacts, client: RecordingClient) -> NodeFacts:
+    """``facts`` after every label and annotation patch ``client`` sent to its node."""
+    labels = dict(facts.labels)
+    records = dict(facts.records)
+    for target, patches in ((labels, client.labelled), (records, client.annotated)):
+        for name, patch in patches:
+            if name == facts.name:
+                for key, value in patch.items():
+                    if value is None:
+                        target.pop(key, None)
+                    else:
+                        target[key] = value
+    return replace(facts, labels=labels, records=records)
+
+
 @pytest.mark.asyncio
 async def test_results_in_status_survive_a_restart() -> None:
     client = RecordingClient()
@@ -264,12 +300,81 @@ async def test_results_in_status_survive_a_restart() -> None:
 
     restarted_client = RecordingClient()
     restarted = loop_with(restarted_client, {}, status=written)
-    labelled = replace(node("a"), labels={**node("a").labels, **client.labelled[0][1]})  # type: ignore[dict-item]
-    await restarted.round({"a": labelled}, [], {})
+    await restarted.round({"a": as_patched(node("a"), client)}, [], {})
     assert restarted_client.created == []
-    assert restarted_client.labelled == []
+    assert restarted_client.calls == []
     assert restarted.records["a"].state is NodeState.PROFILED
     assert restarted_client.statuses == []
+
+
+@pytest.mark.asyncio
+async def test_the_record_annotation_goes_in_the_same_patch_as_the_labels() -> None:
+    client = RecordingClient()
+    loop = loop_with(client, {})
+    nodes = {"a": node("a")}
+    await loop.round(nodes, [], {})
+    client.calls.clear()
+    await loop.round(nodes, [succeeded(client)], {})
+    assert client.calls.count("patch node") == 1
+    ((name, annotations),) = client.annotated
+    assert name == "a"
+    assert set(annotations) == {"record.roofline.dev/fleet"}
+    assert loop.records["a"].result is not None
+
+
+@pytest.mark.asyncio
+async def test_a_restart_rebuilds_records_from_node_annotations_when_status_omits_them() -> None:
+    client = RecordingClient()
+    loop = loop_with(client, {"maxParallel": 3})
+    nodes = {n: node(n) for n in ("a", "b", "c")}
+    await loop.round(nodes, [], {})
+    await loop.round(nodes, [succeeded(client, i) for i in range(3)], {})
+    patched = {n: as_patched(f, client) for n, f in nodes.items()}
+
+    restarted_client = RecordingClient()
+    restarted = loop_with(restarted_client, {}, status={"nodes": []})
+    restarted.runtime.caches.nodes.start_priming()
+    restarted.runtime.caches.nodes.finish_priming(patched.items())
+    await restarted.restore(restarted_client)  # type: ignore[arg-type]
+    await restarted.round(patched, [], {})
+    assert restarted_client.created == []
+    assert restarted_client.labelled == []
+    assert restarted_client.annotated == []
+    assert {n: r.state for n, r in restarted.records.items()} == dict.fromkeys(
+        nodes, NodeState.PROFILED
+    )
+    restored, before = restarted.records["b"].result, loop.records["b"].result
+    assert restored is not None
+    assert before is not None
+    assert to_status(restored) == to_status(before), "all but the step times (kept in memory)"
+
+
+@pytest.mark.asyncio
+async def test_a_pod_the_watch_never_shows_is_looked_up_once_before_it_counts_as_gone(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    clock = [1000.0]
+    monkeypatch.setattr("roofline_operator.engine.time.time", lambda: clock[0])
+    client = RecordingClient()
+    loop = loop_with(client, {"retryBackoffSeconds": 60})
+    nodes = {"a": node("a")}
+    await loop.round(nodes, [], {})
+    pod = pod_facts(client.created[0])
+    client.existing_pods.add(pod.name)
+    clock[0] += POD_APPEARANCE_GRACE_SECONDS + 1
+    await loop.round(nodes, [], {})
+    assert client.pod_gets == [pod.name]
+    await loop.round(nodes, [], {})
+    assert client.pod_gets == [pod.name], "a pod the GET found gets another grace period"
+    assert loop.records["a"].state is NodeState.PROFILING
+
+    client.existing_pods.clear()
+    clock[0] += POD_APPEARANCE_GRACE_SECONDS + 1
+    await loop.round(nodes, [], {})
+    assert client.pod_gets == [pod.name] * 2
+    await loop.round(nodes, [], {})
+    assert (loop.records["a"].state, loop.records["a"].reason) == (NodeState.RETRYING, "PodGone")
+    assert len(client.pod_gets) == 2
 
 
 @pytest.mark.asyncio

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Mapping
+from collections.abc import AsyncIterator, Mapping
 from dataclasses import replace
 from typing import Any
 
@@ -43,6 +43,17 @@ class ModelClient(RecordingClient):
     async def delete_node_feature(self, namespace: str, name: str) -> None:
         self.feature_deletes.append(name)
         self.features.pop(name, None)
+
+    def node_features_path(self, namespace: str) -> str:
+        return f"/apis/nfd.k8s-sigs.io/v1alpha1/namespaces/{namespace}/nodefeatures"
+
+    async def list_pages(
+        self, path: str, label_selector: str | None = None
+    ) -> AsyncIterator[list[dict[str, Any]]]:
+        assert path == self.node_features_path("op")
+        assert label_selector is not None
+        assert "roofline.dev/profile=fleet" in label_selector
+        yield list(self.features.values())
 
 
 def loop_with(client: RecordingClient, spec: Mapping[str, Any], env: dict[str, str]) -> ProfileLoop:
@@ -143,6 +154,25 @@ async def test_the_node_feature_backend_writes_objects_instead_of_patching_nodes
     assert feature["metadata"]["labels"]["nfd.node.kubernetes.io/node-name"] == "a"
     assert feature["spec"]["labels"][LABEL_PROFILE] == "fleet"
     assert len(feature["spec"]["labels"]) == 5
+    assert json.loads(feature["metadata"]["annotations"]["record.roofline.dev/fleet"])["gpu"] == "0"
     await loop.round({}, [], {})  # the node left
     assert client.feature_deletes == ["roofline-a"]
     assert client.features == {}
+
+
+@pytest.mark.asyncio
+async def test_with_the_node_feature_backend_a_restart_rebuilds_records_from_the_objects() -> None:
+    client = ModelClient({})
+    env = {**ENV, "ROOFLINE_NODE_LABEL_BACKEND": "nodeFeature", "ROOFLINE_OPERATOR_NAMESPACE": "op"}
+    loop = loop_with(client, {}, env)
+    nodes = {"a": node("a")}
+    await loop.round(nodes, [], {})
+    pod = pod_facts(client.created[0])
+    await loop.round(nodes, [succeeded_pod(pod.name, pod.node, pod.spec_hash, pod.attempt)], {})
+
+    restarted = loop_with(client, {}, env)
+    await restarted.restore(client)  # type: ignore[arg-type]
+    client.created.clear()
+    await restarted.round(nodes, [], {})
+    assert client.created == []
+    assert restarted.records["a"].result is not None

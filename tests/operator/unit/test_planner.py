@@ -4,6 +4,7 @@ from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any
 
+import pytest
 from tests.operator.unit.operator_builders import device, node, profile, spec, succeeded_pod
 
 from roofline_operator.labels import LabelClaim, label_safe
@@ -11,6 +12,10 @@ from roofline_operator.names import LABEL_PROFILE, FailureReason, NodeState
 from roofline_operator.nodes import NodeFacts
 from roofline_operator.planner import (
     POD_APPEARANCE_GRACE_SECONDS,
+    POD_CHECK_WAKE_SECONDS,
+    POD_CHECKS_PER_ROUND,
+    PodCheck,
+    PodLookups,
     RoundInput,
     RoundPlan,
     plan_round,
@@ -83,13 +88,70 @@ def test_a_lagging_watch_never_causes_a_second_pod() -> None:
     assert again.wake_in <= POD_APPEARANCE_GRACE_SECONDS
 
 
-def test_a_pod_that_never_appears_counts_as_gone_and_is_retried() -> None:
+def test_a_pod_unseen_past_the_grace_is_looked_up_not_declared_gone() -> None:
     first = plan_round(world([node("a")]))
     later = plan_round(
         world([node("a")], records=first.records, now=NOW + POD_APPEARANCE_GRACE_SECONDS + 1)
     )
+    assert later.failures == []
+    assert later.pod_checks == [PodCheck("roofline-system", str(first.records["a"].pod), NOW)]
+    assert later.records["a"].state is NodeState.PROFILING
+    assert later.wake_in == POD_CHECK_WAKE_SECONDS
+
+
+def test_a_pod_the_lookup_found_gets_another_grace_period() -> None:
+    first = plan_round(world([node("a")]))
+    pod = str(first.records["a"].pod)
+    found_at = NOW + POD_APPEARANCE_GRACE_SECONDS + 1
+    inp = world([node("a")], records=first.records, now=found_at + 10)
+    plan = plan_round(replace(inp, pod_lookups=PodLookups(found={pod: found_at})))
+    assert plan.pod_checks == []
+    assert plan.failures == []
+    assert plan.wake_in == pytest.approx(POD_APPEARANCE_GRACE_SECONDS - 10)
+
+
+def test_a_pod_the_lookup_did_not_find_counts_as_gone_and_is_retried() -> None:
+    first = plan_round(world([node("a")]))
+    pod = str(first.records["a"].pod)
+    inp = world([node("a")], records=first.records, now=NOW + POD_APPEARANCE_GRACE_SECONDS + 2)
+    later = plan_round(replace(inp, pod_lookups=PodLookups(missing=frozenset({pod}))))
     assert [f.reason for _, f in later.failures] == [FailureReason.POD_GONE]
     assert later.records["a"].state is NodeState.RETRYING
+    assert later.pod_checks == []
+
+
+def test_unseen_pods_are_looked_up_a_few_at_a_time_oldest_first() -> None:
+    names = [f"n{i:02d}" for i in range(POD_CHECKS_PER_ROUND + 5)]
+    wide = spec(maxParallel=len(names))
+    first = plan_round(world([node(n) for n in names], the_spec=wide))
+    records = {
+        n: replace(r, last_attempt_at=NOW - i) for i, (n, r) in enumerate(first.records.items())
+    }
+    later = plan_round(
+        world(
+            [node(n) for n in names],
+            the_spec=wide,
+            records=records,
+            now=NOW + POD_APPEARANCE_GRACE_SECONDS + 1,
+        )
+    )
+    assert len(later.pod_checks) == POD_CHECKS_PER_ROUND
+    oldest = sorted(records.values(), key=lambda r: r.last_attempt_at or 0)
+    assert [c.name for c in later.pod_checks] == [r.pod for r in oldest[:POD_CHECKS_PER_ROUND]]
+
+
+def test_a_found_pod_proves_the_watch_lags_for_every_pod_launched_no_earlier() -> None:
+    names = ["early", "same", "late"]
+    wide = spec(maxParallel=3)
+    first = plan_round(world([node(n) for n in names], the_spec=wide))
+    launched = {"early": NOW - 5, "same": NOW, "late": NOW + 5}
+    records = {n: replace(r, last_attempt_at=launched[n]) for n, r in first.records.items()}
+    found_at = NOW + POD_APPEARANCE_GRACE_SECONDS + 6
+    inp = world([node(n) for n in names], the_spec=wide, records=records, now=found_at + 1)
+    lookups = PodLookups(lagging_since=(NOW, found_at))
+    plan = plan_round(replace(inp, pod_lookups=lookups))
+    assert [c.name for c in plan.pod_checks] == [records["early"].pod]
+    assert plan.failures == []
 
 
 def test_a_result_is_recorded_labelled_and_its_pod_deleted() -> None:

@@ -1,15 +1,23 @@
 from __future__ import annotations
 
+from dataclasses import replace
+
 from tests.operator.unit.operator_builders import device, profile
 
 from roofline_operator.names import NodeState
+from roofline_operator.nodes import NodeFacts
 from roofline_operator.records import (
+    AnnotationMemo,
     NodeRecord,
+    record_annotation_key,
+    record_from_annotation,
     record_from_status,
+    record_to_annotation,
     record_to_status,
     records_from_status,
+    restore_records,
 )
-from roofline_operator.results import from_compact
+from roofline_operator.results import from_compact, headline_of, to_status
 
 
 def test_a_single_gpu_node_round_trips_through_status_without_a_device_list() -> None:
@@ -76,3 +84,76 @@ def test_damaged_entries_are_dropped_instead_of_crashing() -> None:
     }
     assert list(records_from_status(status)) == ["ok"]
     assert records_from_status(None) == {}
+
+
+def published_record(name: str = "gpu-1") -> NodeRecord:
+    devices = (device(0, min_batch=64), device(1, min_batch=256, ridge=200.0))
+    result = from_compact(profile(*devices), "h")
+    measured = replace(headline_of(result), ridge_point=199.0)
+    return NodeRecord(
+        name=name,
+        gpus=2,
+        state=NodeState.PROFILED,
+        attempts=1,
+        cycle_hash="h",
+        pod="roofline-pod",
+        result=result,
+        measured=measured,
+        previous=headline_of(result),
+        published_at=1_600_000_000.0,
+        change="bandwidth 4.31→3.62 TB/s (−16%)",
+    )
+
+
+def test_a_publication_round_trips_through_its_node_annotation() -> None:
+    record = published_record()
+    text = record_to_annotation(record)
+    assert text is not None
+    restored = record_from_annotation("gpu-1", 2, text)
+    assert restored is not None
+    assert restored.result is not None
+    assert record.result is not None
+    assert to_status(restored.result) == to_status(record.result)
+    assert (restored.measured, restored.previous) == (record.measured, record.previous)
+    assert (restored.published_at, restored.change) == (record.published_at, record.change)
+    assert (restored.state, restored.cycle_hash, restored.pod) == (NodeState.PROFILED, "h", None)
+
+
+def test_a_record_without_a_result_has_no_annotation_and_a_damaged_one_is_ignored() -> None:
+    assert record_to_annotation(NodeRecord(name="a", gpus=1)) is None
+    assert record_from_annotation("a", 1, "{not json") is None
+    assert record_from_annotation("a", 1, '{"specHash": "h"}') is None
+    assert record_from_annotation("a", 1, "[1]") is None
+
+
+def test_the_annotation_key_names_the_profile_within_the_key_syntax() -> None:
+    assert record_annotation_key("fleet") == "record.roofline.dev/fleet"
+    long_key = record_annotation_key("p" * 200)
+    assert len(long_key.split("/", 1)[1]) <= 63
+
+
+def test_restored_records_take_annotations_for_nodes_the_status_omits_and_newer_results() -> None:
+    old = published_record("listed")
+    assert old.result is not None
+    newer = replace(old, result=replace(old.result, profiled_at=old.result.profiled_at + 60))
+    key = record_annotation_key("fleet")
+    nodes = [
+        NodeFacts("listed", records={key: str(record_to_annotation(newer))}),
+        NodeFacts("omitted", records={key: str(record_to_annotation(published_record("x")))}),
+        NodeFacts("other-profile", records={record_annotation_key("other"): "{}"}),
+    ]
+    restored = restore_records({"listed": old}, nodes, "fleet")
+    assert set(restored) == {"listed", "omitted"}
+    assert restored["listed"].pod == "roofline-pod", "the status entry's attempt fields stay"
+    listed = restored["listed"].result
+    assert listed is not None
+    assert listed.profiled_at == newer.result.profiled_at
+    assert restored["omitted"].state is NodeState.PROFILED
+
+
+def test_the_annotation_memo_encodes_a_publication_once() -> None:
+    memo = AnnotationMemo()
+    record = published_record()
+    first = memo.text_of(record)
+    assert memo.text_of(replace(record, attempts=2)) is first
+    assert memo.text_of(replace(record, change=None)) != first

@@ -1,13 +1,24 @@
 from __future__ import annotations
 
+import json
+from dataclasses import replace
+from decimal import Decimal
+from typing import Any
+
 import pytest
+from tests.operator.unit.model_builders import plan, planned_node
 from tests.operator.unit.operator_builders import device, profile
 
+from roofline_operator.model_spec import ModelSpec
+from roofline_operator.model_status import ModelsView
 from roofline_operator.names import NodeState
+from roofline_operator.outcomes import MAX_MESSAGE_CHARS
 from roofline_operator.records import NodeRecord
-from roofline_operator.results import from_compact
+from roofline_operator.results import from_compact, headline_of
 from roofline_operator.status import (
+    DEFAULT_STATUS_MAX_NODES,
     build_status,
+    listing_order,
     merge_conditions,
     merge_patch,
     summarize,
@@ -138,3 +149,94 @@ def test_merge_patch_deletes_missing_keys_and_replaces_lists_whole() -> None:
         "nodes": [{"name": "a"}, {"name": "b"}],
     }
     assert merge_patch(new, new) == {}
+
+
+def build(records: dict[str, NodeRecord], max_nodes: int | None, **kw: Any) -> dict[str, Any]:
+    return build_status(
+        records=records,
+        spec_hash="h",
+        conflicts={},
+        spec_error=None,
+        previous_conditions=[],
+        generation=1,
+        now=1000.0,
+        max_nodes=max_nodes,
+        **kw,
+    )
+
+
+def test_status_lists_failed_then_changed_then_pending_nodes_before_the_rest() -> None:
+    records = {
+        "a-profiled": profiled("a-profiled", 180.0, 128),
+        "b-profiled": profiled("b-profiled", 180.0, 128),
+        "c-pending": NodeRecord(name="c-pending", gpus=1, state=NodeState.PROFILING),
+        "d-changed": replace(profiled("d-changed", 180.0, 128), change="bandwidth 4→3 TB/s"),
+        "e-failed": NodeRecord(name="e-failed", gpus=1, state=NodeState.FAILED, reason="Timeout"),
+        "f-old-spec": profiled("f-old-spec", 180.0, 128, spec_hash="old"),
+    }
+    assert listing_order(records, "h") == [
+        "e-failed",
+        "d-changed",
+        "c-pending",
+        "f-old-spec",
+        "a-profiled",
+        "b-profiled",
+    ]
+    status = build(records, max_nodes=4)
+    assert [n["name"] for n in status["nodes"]] == [
+        "c-pending",
+        "d-changed",
+        "e-failed",
+        "f-old-spec",
+    ]
+    assert (status["summary"]["listed"], status["summary"]["omitted"]) == (4, 2)
+    assert status["summary"]["matched"] == 6, "the summary still counts every node"
+    assert status["summary"]["profiled"] == 3
+
+
+def test_a_status_within_the_bound_lists_every_node_by_name() -> None:
+    records = {n: profiled(n, 180.0, 128) for n in ("b", "a")}
+    status = build(records, max_nodes=2)
+    assert [n["name"] for n in status["nodes"]] == ["a", "b"]
+    assert (status["summary"]["listed"], status["summary"]["omitted"]) == (2, 0)
+
+
+def test_a_bound_of_zero_lists_no_node_but_keeps_the_aggregates() -> None:
+    records = {n: profiled(n, 150.0 + i, 64) for i, n in enumerate(("a", "b", "c"))}
+    status = build(records, max_nodes=0)
+    assert status["nodes"] == []
+    assert status["summary"]["omitted"] == 3
+    assert status["summary"]["medianRidgePoint"] == 151.0
+
+
+@pytest.mark.slow
+def test_status_of_10000_nodes_with_8_gpus_and_8_models_stays_far_below_the_object_limit() -> None:
+    names = [f"model-{i}-{'n' * 30}" for i in range(8)]
+    models = tuple(ModelSpec(n, preset="llama-3.1-8b") for n in names)
+    base = planned_node("x", *[tuple(plan(n) for n in names) for _ in range(8)])
+    assert base.result is not None
+    headline = headline_of(base.result)
+    worst = replace(
+        base,
+        state=NodeState.RETRYING,
+        attempts=3,
+        pod="p" * 63,
+        pod_namespace="n" * 63,
+        reason="PodFailed",
+        message="m" * MAX_MESSAGE_CHARS,
+        last_attempt_at=1.7e9,
+        next_attempt_at=1.7e9,
+        measured=replace(headline, ridge_point=1.0),
+        previous=headline,
+        published_at=1.7e9,
+        change="GPU 7 bandwidth 4.31→3.62 TB/s (−16%), " * 8,
+    )
+    names_of_nodes = [f"node-{i:05d}-{'x' * 40}" for i in range(10_000)]
+    records = {n: replace(worst, name=n) for n in names_of_nodes}
+    view = ModelsView(models, {}, Decimal("2.50"))
+    status = build(records, max_nodes=DEFAULT_STATUS_MAX_NODES, models=view)
+    size = len(json.dumps(status, separators=(",", ":")).encode())
+    assert size < 1 << 20, f"{size / 1024:.0f} KiB"
+    assert len(status["nodes"]) == DEFAULT_STATUS_MAX_NODES
+    assert status["summary"]["omitted"] == 10_000 - DEFAULT_STATUS_MAX_NODES
+    assert [(m["name"], m["nodes"]) for m in status["models"]] == [(n, 10_000) for n in names]
