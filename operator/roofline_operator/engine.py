@@ -93,6 +93,7 @@ class ProfileLoop:
         caches = self.runtime.caches
         while not stopped:
             wakeup.clear()
+            began = time.monotonic()
             try:
                 client = await self.runtime.client()
                 await caches.prime(client)
@@ -110,11 +111,13 @@ class ProfileLoop:
                 self.runtime.metrics.reconcile_errors.labels(self.name).inc()
                 self.logger.exception("Reconcile round crashed, retrying")
                 wake_in = ERROR_RETRY_SECONDS
+            took = time.monotonic() - began
             resync = config.resync_seconds
             timeout = resync if wake_in is None else min(wake_in, resync)
             await _wait_any(wakeup.wait(), stopped.wait(), timeout=timeout)
-            if config.batch_window_seconds and not stopped:
-                await _wait_any(stopped.wait(), timeout=config.batch_window_seconds)
+            window = batch_window(config.batch_window_seconds, took, timeout)
+            if window and not stopped:
+                await _wait_any(stopped.wait(), timeout=window)
 
     async def restore(self, client: KubeClient) -> None:
         """Complete the records from the nodes' record annotations (or, with the NodeFeature
@@ -290,6 +293,20 @@ class ProfileLoop:
             return
         await client.patch_profile_status(self.name, patch)
         self.written = status
+
+
+def batch_window(configured: float, round_seconds: float, timeout: float) -> float:
+    """How long to gather events after a wake-up before the next round.
+
+    At least the configured window, and at least as long as the last round took (capped by the
+    round's own next deadline): a round costs time in proportion to the nodes, and events arrive
+    in proportion to them too, so without this a large cluster would run rounds back to back and
+    spend its CPU replanning instead of handling the events. Rounds then take at most about half
+    the operator's time, whatever the cluster's size.
+    """
+    if configured <= 0:
+        return 0.0
+    return max(configured, min(round_seconds, timeout))
 
 
 def retry_times(plan: RoundPlan, rejected: list[tuple[str, Failed]]) -> list[float]:

@@ -13,7 +13,7 @@ from prometheus_client import CollectorRegistry
 from tests.operator.unit.operator_builders import node, succeeded_pod
 
 from roofline_operator.config import load_config
-from roofline_operator.engine import ProfileLoop, first_of
+from roofline_operator.engine import ProfileLoop, batch_window, first_of
 from roofline_operator.kubeapi import ApiError
 from roofline_operator.metrics import OperatorMetrics
 from roofline_operator.names import LABEL_PROFILE, NodeState
@@ -398,3 +398,19 @@ async def test_a_label_patch_that_failed_is_sent_again_next_round() -> None:
 
 def test_first_of_flattens_an_index() -> None:
     assert first_of({"a": [1, 2], "b": [], "c": [3]}) == {"a": 1, "c": 3}
+
+
+def test_the_batch_window_is_the_configured_one_after_a_fast_round() -> None:
+    assert batch_window(0.5, 0.01, 60.0) == 0.5
+
+
+def test_the_batch_window_grows_to_the_last_rounds_duration_on_a_large_cluster() -> None:
+    assert batch_window(0.5, 2.0, 60.0) == 2.0
+
+
+def test_the_batch_window_never_delays_past_the_rounds_own_deadline() -> None:
+    assert batch_window(0.5, 2.0, 1.0) == 1.0
+
+
+def test_a_zero_batch_window_stays_off() -> None:
+    assert batch_window(0.0, 2.0, 60.0) == 0.0
