@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Awaitable
+from collections.abc import Awaitable, Mapping
 from typing import Any
 
 from roofline_operator.kubeapi import ApiError, KubeClient
@@ -23,8 +23,10 @@ from roofline_operator.planner import PodCheck, PodLookups, RoundPlan
 from roofline_operator.pods import PodCollection, PodFacts, finished_pod_collections
 from roofline_operator.records import record_annotation_key
 
-#: How long a sent node patch suppresses an identical one while the node watch catches up.
-LABEL_PATCH_MEMORY_SECONDS = 30.0
+#: Longest a sent node patch suppresses an identical one while the node watch shows no newer
+#: version of the node (a watch that lost the event; a large cluster's watch lags by tens of
+#: seconds, so the version, not a short timer, tells when the node's state is known).
+LABEL_PATCH_MEMORY_SECONDS = 300.0
 
 #: A node patch: its labels' merge patch and its annotations' (either may be empty).
 NodePatch = tuple[dict[str, str | None], dict[str, str | None]]
@@ -50,7 +52,9 @@ class PlanApplier:
         #: Pods this operator asked to delete, until the pod watch stops showing them.
         self.deleted: set[str] = set()
         #: Node patches sent recently, so a lagging node watch does not cause a second patch.
-        self.sent_labels: dict[str, tuple[float, NodePatch]] = {}
+        #: Per node: when its last patch was sent, the patch, and the node's resourceVersion the
+        #: round that sent it saw.
+        self.sent_labels: dict[str, tuple[float, NodePatch, str]] = {}
         #: Pods the watch did not show: when a GET found each, those it did not find, and the
         #: lag the latest found ones prove (``planner.PodLookups``).
         self.pods_found: dict[str, float] = {}
@@ -80,16 +84,24 @@ class PlanApplier:
         return patches
 
     def skip_repeated_node_patches(
-        self, patches: dict[str, NodePatch], now: float
+        self, patches: dict[str, NodePatch], now: float, versions: Mapping[str, str]
     ) -> dict[str, NodePatch]:
+        """Drop the patches already sent whose effect the node watch has not shown yet.
+
+        A patch is sent again only once the watch has delivered a newer version of the node
+        (``versions``: each node's resourceVersion as the round saw it) that still needs it —
+        someone else changed the labels back — or after :data:`LABEL_PATCH_MEMORY_SECONDS`.
+        """
         for node in list(self.sent_labels):
-            sent_at, patch = self.sent_labels[node]
-            if now - sent_at > LABEL_PATCH_MEMORY_SECONDS or node not in patches:
+            sent_at, patch, version = self.sent_labels[node]
+            seen_since = versions.get(node, version) != version
+            expired = now - sent_at > LABEL_PATCH_MEMORY_SECONDS
+            if expired or seen_since or node not in patches:
                 del self.sent_labels[node]
             elif patches[node] == patch:
                 del patches[node]
         for node, patch in patches.items():
-            self.sent_labels[node] = (now, patch)
+            self.sent_labels[node] = (now, patch, versions.get(node, ""))
         return patches
 
     def pod_lookups(self, profiling: set[str]) -> PodLookups:
@@ -122,7 +134,11 @@ class PlanApplier:
             self.log.warning("%d pod check(s) failed, e.g. %s", len(errors), errors[0])
 
     async def apply(
-        self, client: KubeClient, plan: RoundPlan, now: float
+        self,
+        client: KubeClient,
+        plan: RoundPlan,
+        now: float,
+        versions: Mapping[str, str] | None = None,
     ) -> list[tuple[str, Failed]]:
         """Send the plan's requests concurrently; return the nodes whose pod was refused."""
         rejected: list[tuple[str, Failed]] = []
@@ -160,7 +176,7 @@ class PlanApplier:
         jobs: list[Awaitable[Any]] = [create(pod) for pod in plan.creates]
         jobs += [delete(ns, name) for ns, name in deletes]
         if self.node_features_namespace is None:
-            patches = self.skip_repeated_node_patches(self.node_patches(plan), now)
+            patches = self.skip_repeated_node_patches(self.node_patches(plan), now, versions or {})
             jobs += [label(node, patch) for node, patch in patches.items()]
         else:
             jobs += self.node_feature_jobs(client, plan, self.node_features_namespace)

@@ -163,7 +163,8 @@ class ProfileLoop:
             )
         )
         # Apply: a pod the API refused fails its node now, not a round later.
-        rejected = await self.applier.apply(client, plan, now)
+        versions = {name: facts.resource_version for name, facts in nodes.items()}
+        rejected = await self.applier.apply(client, plan, now, versions)
         await self.applier.check_pods(client, plan.pod_checks, now)
         for node, failure in rejected:
             plan.records[node] = fail_node(plan.records[node], failure, spec, now)

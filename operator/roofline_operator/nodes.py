@@ -37,6 +37,8 @@ class NodeFacts:
     allocatable: Mapping[str, str] = field(default_factory=dict)
     #: The node's record annotations (``records.py``), by annotation key: one per profile.
     records: Mapping[str, str] = field(default_factory=dict)
+    #: ``metadata.resourceVersion``: changes with every write the watch has delivered.
+    resource_version: str = ""
 
     def gpu_count(self, resource: str) -> int:
         """Allocatable units of an extended resource; extended resources are whole numbers."""
@@ -71,6 +73,7 @@ def node_facts(body: Mapping[str, Any]) -> NodeFacts:
             for k, v in (metadata.get("annotations") or {}).items()
             if str(k).startswith(ANNOTATION_RECORD_PREFIX)
         },
+        resource_version=str(metadata.get("resourceVersion", "")),
     )
 
 
