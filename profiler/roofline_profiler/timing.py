@@ -68,7 +68,7 @@ DEFAULT = TimingPolicy(
     max_rounds=12,
     slice_seconds=0.03,
     warmup_seconds=0.1,
-    budget_seconds=22.0,
+    budget_seconds=26.0,
     search_seconds=0.25,
     max_run_seconds=0.5,
 )
