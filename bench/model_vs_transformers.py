@@ -149,11 +149,16 @@ def reference_run(model: Any, quick: bool) -> dict[tuple[int, int], float]:
     return {(b, c): decode_step_seconds(model, b, c, quick) for c in CONTEXTS for b in BATCHES}
 
 
+def _closest_pair(runs: list[float]) -> tuple[float, float]:
+    """The two runs that agree best: the smallest ratio of the slower to the faster."""
+    pairs = [(a, b) for i, a in enumerate(runs) for b in runs[i + 1 :]]
+    return min(pairs, key=lambda p: max(p) / min(p))
+
+
 def reference_of(runs: list[float]) -> float:
     """The geometric mean of the two runs that agree best (before and after, when no point
     needed a retake)."""
-    pairs = [(a, b) for i, a in enumerate(runs) for b in runs[i + 1 :]]
-    a, b = min(pairs, key=lambda p: max(p) / min(p))
+    a, b = _closest_pair(runs)
     return math.sqrt(a * b)
 
 
@@ -177,9 +182,8 @@ def retake_disagreeing(
 
 
 def _agree(runs: list[float]) -> bool:
-    return any(
-        max(a, b) / min(a, b) <= RETAKE_RATIO for i, a in enumerate(runs) for b in runs[i + 1 :]
-    )
+    a, b = _closest_pair(runs)
+    return max(a, b) / min(a, b) <= RETAKE_RATIO
 
 
 def predict(

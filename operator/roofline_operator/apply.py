@@ -125,13 +125,17 @@ class PlanApplier:
         results = await asyncio.gather(*map(check, checks), return_exceptions=True)
         if found:
             self.lagging_since = (min(p.launched_at for p in found), now)
+        self._count_failures(results, "pod check(s)")
+
+    def _count_failures(self, results: list[Any], what: str) -> None:
+        """Re-raise a result that is a bug; count and log the API errors among ``results``."""
         errors = [r for r in results if isinstance(r, BaseException)]
         for error in errors:
             if not isinstance(error, ApiError):
                 raise error
         if errors:
             self.metrics.reconcile_errors.labels(self.profile).inc(len(errors))
-            self.log.warning("%d pod check(s) failed, e.g. %s", len(errors), errors[0])
+            self.log.warning("%d %s failed, e.g. %s", len(errors), what, errors[0])
 
     async def apply(
         self,
@@ -181,13 +185,7 @@ class PlanApplier:
         else:
             jobs += self.node_feature_jobs(client, plan, self.node_features_namespace)
         results += await asyncio.gather(*jobs, return_exceptions=True)
-        errors = [r for r in results if isinstance(r, BaseException)]
-        for error in errors:
-            if not isinstance(error, ApiError):
-                raise error
-        if errors:
-            self.metrics.reconcile_errors.labels(self.profile).inc(len(errors))
-            self.log.warning("%d request(s) failed, e.g. %s", len(errors), errors[0])
+        self._count_failures(results, "request(s)")
         return rejected
 
     def node_feature_jobs(
