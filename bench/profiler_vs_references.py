@@ -9,7 +9,10 @@ One command measures every goal of the profiler's specification and writes a Mar
    ``profile_device`` (default mode; its read, copy and peak are the published numbers), the C
    STREAM-style read and copy loops (``bench/stream.c``, compiled here with the system C compiler
    and OpenMP, same thread count, same buffer size), and the best ``torch.mm`` over square sizes
-   1024…4096. Each side keeps its best round, so the ratio does not measure the host's drift.
+   1024…4096. Every reference is its confirmed best (the second-fastest trial), the estimator the
+   profiler's own numbers use, so the ratio compares kernels, not a lone lucky trial against a
+   confirmed value; the ratio to the fastest single trial is printed beside it. Each side keeps
+   its best round, so the ratio does not measure the host's drift.
    Goal: profiler / reference ≥ 0.95 for read, copy and peak.
 2. **Run to run.** ``--runs`` default-mode ``roofline profile`` runs in fresh processes. Goals:
    ridge-point CoV ≤ 3%, the same recommended min batch in every run, wall time ≤ 30 s.
@@ -24,6 +27,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import datetime as dt
+import functools
 import json
 import os
 import re
@@ -47,6 +51,8 @@ from roofline_profiler.runner import ProfileRequest, profile_device
 HERE = Path(__file__).resolve().parent
 TRIALS = 20
 MM_SIZES = (1024, 1536, 2048, 3072, 4096)
+#: Trials of each reference matmul size last about this long (the profiler's search: 0.25 s).
+MM_SECONDS = 0.5
 BURST_ON_SECONDS, BURST_OFF_SECONDS = 1.0, 1.0
 BURST_BYTES = 256 << 20
 
@@ -65,14 +71,17 @@ def cpu_model() -> str:
     return "unknown CPU"
 
 
-def best_seconds(fn: Callable[[], object], trials: int) -> float:
+def trial_seconds(fn: Callable[[], object], seconds: float, min_trials: int = 5) -> list[float]:
+    """Sorted times of trials of ``fn`` for about ``seconds`` (at least ``min_trials``)."""
     fn()
-    times = []
-    for _ in range(trials):
+    times: list[float] = []
+    spent = 0.0
+    while len(times) < min_trials or spent < seconds:
         start = time.perf_counter()
         fn()
         times.append(time.perf_counter() - start)
-    return min(times)
+        spent += times[-1]
+    return sorted(times)
 
 
 def compile_stream(directory: Path) -> Path | None:
@@ -87,7 +96,8 @@ def compile_stream(directory: Path) -> Path | None:
     return binary
 
 
-def c_stream(binary: Path, size: int, threads: int) -> dict[str, float]:
+def c_stream(binary: Path, size: int, threads: int) -> dict[str, tuple[float, float]]:
+    """Each kernel's (confirmed best, fastest trial) rate."""
     out = subprocess.run(
         [str(binary), str(size), str(TRIALS)],
         check=True,
@@ -95,17 +105,22 @@ def c_stream(binary: Path, size: int, threads: int) -> dict[str, float]:
         text=True,
         env={**os.environ, "OMP_NUM_THREADS": str(threads), "OMP_PROC_BIND": "spread"},
     ).stdout
-    return {line.split()[0]: float(line.split()[1]) for line in out.splitlines()}
+    rates = {}
+    for line in out.splitlines():
+        name, confirmed, fastest = line.split()
+        rates[name] = (float(confirmed), float(fastest))
+    return rates
 
 
-def best_torch_mm() -> tuple[float, int]:
-    best = (0.0, 0)
+def best_torch_mm() -> tuple[float, float, int]:
+    """The best square ``torch.mm``: (confirmed best rate, fastest trial's rate, size)."""
+    best = (0.0, 0.0, 0)
     for size in MM_SIZES:
         a, b = torch.randn(size, size), torch.randn(size, size)
         out = torch.empty(size, size)
-        trials = max(3, min(TRIALS, int(4e9 / (2 * size**3)) + 3))
-        rate = 2 * size**3 / best_seconds(lambda a=a, b=b, out=out: torch.mm(a, b, out=out), trials)
-        best = max(best, (rate, size))
+        times = trial_seconds(functools.partial(torch.mm, a, b, out=out), MM_SECONDS)
+        flops = 2 * size**3
+        best = max(best, (flops / times[1], flops / times[0], size))
     return best
 
 
@@ -210,7 +225,8 @@ def compare_ceilings(rounds: int, binary: Path | None) -> tuple[list[str], list[
     )
     ours = {"read": 0.0, "copy": 0.0, "peak": 0.0}
     kernels: dict[str, str] = {}
-    refs = {"read": 0.0, "copy": 0.0, "peak": 0.0}
+    refs = {"read": 0.0, "copy": 0.0, "peak": 0.0}  # confirmed bests
+    fastest = {"read": 0.0, "copy": 0.0, "peak": 0.0}  # fastest single trials
     mm_size = 0
     for position in range(rounds):
         print(f"ceilings round {position + 1}/{rounds}", file=sys.stderr)
@@ -223,9 +239,11 @@ def compare_ceilings(rounds: int, binary: Path | None) -> tuple[list[str], list[
             if value > ours[key]:
                 ours[key], kernels[key] = value, kernel
         if binary is not None:
-            for key, value in c_stream(binary, size, threads).items():
-                refs[key] = max(refs[key], value)
-        rate, at = best_torch_mm()
+            for key, (confirmed, fast) in c_stream(binary, size, threads).items():
+                refs[key] = max(refs[key], confirmed)
+                fastest[key] = max(fastest[key], fast)
+        rate, fast, at = best_torch_mm()
+        fastest["peak"] = max(fastest["peak"], fast)
         if rate > refs["peak"]:
             refs["peak"], mm_size = rate, at
     names = {
@@ -238,8 +256,9 @@ def compare_ceilings(rounds: int, binary: Path | None) -> tuple[list[str], list[
         f"CPU: {info.name}, {threads} torch threads, bandwidth buffers {size >> 20} MiB, "
         f"best of {rounds} interleaved rounds, torch {torch.__version__}",
         "",
-        "| quantity | profiler (kernel) | reference | value | profiler / reference | goal ≥ 0.95 |",
-        "|---|---|---|---|---|---|",
+        "| quantity | profiler (kernel) | reference | value | profiler / reference | goal ≥ 0.95 "
+        "| fastest trial | profiler / fastest |",
+        "|---|---|---|---|---|---|---|---|",
     ]
     met = []
     for key in ("read", "copy", "peak"):
@@ -251,8 +270,14 @@ def compare_ceilings(rounds: int, binary: Path | None) -> tuple[list[str], list[
         met.append(ratio >= GOAL_RATIO)
         lines.append(
             f"| {key} | {ours[key] / scale:.1f} {unit} ({kernels[key]}) | {names[key]} "
-            f"| {refs[key] / scale:.1f} {unit} | {ratio:.3f} | {verdict(ratio >= GOAL_RATIO)} |"
+            f"| {refs[key] / scale:.1f} {unit} | {ratio:.3f} | {verdict(ratio >= GOAL_RATIO)} "
+            f"| {fastest[key] / scale:.1f} {unit} | {ours[key] / fastest[key]:.3f} |"
         )
+    lines += [
+        "",
+        "Each reference is its confirmed best (the second-fastest trial), the estimator of the "
+        "profiler's numbers; the last two columns compare with the fastest single trial instead.",
+    ]
     return lines, met
 
 

@@ -126,7 +126,7 @@ def _matmul_workload(shape: Shape, dtype: str, device: torch.device) -> Workload
     def matmul(_: int) -> object:
         return torch.mm(a, b, out=out)
 
-    return Workload(peak_label(shape), roofline.decode_gemm_flops(m, k, n), matmul)
+    return Workload(peak_label(shape), roofline.decode_gemm_flops(m, k, n), matmul, rewarm=True)
 
 
 def _square_ladder(start: int) -> Iterator[int]:

@@ -85,6 +85,27 @@ def test_a_slice_holds_several_runs_of_a_fast_workload() -> None:
     assert measured["fast"].repeats >= 3 * 4
 
 
+def test_an_in_cache_workload_starts_every_slice_with_an_untimed_run() -> None:
+    # A streaming workload evicts the matmul's operands; the matmul's next run is slow.
+    cache = {"warm": False}
+    calls: list[int] = []
+
+    def stream(_: int) -> None:
+        cache["warm"] = False
+
+    def matmul(index: int) -> None:
+        calls.append(index)
+        time.sleep(0.001 if cache["warm"] else 0.004)
+        cache["warm"] = True
+
+    workloads = [Workload("stream", 1.0, stream), Workload("matmul", 1.0, matmul, rewarm=True)]
+    measured = measure_rounds(workloads, CPU, _policy(max_rounds=3), lambda _: None)["matmul"]
+    assert measured.repeats == 3  # one timed run per slice (slice_seconds=0)
+    assert measured.warmup_runs == 1 + 3  # the first call, then one per slice
+    assert max(measured.times) < 0.004  # no timed run paid for the eviction
+    assert calls == list(range(7))  # untimed runs take their own indices too
+
+
 def test_a_first_look_times_at_least_the_minimum_runs_after_a_warm_up_call() -> None:
     calls: list[int] = []
     m = measure(calls.append, label="noop", work=1.0, device=CPU, seconds=0.0, min_runs=4)
