@@ -45,8 +45,9 @@ class TimingPolicy:
     #: Warm-up per workload before its first round.
     warmup_seconds: float
     #: Wall time from the start of a device's profile (peak search, allocation, warm-up) to the
-    #: end of its rounds; rounds stop once it is spent (never before :data:`MIN_ROUNDS`), so a
-    #: machine slow to fill the buffers gets fewer rounds, not a longer profile.
+    #: end of its rounds; a round starts only if it would end within it, judged by how long its
+    #: workloads' last slices took (never fewer than :data:`MIN_ROUNDS`), so a machine slow to
+    #: fill the buffers gets fewer rounds, not a longer profile.
     budget_seconds: float
     #: The adaptive peak search: seconds per candidate shape and the longest single run allowed.
     search_seconds: float
@@ -204,20 +205,26 @@ def measure_rounds(
         progress(f"warm-up {w.label} ({position}/{len(workloads)})")
         _warm_up(w, device, policy.warmup_seconds)
     due = list(workloads)
+    slice_wall: dict[str, float] = {}
     round_index = 0
     while due and round_index < policy.max_rounds:
         progress(f"round {round_index + 1}: {len(due)} workload(s)")
         # Rotate the order so no workload always follows the same neighbour.
         shift = round_index % len(due)
         for w in due[shift:] + due[:shift]:
+            slice_start = time.perf_counter()
             _time_slice(w, device, round_index, policy.slice_seconds)
+            slice_wall[w.label] = time.perf_counter() - slice_start
         round_index += 1
-        over_budget = time.perf_counter() - started > policy.budget_seconds
-        if over_budget and round_index >= MIN_ROUNDS:
-            break  # a loaded device gets fewer rounds and wider intervals, not a longer profile
-        if round_index < policy.min_rounds:
-            continue
-        due = [w for w in workloads if needs_more_rounds(w.measurement())]
+        if round_index >= policy.min_rounds:
+            due = [w for w in workloads if needs_more_rounds(w.measurement())]
+        # The next round would take what its workloads' last slices took; it runs only if it
+        # would end within the budget: a loaded device gets fewer rounds and wider intervals,
+        # not a longer profile.
+        upcoming = sum(slice_wall[w.label] for w in due)
+        past_budget = time.perf_counter() - started + upcoming > policy.budget_seconds
+        if past_budget and round_index >= MIN_ROUNDS:
+            break
     return {w.label: w.measurement() for w in workloads}
 
 

@@ -1,6 +1,7 @@
 import itertools
 import time
 
+import pytest
 import torch
 
 from roofline_profiler.timing import MIN_ROUNDS, TimingPolicy, Workload, measure, measure_rounds
@@ -77,6 +78,23 @@ def test_the_budget_counts_from_the_profiles_start_not_from_the_rounds() -> None
     assert len(late["steady"].round_bests) == MIN_ROUNDS
     on_time = measure_rounds([steady()], CPU, policy, lambda _: None)
     assert len(on_time["steady"].round_bests) == 6
+
+
+def test_a_round_starts_only_if_it_would_end_within_the_budget(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    clock = {"now": 0.0}  # a fake clock: every run takes exactly one second
+    monkeypatch.setattr(time, "perf_counter", lambda: clock["now"])
+
+    def run(_: int) -> None:
+        clock["now"] += 1.0
+
+    workload = Workload("steady", 1.0, run)
+    policy = _policy(min_rounds=20, max_rounds=20, budget_seconds=10.5)
+    measured = measure_rounds([workload], CPU, policy, lambda _: None, started=0.0)
+    # Warm-up ends at 1 s and each round takes 1 s: the round from 10 s to 11 s would overrun.
+    assert len(measured["steady"].round_bests) == 9
+    assert clock["now"] == 10.0
 
 
 def test_a_slice_holds_several_runs_of_a_fast_workload() -> None:
