@@ -11,7 +11,11 @@ keep arriving. The rule is *an event seen while priming wins over the list*. The
 every change in order, so a listed state newer than such an event arrives later as an event of
 its own, and a listed state older than it is stale; in particular a deletion seen while priming
 leaves a tombstone, so the list cannot resurrect the object. Tombstones are dropped once the
-cache is ready (later events are applied as they come).
+list is merged (later events are applied as they come).
+
+A ready cache can be primed again, by the same rule: a periodic relist. When a watch restarts
+after its resource version expired (410 Gone), the new watch reports what exists, never what was
+deleted in the gap; a relist drops those objects, which would otherwise stay until a restart.
 
 Pure module apart from the :class:`asyncio.Event`: no Kubernetes client, no Kopf.
 """
@@ -39,13 +43,13 @@ class ObjectCache(Generic[K, V]):
     def upsert(self, key: K, value: V) -> None:
         """A watch event (or the listing Kopf does on its own) showed ``value`` for ``key``."""
         self._objects[key] = value
-        if not self.ready.is_set():
+        if self._priming:
             self._touched.add(key)
 
     def delete(self, key: K) -> None:
         """A watch event showed ``key`` deleted; while priming, this is a tombstone."""
         self._objects.pop(key, None)
-        if not self.ready.is_set():
+        if self._priming:
             self._touched.add(key)
 
     def start_priming(self) -> None:
@@ -53,6 +57,7 @@ class ObjectCache(Generic[K, V]):
 
         Events before this call are older than the list's snapshot, so the list may overwrite
         them; forgetting their marks keeps a restarted priming (after a failed list) correct.
+        A ready cache stays ready (and readable) while it is primed again.
         """
         self._touched.clear()
         self._priming = True

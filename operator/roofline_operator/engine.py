@@ -46,7 +46,7 @@ from roofline_operator.records import (
     records_from_status,
     restore_records,
 )
-from roofline_operator.runtime import Runtime
+from roofline_operator.runtime import RELIST_SECONDS, Runtime
 from roofline_operator.spec import ProfileSpec, SpecError, parse_spec
 from roofline_operator.status import build_status, merge_patch
 
@@ -96,7 +96,7 @@ class ProfileLoop:
             began = time.monotonic()
             try:
                 client = await self.runtime.client()
-                await caches.prime(client)
+                await caches.prime(client, RELIST_SECONDS)
                 if not self.restored:
                     await self.restore(client)
                 nodes = caches.nodes.snapshot()

@@ -8,6 +8,7 @@ operator starts and only its members change afterwards; every copy sees the same
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -26,6 +27,9 @@ from roofline_operator.server import Health
 
 #: The label selector of every profiler pod (the pod cache holds these only).
 PROFILER_POD_SELECTOR = f"{LABEL_MANAGED_BY}={MANAGED_BY}"
+#: Profile rounds relist the nodes and pods when the caches' last list is this old: a watch that
+#: restarts after 410 Gone never reports what was deleted in its gap (``cache.py``).
+RELIST_SECONDS = 600.0
 
 
 class Wakeups:
@@ -57,30 +61,41 @@ class Caches:
     nodes: ObjectCache[str, NodeFacts] = field(default_factory=ObjectCache)
     pods: ObjectCache[tuple[str, str], PodFacts] = field(default_factory=ObjectCache)
     lock: asyncio.Lock = field(default_factory=asyncio.Lock)
+    #: ``time.monotonic()`` when each cache's last priming list was merged.
+    listed_at: dict[str, float] = field(default_factory=dict)
 
     @property
     def ready(self) -> bool:
         return self.nodes.ready.is_set() and self.pods.ready.is_set()
 
-    async def prime(self, client: KubeClient) -> None:
-        """List the nodes and the profiler pods once; later calls return at once.
+    async def prime(self, client: KubeClient, relist_seconds: float | None = None) -> None:
+        """List the nodes and the profiler pods once, and again when a list is older than
+        ``relist_seconds`` (never, by default); otherwise return at once.
 
-        Called by whoever needs the caches first (a profile's round, the finalizer); an API
-        error leaves them unprimed for the next caller to try again.
+        Called by whoever needs the caches (a profile's round, with a relist period; the
+        finalizer, without); an API error leaves a cache as it was for the next caller to retry.
         """
         async with self.lock:
-            if not self.nodes.ready.is_set():
+            if self._due(self.nodes, "nodes", relist_seconds):
                 self.nodes.start_priming()
                 nodes: list[tuple[str, NodeFacts]] = []
                 async for page in client.list_pages("/api/v1/nodes"):
                     nodes.extend((f.name, f) for f in map(node_facts, page))
                 self.nodes.finish_priming(nodes)
-            if not self.pods.ready.is_set():
+                self.listed_at["nodes"] = time.monotonic()
+            if self._due(self.pods, "pods", relist_seconds):
                 self.pods.start_priming()
                 pods: list[tuple[tuple[str, str], PodFacts]] = []
                 async for page in client.list_pages("/api/v1/pods", PROFILER_POD_SELECTOR):
                     pods.extend((pod_key(f), f) for f in map(pod_facts, page))
                 self.pods.finish_priming(pods)
+                self.listed_at["pods"] = time.monotonic()
+
+    def _due(self, cache: ObjectCache[Any, Any], name: str, relist_seconds: float | None) -> bool:
+        if not cache.ready.is_set() or name not in self.listed_at:
+            return True
+        age = time.monotonic() - self.listed_at[name]
+        return relist_seconds is not None and age >= relist_seconds
 
     def pods_of(self, profile: str) -> list[PodFacts]:
         return [p for p in self.pods.values() if p.profile == profile]

@@ -84,3 +84,22 @@ def test_a_snapshot_does_not_change_with_later_events() -> None:
     cache.upsert("b", 2)
     assert view == {"a": 1}
     assert len(cache) == 2
+
+
+def test_a_relist_drops_objects_whose_deletion_the_watch_missed_and_stays_ready() -> None:
+    cache = primed(priming(), {"a": 1, "b": 2})
+    cache.start_priming()
+    assert cache.ready.is_set(), "readers keep the cache while it is listed again"
+    primed(cache, {"a": 1})
+    assert cache.snapshot() == {"a": 1}
+    assert cache.ready.is_set()
+
+
+def test_events_seen_during_a_relist_win_over_its_list() -> None:
+    cache = primed(priming(), {"a": 1, "b": 2})
+    cache.start_priming()
+    cache.delete("a")  # deleted while the relist ran: its list may still hold it
+    cache.upsert("c", 3)  # created after the list's snapshot: the list lacks it
+    cache.upsert("b", 5)  # updated after the snapshot
+    primed(cache, {"a": 1, "b": 2})
+    assert cache.snapshot() == {"b": 5, "c": 3}
