@@ -55,6 +55,7 @@ def measurement_to_dict(m: Measurement, work_key: str) -> dict[str, Any]:
         "samplesRound": list(m.rounds),
         "hitRounds": m.hit_rounds,
         "stepChange": m.step_change,
+        **({"roundsCpuWait": list(m.cpu_waits)} if m.cpu_waits else {}),
     }
 
 
@@ -65,6 +66,7 @@ def measurement_from_dict(d: dict[str, Any], work_key: str) -> Measurement:
         work=d[work_key],
         warmup_runs=d["warmupRuns"],
         rounds=tuple(d.get("samplesRound", ())),
+        cpu_waits=tuple(d.get("roundsCpuWait", ())),
     )
 
 

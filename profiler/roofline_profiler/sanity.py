@@ -17,6 +17,11 @@ physically implausible. Ordinary timing noise is not a warning: it is in the int
 * ``PeakFromDecode``: a decode step beat every matmul of the peak search by more than the timing
   noise (``stats.AGREEMENT``), even at the low end of the peak's interval: the search missed a
   faster shape, so the true peak may be higher still.
+* ``CpuContention``: on a CPU, the round behind the confirmed best of a headline workload ran
+  while the profiler's threads waited for a CPU at least :data:`CPU_WAIT_SUSPECT` of the time
+  (``timing.cpu_wait_seconds``): another process held the CPUs in every round that could have
+  set the number, so it understates the device by more than its interval says.
+  Bursts that leave quiet rounds are no warning: the confirmed best comes from those.
 * ``ImplausibleBandwidth`` / ``ImplausiblePeak`` / ``BandwidthMismatch``: numbers no current
   device produces.
 * ``MinBatchFromModel``: no swept batch reached the threshold, so the minimum batch is the
@@ -43,6 +48,9 @@ MIN_PLAUSIBLE_PEAK = 1e9
 DECODE_SLOPE_SUSPECT = 1.25
 #: Read and copy bandwidth of one memory rarely differ by more than this factor.
 MAX_READ_COPY_RATIO = 2.5
+#: A parallel CPU kernel whose threads waited this share of a round for a CPU ran that much
+#: slower, several times the timing noise of a round (``stats.AGREEMENT``).
+CPU_WAIT_SUSPECT = 0.10
 
 IDLE_ADVICE = "re-run when nothing else uses the device (check other processes and GPU tenants)"
 
@@ -110,6 +118,32 @@ def _interference(
     ]
 
 
+def _contention(
+    derived: DeviceRoofline,
+    bandwidth: Mapping[str, Measurement],
+    peak: Mapping[str, Measurement],
+    sweep: Sequence[tuple[int, Measurement]],
+) -> list[Warning_]:
+    waited = []
+    for role, m in _headline_workloads(derived, bandwidth, peak, sweep):
+        wait = m.confirmed_cpu_wait
+        if wait is not None and wait >= CPU_WAIT_SUSPECT:
+            waited.append((wait, f"{m.label} ({role})"))
+    if not waited:
+        return []
+    worst = max(wait for wait, _ in waited)
+    return [
+        Warning_(
+            "CpuContention",
+            "the best rounds of " + ", ".join(label for _, label in waited) + " ran while the "
+            f"profiler's threads waited for a CPU up to {worst:.0%} of the time: another process "
+            "held the CPUs throughout, so these numbers understate what the device does alone (one "
+            "waiting thread holds up a whole parallel kernel); re-run when the CPUs are idle, or "
+            "give the profiler whole CPUs of its own",
+        )
+    ]
+
+
 def _from_decode(
     derived: DeviceRoofline,
     bandwidth: Mapping[str, Measurement],
@@ -154,6 +188,7 @@ def plausibility_warnings(
 ) -> tuple[Warning_, ...]:
     """Every warning of one device (see the module docstring)."""
     warnings = _interference(derived, bandwidth, peak, sweep)
+    warnings += _contention(derived, bandwidth, peak, sweep)
     warnings += _from_decode(derived, bandwidth, peak, bandwidth_kind)
     slope, top = derived.slope.value, derived.peak.value
     if not MIN_PLAUSIBLE_BANDWIDTH <= slope <= MAX_PLAUSIBLE_BANDWIDTH:

@@ -74,6 +74,10 @@ class Measurement:
     work: float = 0.0
     warmup_runs: int = 0
     rounds: tuple[int, ...] = ()
+    #: Per round, in round order: the share of the round's slice that this process's compute
+    #: threads spent runnable but waiting for a CPU another process held (CPU devices on Linux;
+    #: empty where the kernel does not say).
+    cpu_waits: tuple[float, ...] = ()
 
     def __post_init__(self) -> None:
         if not self.times:
@@ -82,6 +86,8 @@ class Measurement:
             raise ValueError(f"{self.label}: run times must be positive and finite")
         if self.rounds and len(self.rounds) != len(self.times):
             raise ValueError(f"{self.label}: one round index per sample")
+        if self.cpu_waits and len(self.cpu_waits) != len(self.round_bests):
+            raise ValueError(f"{self.label}: one CPU wait share per round")
 
     @property
     def repeats(self) -> int:
@@ -139,6 +145,15 @@ class Measurement:
     @property
     def confirmed_rate(self) -> float:
         return self.work / self.confirmed_time
+
+    @property
+    def confirmed_cpu_wait(self) -> float | None:
+        """The CPU wait share of the round whose best is the confirmed time; None unknown."""
+        if not self.cpu_waits:
+            return None
+        bests = self.round_bests
+        ranked = sorted(range(len(bests)), key=lambda i: bests[i])
+        return self.cpu_waits[ranked[1] if len(ranked) > 1 else ranked[0]]
 
     @property
     def is_confirmed(self) -> bool:

@@ -18,6 +18,7 @@ sample and its round.
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -140,15 +141,40 @@ class Workload:
     next_index: int = 0
     times: list[float] = field(default_factory=list)
     rounds: list[int] = field(default_factory=list)
+    cpu_waits: list[float] = field(default_factory=list)
 
     def measurement(self) -> Measurement:
+        complete = len(self.cpu_waits) == len(set(self.rounds))
         return Measurement(
             label=self.label,
             times=tuple(self.times),
             work=self.work,
             warmup_runs=self.warmup_runs,
             rounds=tuple(self.rounds),
+            cpu_waits=tuple(self.cpu_waits) if complete else (),
         )
+
+
+def cpu_wait_seconds() -> float | None:
+    """Seconds this process's threads have spent runnable but waiting for a CPU: the run delay
+    of Linux's ``/proc/<pid>/task/<tid>/schedstat``, summed over threads; None elsewhere.
+
+    A thread of a parallel CPU kernel that another process keeps off its CPU delays the whole
+    kernel, and only waiting time says so: CPU time does not (the other threads spin meanwhile).
+    """
+    try:
+        tasks = os.listdir("/proc/self/task")
+    except OSError:
+        return None
+    total, found = 0, False
+    for task in tasks:
+        try:
+            with open(f"/proc/self/task/{task}/schedstat") as f:
+                total += int(f.read().split()[1])
+            found = True
+        except (OSError, ValueError, IndexError):
+            continue  # a thread that just exited, or no scheduler statistics
+    return total / 1e9 if found else None
 
 
 def _warm_up(w: Workload, device: torch.device, seconds: float) -> None:
@@ -206,6 +232,10 @@ def measure_rounds(
         _warm_up(w, device, policy.warmup_seconds)
     due = list(workloads)
     slice_wall: dict[str, float] = {}
+    # On a CPU, how long the profiler's threads waited for a CPU during each slice (``sanity.py``
+    # warns when the rounds behind a headline number waited).
+    waits = device.type == "cpu" and cpu_wait_seconds() is not None
+    threads = torch.get_num_threads()
     round_index = 0
     while due and round_index < policy.max_rounds:
         progress(f"round {round_index + 1}: {len(due)} workload(s)")
@@ -213,8 +243,13 @@ def measure_rounds(
         shift = round_index % len(due)
         for w in due[shift:] + due[:shift]:
             slice_start = time.perf_counter()
+            waited = cpu_wait_seconds() if waits else None
             _time_slice(w, device, round_index, policy.slice_seconds)
-            slice_wall[w.label] = time.perf_counter() - slice_start
+            wall = time.perf_counter() - slice_start
+            slice_wall[w.label] = wall
+            after = cpu_wait_seconds() if waited is not None else None
+            if waited is not None and after is not None:
+                w.cpu_waits.append(max(0.0, after - waited) / (wall * threads))
         round_index += 1
         if round_index >= policy.min_rounds:
             due = [w for w in workloads if needs_more_rounds(w.measurement())]

@@ -35,15 +35,20 @@ def rounds_measurement(
     work: float,
     rounds: int = ROUNDS,
     slowdown: Mapping[int, float] | None = None,
+    cpu_waits: Mapping[int, float] | None = None,
 ) -> Measurement:
-    """Two runs per round at ``seconds`` plus quiet jitter, round r slowed by ``slowdown[r]``."""
+    """Two runs per round at ``seconds`` plus quiet jitter, round r slowed by ``slowdown[r]``;
+    with ``cpu_waits``, round r's CPU wait share is ``cpu_waits.get(r, 0)``."""
     times: list[float] = []
     indices: list[int] = []
     for r in range(rounds):
         base = seconds * (1 + QUIET_JITTER[r % len(QUIET_JITTER)]) * (slowdown or {}).get(r, 1.0)
         times += [base, base * 1.01]
         indices += [r, r]
-    return Measurement(label, tuple(times), work=work, warmup_runs=3, rounds=tuple(indices))
+    waits = tuple(cpu_waits.get(r, 0.0) for r in range(rounds)) if cpu_waits else ()
+    return Measurement(
+        label, tuple(times), work=work, warmup_runs=3, rounds=tuple(indices), cpu_waits=waits
+    )
 
 
 def request(
@@ -75,6 +80,7 @@ def synthetic_measurements(
     efficiency: float = 0.8,
     steps: Mapping[int, float] | None = None,
     slowdown: Mapping[str, Mapping[int, float]] | None = None,
+    cpu_waits: Mapping[str, Mapping[int, float]] | None = None,
 ) -> tuple[
     dict[str, Measurement],
     list[tuple[tuple[int, int, int], Measurement]],
@@ -82,14 +88,18 @@ def synthetic_measurements(
 ]:
     """Measurements of a device whose sweep runs at ``efficiency`` of its roofline.
 
-    ``steps`` overrides the step time of chosen batches; ``slowdown[label][round]`` plays a burst.
+    ``steps`` overrides the step time of chosen batches; ``slowdown[label][round]`` plays a burst;
+    ``cpu_waits[label][round]`` is the share of a round a CPU profile's threads waited for a CPU.
     """
     element_bytes = roofline.dtype_bytes(dtype)
     size = 1 << 30
     hits = slowdown or {}
+    waits = cpu_waits or {}
 
     def m(label: str, seconds: float, work: float) -> Measurement:
-        return rounds_measurement(label, seconds, work, slowdown=hits.get(label))
+        return rounds_measurement(
+            label, seconds, work, slowdown=hits.get(label), cpu_waits=waits.get(label)
+        )
 
     bw = {
         "read": m("read", size / bandwidth, size),

@@ -24,6 +24,16 @@ def test_result_round_trips_through_json_exactly() -> None:
     assert again == document
 
 
+def test_cpu_wait_shares_validate_and_round_trip() -> None:
+    waits = {"read": {0: 0.4}, "mm 8192x8192x8192": {1: 0.1}, "decode B=1": {2: 0.2}}
+    document = synthetic_result(cpu_waits=waits).to_dict()
+    validate_document(document)
+    read = document["devices"][0]["bandwidth"]["read"]
+    assert read["roundsCpuWait"][:2] == [0.4, 0.0]
+    assert "roundsCpuWait" not in document["devices"][0]["bandwidth"]["copy"]
+    assert ProfileResult.from_dict(json.loads(json.dumps(document))).to_dict() == document
+
+
 def test_headline_keys_are_camel_case_and_present() -> None:
     device = synthetic_result().to_dict()["devices"][0]
     for key in (

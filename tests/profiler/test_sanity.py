@@ -27,6 +27,27 @@ def test_a_level_shift_in_a_headline_workload_is_flagged_with_what_to_do() -> No
     assert "re-run when nothing else uses the device" in warning.message
 
 
+def test_a_slope_measured_while_another_process_held_the_cpus_is_flagged() -> None:
+    every_round = dict.fromkeys(range(8), 0.35)
+    device = synthetic_device(cpu_waits={"read": every_round})
+    (warning,) = device.warnings
+    assert warning.code == "CpuContention"
+    assert "read (bandwidth slope)" in warning.message
+    assert "35%" in warning.message
+    assert "whole CPUs of its own" in warning.message
+
+
+def test_cpu_waits_only_in_rounds_slower_than_the_confirmed_best_are_no_warning() -> None:
+    # A burst held the CPUs in three rounds, which ran slower; the confirmed best is a quiet one.
+    burst = {0: 1.5, 2: 1.3, 4: 1.4}
+    waits = {0: 0.4, 2: 0.3, 4: 0.35}
+    assert _codes(slowdown={"read": burst}, cpu_waits={"read": waits}) == set()
+
+
+def test_a_little_cpu_waiting_is_timing_noise_not_a_warning() -> None:
+    assert _codes(cpu_waits={"read": dict.fromkeys(range(8), 0.05)}) == set()
+
+
 def test_a_level_shift_in_a_workload_no_number_rests_on_is_not_flagged() -> None:
     assert _codes(slowdown={"decode B=4": {4: 1.3, 5: 1.3, 6: 1.3, 7: 1.3}}) == set()
 

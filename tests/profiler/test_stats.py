@@ -124,3 +124,15 @@ def test_quiet_rounds_give_a_narrow_interval_and_interference_a_wide_one() -> No
     noisy = percentile_interval(Bootstrap().confirmed_rates(_rounds([1.0, 1.3, 1.6, 1.2])))
     assert quiet[1] - quiet[0] < 0.01
     assert noisy[1] - noisy[0] > 0.1
+
+
+def test_the_confirmed_cpu_wait_is_that_of_the_round_behind_the_confirmed_best() -> None:
+    # Round bests 3.0, 1.0, 2.0: the confirmed time (second fastest) is round 2's.
+    m = Measurement("k", (3.0, 1.0, 2.0), rounds=(0, 1, 2), cpu_waits=(0.5, 0.0, 0.2))
+    assert m.confirmed_cpu_wait == 0.2
+    assert Measurement("k", (1.0, 2.0), rounds=(0, 1)).confirmed_cpu_wait is None
+
+
+def test_cpu_waits_come_one_per_round() -> None:
+    with pytest.raises(ValueError, match="one CPU wait share per round"):
+        Measurement("k", (1.0, 2.0), rounds=(0, 1), cpu_waits=(0.1,))

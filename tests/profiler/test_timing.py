@@ -4,6 +4,7 @@ import time
 import pytest
 import torch
 
+from roofline_profiler import timing
 from roofline_profiler.timing import MIN_ROUNDS, TimingPolicy, Workload, measure, measure_rounds
 
 CPU = torch.device("cpu")
@@ -95,6 +96,27 @@ def test_a_round_starts_only_if_it_would_end_within_the_budget(
     # Warm-up ends at 1 s and each round takes 1 s: the round from 10 s to 11 s would overrun.
     assert len(measured["steady"].round_bests) == 9
     assert clock["now"] == 10.0
+
+
+def test_each_round_on_a_cpu_records_the_share_its_threads_waited_for_a_cpu(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    clock = {"now": 0.0, "waited": 0.0}  # every run: one second, half a second of waiting
+    monkeypatch.setattr(time, "perf_counter", lambda: clock["now"])
+    monkeypatch.setattr(timing, "cpu_wait_seconds", lambda: clock["waited"])
+    monkeypatch.setattr(torch, "get_num_threads", lambda: 2)
+
+    def run(_: int) -> None:
+        clock["now"] += 1.0
+        clock["waited"] += 0.5
+
+    measured = measure_rounds([Workload("held", 1.0, run)], CPU, _policy(), lambda _: None)
+    assert measured["held"].cpu_waits == (0.25, 0.25, 0.25)  # 0.5 s of 2 threads x 1 s
+
+
+def test_this_platform_reports_its_threads_cpu_waits_or_none() -> None:
+    waited = timing.cpu_wait_seconds()
+    assert waited is None or waited >= 0.0
 
 
 def test_a_slice_holds_several_runs_of_a_fast_workload() -> None:
