@@ -11,6 +11,8 @@
 * The caller defeats caches by rotating buffers; a timer never reuses one input in a way that
   lets the cache serve it (see ``measure.py``). In-cache kernels (the peak matmuls) are the
   exception: each of their slices starts with an untimed run that brings the operands back.
+* On a CPU, each slice also records how long the profiler's threads waited for a CPU another
+  process held (:func:`cpu_wait_seconds`), so a number no quiet round set can be told apart.
 
 The result is a frozen :class:`~roofline_profiler.stats.Measurement` per workload with every raw
 sample and its round.
