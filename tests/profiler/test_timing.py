@@ -45,18 +45,23 @@ def test_rounds_interleave_the_workloads_and_record_each_samples_round() -> None
         assert m.warmup_runs == 1
 
 
-def test_a_workload_interference_hit_gets_more_rounds_and_a_steady_one_does_not() -> None:
-    order: list[str] = []
-    steady = _sleeper("steady", 0.002, order)
-    # Every other round twice as slow, and its fastest never repeated: it stays unconfirmed.
+def test_a_workload_interference_hit_gets_more_rounds_and_a_steady_one_does_not(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    clock = {"now": 0.0}  # a fake clock, so the machine's own noise cannot confirm or refute
+    monkeypatch.setattr(time, "perf_counter", lambda: clock["now"])
+    # Each run slower than the last by a fifth: its fastest is never repeated, so it stays
+    # unconfirmed.
     durations = itertools.chain([0.002], (0.002 * (1 + 0.2 * i) for i in itertools.count()))
 
-    def erratic(_: int) -> None:
-        time.sleep(next(durations))
+    def steady(_: int) -> None:
+        clock["now"] += 0.002
 
-    measured = measure_rounds(
-        [steady, Workload("erratic", 1.0, erratic)], CPU, _policy(max_rounds=6), lambda _: None
-    )
+    def erratic(_: int) -> None:
+        clock["now"] += next(durations)
+
+    workloads = [Workload("steady", 1.0, steady), Workload("erratic", 1.0, erratic)]
+    measured = measure_rounds(workloads, CPU, _policy(max_rounds=6), lambda _: None)
     assert len(measured["steady"].round_bests) == 3
     assert len(measured["erratic"].round_bests) == 6
 
@@ -125,24 +130,29 @@ def test_a_slice_holds_several_runs_of_a_fast_workload() -> None:
     assert measured["fast"].repeats >= 3 * 4
 
 
-def test_an_in_cache_workload_starts_every_slice_with_an_untimed_run() -> None:
+def test_an_in_cache_workload_starts_every_slice_with_an_untimed_run(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    clock = {"now": 0.0}
+    monkeypatch.setattr(time, "perf_counter", lambda: clock["now"])
     # A streaming workload evicts the matmul's operands; the matmul's next run is slow.
     cache = {"warm": False}
     calls: list[int] = []
 
     def stream(_: int) -> None:
         cache["warm"] = False
+        clock["now"] += 0.001
 
     def matmul(index: int) -> None:
         calls.append(index)
-        time.sleep(0.001 if cache["warm"] else 0.004)
+        clock["now"] += 0.001 if cache["warm"] else 0.004
         cache["warm"] = True
 
     workloads = [Workload("stream", 1.0, stream), Workload("matmul", 1.0, matmul, rewarm=True)]
     measured = measure_rounds(workloads, CPU, _policy(max_rounds=3), lambda _: None)["matmul"]
     assert measured.repeats == 3  # one timed run per slice (slice_seconds=0)
     assert measured.warmup_runs == 1 + 3  # the first call, then one per slice
-    assert max(measured.times) < 0.004  # no timed run paid for the eviction
+    assert measured.times == pytest.approx((0.001,) * 3)  # no timed run paid for the eviction
     assert calls == list(range(7))  # untimed runs take their own indices too
 
 
