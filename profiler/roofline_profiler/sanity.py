@@ -17,11 +17,13 @@ physically implausible. Ordinary timing noise is not a warning: it is in the int
 * ``PeakFromDecode``: a decode step beat every matmul of the peak search by more than the timing
   noise (``stats.AGREEMENT``), even at the low end of the peak's interval: the search missed a
   faster shape, so the true peak may be higher still.
-* ``CpuContention``: on a CPU, the round behind the confirmed best of a headline workload ran
-  while the profiler's threads waited for a CPU at least :data:`CPU_WAIT_SUSPECT` of the time
-  (``timing.cpu_wait_seconds``): another process held the CPUs in every round that could have
-  set the number, so it understates the device by more than its interval says.
-  Bursts that leave quiet rounds are no warning: the confirmed best comes from those.
+* ``CpuContention``: on a CPU, both rounds behind the confirmed best of a headline workload (its
+  two fastest) ran while the profiler's threads waited for a CPU at least
+  :data:`CPU_WAIT_SUSPECT` of the time (``timing.cpu_wait_seconds``): another process held the
+  CPUs in the rounds that set the number, so it may understate the device by more than its
+  interval says. Bursts that leave a quiet round among the two are no warning: a quiet round
+  that the other does not reproduce is already in the interval (as for
+  ``InterferenceUnresolved``).
 * ``ImplausibleBandwidth`` / ``ImplausiblePeak`` / ``BandwidthMismatch``: numbers no current
   device produces.
 * ``MinBatchFromModel``: no swept batch reached the threshold, so the minimum batch is the

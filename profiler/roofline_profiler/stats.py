@@ -148,12 +148,13 @@ class Measurement:
 
     @property
     def confirmed_cpu_wait(self) -> float | None:
-        """The CPU wait share of the round whose best is the confirmed time; None unknown."""
+        """The CPU wait share of the quieter of the two fastest rounds (the rounds behind the
+        confirmed best); None unknown. High only when no quiet round came near the number."""
         if not self.cpu_waits:
             return None
         bests = self.round_bests
-        ranked = sorted(range(len(bests)), key=lambda i: bests[i])
-        return self.cpu_waits[ranked[1] if len(ranked) > 1 else ranked[0]]
+        fastest = sorted(range(len(bests)), key=lambda i: bests[i])[:2]
+        return min(self.cpu_waits[i] for i in fastest)
 
     @property
     def is_confirmed(self) -> bool:

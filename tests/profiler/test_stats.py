@@ -126,10 +126,15 @@ def test_quiet_rounds_give_a_narrow_interval_and_interference_a_wide_one() -> No
     assert noisy[1] - noisy[0] > 0.1
 
 
-def test_the_confirmed_cpu_wait_is_that_of_the_round_behind_the_confirmed_best() -> None:
-    # Round bests 3.0, 1.0, 2.0: the confirmed time (second fastest) is round 2's.
-    m = Measurement("k", (3.0, 1.0, 2.0), rounds=(0, 1, 2), cpu_waits=(0.5, 0.0, 0.2))
-    assert m.confirmed_cpu_wait == 0.2
+def test_the_confirmed_cpu_wait_is_the_quieter_of_the_two_fastest_rounds() -> None:
+    # Round bests 3.0, 1.0, 2.0: rounds 1 and 2 set the confirmed best; round 0 does not count.
+    times, rounds = (3.0, 1.0, 2.0), (0, 1, 2)
+    assert (
+        Measurement("k", times, rounds=rounds, cpu_waits=(0.5, 0.3, 0.2)).confirmed_cpu_wait == 0.2
+    )
+    assert (
+        Measurement("k", times, rounds=rounds, cpu_waits=(0.5, 0.0, 0.4)).confirmed_cpu_wait == 0.0
+    )
     assert Measurement("k", (1.0, 2.0), rounds=(0, 1)).confirmed_cpu_wait is None
 
 
