@@ -243,15 +243,15 @@ def measure_rounds(
         progress(f"round {round_index + 1}: {len(due)} workload(s)")
         # Rotate the order so no workload always follows the same neighbour.
         shift = round_index % len(due)
+        # One clock and wait reading between two slices ends the one and starts the next.
+        began, waited = time.perf_counter(), cpu_wait_seconds() if waits else None
         for w in due[shift:] + due[:shift]:
-            slice_start = time.perf_counter()
-            waited = cpu_wait_seconds() if waits else None
             _time_slice(w, device, round_index, policy.slice_seconds)
-            wall = time.perf_counter() - slice_start
-            slice_wall[w.label] = wall
-            after = cpu_wait_seconds() if waited is not None else None
+            ended, after = time.perf_counter(), cpu_wait_seconds() if waits else None
+            slice_wall[w.label] = ended - began
             if waited is not None and after is not None:
-                w.cpu_waits.append(max(0.0, after - waited) / (wall * threads))
+                w.cpu_waits.append(max(0.0, after - waited) / ((ended - began) * threads))
+            began, waited = ended, after
         round_index += 1
         if round_index >= policy.min_rounds:
             due = [w for w in workloads if needs_more_rounds(w.measurement())]
