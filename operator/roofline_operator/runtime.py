@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -76,26 +76,34 @@ class Caches:
         finalizer, without); an API error leaves a cache as it was for the next caller to retry.
         """
         async with self.lock:
-            if self._due(self.nodes, "nodes", relist_seconds):
-                self.nodes.start_priming()
-                nodes: list[tuple[str, NodeFacts]] = []
-                async for page in client.list_pages("/api/v1/nodes"):
-                    nodes.extend((f.name, f) for f in map(node_facts, page))
-                self.nodes.finish_priming(nodes)
-                self.listed_at["nodes"] = time.monotonic()
-            if self._due(self.pods, "pods", relist_seconds):
-                self.pods.start_priming()
-                pods: list[tuple[tuple[str, str], PodFacts]] = []
-                async for page in client.list_pages("/api/v1/pods", PROFILER_POD_SELECTOR):
-                    pods.extend((pod_key(f), f) for f in map(pod_facts, page))
-                self.pods.finish_priming(pods)
-                self.listed_at["pods"] = time.monotonic()
+            await self._list(client, self.nodes, "nodes", None, _node_entry, relist_seconds)
+            await self._list(
+                client, self.pods, "pods", PROFILER_POD_SELECTOR, _pod_entry, relist_seconds
+            )
 
-    def _due(self, cache: ObjectCache[Any, Any], name: str, relist_seconds: float | None) -> bool:
-        if not cache.ready.is_set() or name not in self.listed_at:
-            return True
-        age = time.monotonic() - self.listed_at[name]
-        return relist_seconds is not None and age >= relist_seconds
+    async def _list(
+        self,
+        client: KubeClient,
+        cache: ObjectCache[Any, Any],
+        kind: str,
+        selector: str | None,
+        entry: Callable[[Mapping[str, Any]], tuple[Any, Any]],
+        relist_seconds: float | None,
+    ) -> None:
+        """Prime ``cache`` from one paginated LIST of ``kind``, when it is unprimed or its last
+        list is ``relist_seconds`` old."""
+        listed_at = self.listed_at.get(kind)
+        fresh = listed_at is not None and (
+            relist_seconds is None or time.monotonic() - listed_at < relist_seconds
+        )
+        if cache.ready.is_set() and fresh:
+            return
+        cache.start_priming()
+        listed: list[tuple[Any, Any]] = []
+        async for page in client.list_pages(f"/api/v1/{kind}", selector):
+            listed.extend(map(entry, page))
+        cache.finish_priming(listed)
+        self.listed_at[kind] = time.monotonic()
 
     def pods_of(self, profile: str) -> list[PodFacts]:
         return [p for p in self.pods.values() if p.profile == profile]
@@ -103,6 +111,16 @@ class Caches:
 
 def pod_key(pod: PodFacts) -> tuple[str, str]:
     return (pod.namespace, pod.name)
+
+
+def _node_entry(body: Mapping[str, Any]) -> tuple[str, NodeFacts]:
+    facts = node_facts(body)
+    return facts.name, facts
+
+
+def _pod_entry(body: Mapping[str, Any]) -> tuple[tuple[str, str], PodFacts]:
+    facts = pod_facts(body)
+    return pod_key(facts), facts
 
 
 @dataclass
