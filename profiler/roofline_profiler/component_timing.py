@@ -9,21 +9,25 @@ little instead of one batch a lot.
 
 Within a pass a fast part is timed adaptively (``timing.measure``: a warm-up call, then runs until
 the pass's time slice is spent). A part whose first run takes :data:`SLOW_RUN_SECONDS` or
-more (a compute-bound batch of a large model) is dominated by its work, not by one-time costs: that
-first run is a sample, and it is run once more per later pass (``--quick``: not again), which keeps
-an 8B model's largest batches within a profile's time budget.
+more (a large model's layer on a CPU, a compute-bound batch) is timed one run per pass
+(``--quick``: one run in all), which keeps an 8B model's largest batches within a profile's time
+budget. Its first run stays a warm-up all the same: a long run still pays one-time costs.
+
+On a CPU, each part's time in each pass also records the share its threads waited for a CPU
+another process held (``timing.cpu_wait_seconds``), as the roofline's rounds do: a pass is a round
+of the part's measurement, so a plan can say when no quiet pass set a predicted step time.
 """
 
 from __future__ import annotations
 
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import torch
 
 from roofline_profiler.stats import Measurement
-from roofline_profiler.timing import measure, synchronize
+from roofline_profiler.timing import cpu_wait_seconds, measure, synchronize
 
 #: Round-robin passes over the batches.
 PASSES = 2
@@ -60,45 +64,72 @@ def _once(run: Callable[[int], object], index: int, device: torch.device) -> flo
     return time.perf_counter() - start
 
 
+@dataclass
+class _Timed:
+    """What one part gathered so far: samples with their pass, and each pass's CPU wait share."""
+
+    part: Part
+    times: list[float] = field(default_factory=list)
+    passes: list[int] = field(default_factory=list)
+    waits: list[float] = field(default_factory=list)
+    warmup_runs: int = 0
+    slow: bool = False
+    next_index: int = 1
+
+    def measurement(self) -> Measurement:
+        complete = len(self.waits) == len(set(self.passes))
+        return Measurement(
+            label=self.part.label,
+            times=tuple(self.times),
+            warmup_runs=self.warmup_runs,
+            rounds=tuple(self.passes),
+            cpu_waits=tuple(self.waits) if complete else (),
+        )
+
+
+def _pass(t: _Timed, number: int, policy: PassPolicy, device: torch.device) -> list[float]:
+    """The samples of one part's pass."""
+    if number == 0:
+        # The first call is a warm-up even when it is long: on a CPU, the first run of an 8B
+        # model's layer at batch 1 took about twice as long as its later runs.
+        t.slow = _once(t.part.run, 0, device) >= SLOW_RUN_SECONDS
+        t.warmup_runs += 1
+    if t.slow:
+        t.next_index += 1
+        return [_once(t.part.run, t.next_index - 1, device)]
+    m = measure(
+        t.part.run,
+        label=t.part.label,
+        work=0.0,
+        device=device,
+        seconds=policy.seconds,
+        min_runs=policy.min_runs,
+    )
+    t.warmup_runs += m.warmup_runs
+    return list(m.times)
+
+
 def time_parts(
     parts: Sequence[Part],
     quick: bool,
     device: torch.device,
     progress: Callable[[str], None],
 ) -> list[Measurement]:
-    """Measurements of every part, in the order given."""
+    """Measurements of every part, in the order given; each pass is one of their rounds."""
     policy = QUICK_PASS if quick else DEFAULT_PASS
-    samples: list[list[float]] = [[] for _ in parts]
-    warmups = [0] * len(parts)
-    slow = [False] * len(parts)
-    next_index = [1] * len(parts)
+    timed = [_Timed(part) for part in parts]
+    track_waits = device.type == "cpu" and cpu_wait_seconds() is not None
+    threads = torch.get_num_threads()
     for number in range(PASSES):
-        for i, part in enumerate(parts):
-            progress(f"{part.label} (pass {number + 1}/{PASSES})")
-            if number == 0:
-                first = _once(part.run, 0, device)
-                slow[i] = first >= SLOW_RUN_SECONDS
-                if slow[i]:
-                    # A run this long is its work, not one-time costs: it counts as a sample.
-                    samples[i].append(first)
-                    continue
-                warmups[i] += 1
-            if slow[i]:
-                if not quick:
-                    samples[i].append(_once(part.run, next_index[i], device))
-                    next_index[i] += 1
-                continue
-            m = measure(
-                part.run,
-                label=part.label,
-                work=0.0,
-                device=device,
-                seconds=policy.seconds,
-                min_runs=policy.min_runs,
-            )
-            samples[i].extend(m.times)
-            warmups[i] += m.warmup_runs
-    return [
-        Measurement(label=part.label, times=tuple(times), warmup_runs=warmup)
-        for part, times, warmup in zip(parts, samples, warmups, strict=True)
-    ]
+        for t in timed:
+            if t.slow and quick:
+                continue  # its one sample is the first run of the first pass
+            progress(f"{t.part.label} (pass {number + 1}/{PASSES})")
+            began, waited = time.perf_counter(), cpu_wait_seconds() if track_waits else None
+            times = _pass(t, number, policy, device)
+            ended, after = time.perf_counter(), cpu_wait_seconds() if track_waits else None
+            t.times.extend(times)
+            t.passes.extend([number] * len(times))
+            if waited is not None and after is not None:
+                t.waits.append(max(0.0, after - waited) / ((ended - began) * threads))
+    return [t.measurement() for t in timed]

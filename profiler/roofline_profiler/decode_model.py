@@ -26,7 +26,7 @@ from typing import Any
 
 from roofline_profiler.models import ModelArch, attended_tokens
 from roofline_profiler.planning import ModelPlan, PlanOptions, StepPrediction, plan_model
-from roofline_profiler.stats import Measurement
+from roofline_profiler.stats import CPU_WAIT_SUSPECT, Measurement
 
 #: The two all-reduces per layer of a tensor-parallel decoder (Megatron-LM; vLLM's
 #: RowParallelLinear after o_proj and after down_proj).
@@ -174,6 +174,40 @@ def attention_notes(m: ModelMeasurements, context_tokens: int) -> tuple[str, ...
     return tuple(notes)
 
 
+def contention_notes(m: ModelMeasurements, context_tokens: int) -> tuple[str, ...]:
+    """A note when parts of the step at ``context_tokens`` were measured while another process
+    held the CPUs in every pass (``Measurement.confirmed_cpu_wait``, as the roofline's
+    ``CpuContention`` warning judges its rounds): their times are too slow, so the plan is
+    pessimistic by more than the timing noise."""
+    parts: dict[str, list[int]] = {}
+    worst = 0.0
+
+    def check(name: str, batch: int, measurement: Measurement | None) -> None:
+        nonlocal worst
+        wait = measurement.confirmed_cpu_wait if measurement is not None else None
+        if wait is not None and wait >= CPU_WAIT_SUSPECT:
+            parts.setdefault(name, []).append(batch)
+            worst = max(worst, wait)
+
+    for kind, times in m.layer_bodies.items():
+        for t in times:
+            check(f"the {kind} layer", t.batch, t.measurement)
+    for a in m.attention:
+        if a.context_tokens == context_tokens:
+            check(f"attention at {context_tokens} tokens", a.batch, a.measurement)
+    for t in m.head:
+        check("the lm_head", t.batch, t.measurement)
+    if not parts:
+        return ()
+    which = "; ".join(f"{name} at batch {_batches(sorted(b))}" for name, b in parts.items())
+    return (
+        f"CpuContention: {which} ran while another process held the CPUs in every pass (the "
+        f"profiler's threads waited for a CPU up to {worst:.0%} of the time), so these step "
+        "times are too slow and the plan understates the device; re-run when the CPUs are idle, "
+        "or give the profiler whole CPUs of its own",
+    )
+
+
 def _batches(batches: Sequence[int]) -> str:
     return ", ".join(str(b) for b in batches)
 
@@ -184,14 +218,24 @@ def _batches(batches: Sequence[int]) -> str:
 def _measurement_to_dict(m: Measurement | None) -> dict[str, Any] | None:
     if m is None:
         return None
-    return {"label": m.label, "samplesSeconds": list(m.times), "warmupRuns": m.warmup_runs}
+    return {
+        "label": m.label,
+        "samplesSeconds": list(m.times),
+        "warmupRuns": m.warmup_runs,
+        **({"samplesRound": list(m.rounds)} if m.rounds else {}),
+        **({"roundsCpuWait": list(m.cpu_waits)} if m.cpu_waits else {}),
+    }
 
 
 def _measurement_from_dict(d: Mapping[str, Any] | None) -> Measurement | None:
     if d is None:
         return None
     return Measurement(
-        label=d["label"], times=tuple(d["samplesSeconds"]), warmup_runs=d["warmupRuns"]
+        label=d["label"],
+        times=tuple(d["samplesSeconds"]),
+        warmup_runs=d["warmupRuns"],
+        rounds=tuple(d.get("samplesRound", ())),
+        cpu_waits=tuple(d.get("roundsCpuWait", ())),
     )
 
 
@@ -318,6 +362,6 @@ def plan_models(
             peak_flops_per_second,
             options,
         )
-        extra = (*m.notes, *attention_notes(m, context))
+        extra = (*m.notes, *attention_notes(m, context), *contention_notes(m, context))
         plans.append(replace(plan, warnings=(*plan.warnings, *extra)))
     return tuple(plans)

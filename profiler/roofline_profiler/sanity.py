@@ -19,8 +19,8 @@ physically implausible. Ordinary timing noise is not a warning: it is in the int
   faster shape, so the true peak may be higher still.
 * ``CpuContention``: on a CPU, both rounds behind the confirmed best of a headline workload (its
   two fastest) ran while the profiler's threads waited for a CPU at least
-  :data:`CPU_WAIT_SUSPECT` of the time (``timing.cpu_wait_seconds``): another process held the
-  CPUs in the rounds that set the number, so it may understate the device by more than its
+  ``stats.CPU_WAIT_SUSPECT`` of the time (``timing.cpu_wait_seconds``): another process held
+  the CPUs in the rounds that set the number, so it may understate the device by more than its
   interval says. Bursts that leave a quiet round among the two are no warning: a quiet round
   that the other does not reproduce is already in the interval (as for
   ``InterferenceUnresolved``).
@@ -38,7 +38,7 @@ from collections.abc import Mapping, Sequence
 
 from roofline_profiler.ceilings import READ_KERNELS, DeviceRoofline, sweep_kernel
 from roofline_profiler.result import Warning_
-from roofline_profiler.stats import AGREEMENT, Measurement
+from roofline_profiler.stats import AGREEMENT, CPU_WAIT_SUSPECT, Measurement
 
 #: Bounds no current device gets near; outside them a number is a measuring error.
 MAX_PLAUSIBLE_BANDWIDTH = 30e12  # bytes/s
@@ -50,9 +50,6 @@ MIN_PLAUSIBLE_PEAK = 1e9
 DECODE_SLOPE_SUSPECT = 1.25
 #: Read and copy bandwidth of one memory rarely differ by more than this factor.
 MAX_READ_COPY_RATIO = 2.5
-#: A parallel CPU kernel whose threads waited this share of a round for a CPU ran that much
-#: slower, several times the timing noise of a round (``stats.AGREEMENT``).
-CPU_WAIT_SUSPECT = 0.10
 
 IDLE_ADVICE = "re-run when nothing else uses the device (check other processes and GPU tenants)"
 

@@ -28,6 +28,9 @@ from dataclasses import dataclass
 AGREEMENT = 0.03
 #: Rounds at least this much slower than the confirmed best were hit by interference.
 INTERFERENCE = 0.10
+#: A parallel CPU kernel whose threads waited this share of a round for a CPU another process
+#: held ran that much slower, several times the timing noise of a round (:data:`AGREEMENT`).
+CPU_WAIT_SUSPECT = 0.10
 #: Fewest rounds in which a level shift can be told from chance (see ``Measurement.step_change``).
 STEP_CHANGE_ROUNDS = 8
 #: Coverage of every interval the profiler reports.

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 
 import pytest
 
@@ -13,6 +14,7 @@ from roofline_profiler.decode_model import (
     ModelMeasurements,
     attention_notes,
     attention_seconds,
+    contention_notes,
     layer_kinds,
     layers_of_kind,
     measurements_from_dict,
@@ -156,3 +158,54 @@ def test_plans_come_one_per_context_with_the_measurement_notes() -> None:
     assert plans[0].predictions == predictions(m, 1024)
     assert any("proportion to the batch" in w for w in plans[1].warnings)
     assert plans[0].max_batch_by_latency is not None
+
+
+def _waited(waits: tuple[float, ...]) -> Measurement:
+    """A part measured in one pass per wait share, each pass's run 1 ms."""
+    return Measurement(
+        "part", (1e-3,) * len(waits), rounds=tuple(range(len(waits))), cpu_waits=waits
+    )
+
+
+def test_parts_that_waited_for_a_cpu_in_every_pass_are_named_in_a_contention_note() -> None:
+    m = synthetic()
+    bodies = {
+        "dense": tuple(
+            replace(t, measurement=_waited((0.3, 0.2) if t.batch <= 2 else (0.3, 0.0)))
+            for t in m.layer_bodies["dense"]
+        )
+    }
+    attention = tuple(
+        replace(a, measurement=_waited((0.5, 0.5))) if a.context_tokens == 4096 else a
+        for a in m.attention
+    )
+    m = replace(m, layer_bodies=bodies, attention=attention)
+    (at_1024,) = contention_notes(m, 1024)
+    assert at_1024.startswith("CpuContention: the dense layer at batch 1, 2 ran while")
+    assert "up to 20% of the time" in at_1024  # the quieter pass of each part decides
+    assert "attention" not in at_1024  # attention was held up only at another context
+    (at_4096,) = contention_notes(m, 4096)
+    assert "attention at 4096 tokens at batch 1, 2, 4, 8" in at_4096
+    assert "up to 50%" in at_4096
+    plans = plan_models(m, (1024,), 141 << 30, 9.9e14, PlanOptions())
+    assert at_1024 in plans[0].warnings
+
+
+def test_a_quiet_pass_or_an_unknown_wait_gives_no_contention_note() -> None:
+    m = synthetic()
+    quiet = {
+        "dense": tuple(
+            replace(t, measurement=_waited((0.4, 0.05))) for t in m.layer_bodies["dense"]
+        )
+    }
+    assert contention_notes(replace(m, layer_bodies=quiet), 1024) == ()
+    assert contention_notes(m, 1024) == ()  # no wait shares recorded (not a CPU, not Linux)
+
+
+def test_passes_and_cpu_waits_survive_a_json_round_trip() -> None:
+    m = synthetic()
+    waited = {
+        "dense": tuple(replace(t, measurement=_waited((0.3, 0.2))) for t in m.layer_bodies["dense"])
+    }
+    m = replace(m, layer_bodies=waited)
+    assert measurements_from_dict(json.loads(json.dumps(measurements_to_dict(m)))) == m
