@@ -238,6 +238,7 @@ class ProfileLoop:
             message = f"{len(nodes)} node(s) failed ({', '.join(nodes[:5])}): {first}"
             kopf.warn(cast(kopf.Body, self.body), reason=reason.value, message=message[:1000])
         self.announce_changes(plan)
+        self.announce_held(plan)
         if plan.profiled:
             names = ", ".join(plan.profiled[:5]) + (" ..." if len(plan.profiled) > 5 else "")
             message = f"Profiled {len(plan.profiled)} node(s): {names}"
@@ -264,6 +265,25 @@ class ProfileLoop:
             cast(kopf.Body, self.body),
             type="Warning" if degraded else "Normal",
             reason="DeviceChanged",
+            message=message[:1000],
+        )
+
+    def announce_held(self, plan: RoundPlan) -> None:
+        """One ``ProfileHeldBack`` Warning Event per round naming the nodes whose new profile
+        warned of interference and so moved no published number."""
+        if not plan.held:
+            return
+        self.runtime.metrics.held_back.labels(self.name).inc(len(plan.held))
+        nodes = "; ".join(f"node {node}: {', '.join(p.held)}" for node, p in plan.held)
+        message = (
+            f"{nodes}: the profile warned of interference, so the published numbers stay; the "
+            "next profile publishes if it persists (check what else ran on the node)"
+        )
+        logger.warning("Profile %s: %s", self.name, message)
+        kopf.event(
+            cast(kopf.Body, self.body),
+            type="Warning",
+            reason="ProfileHeldBack",
             message=message[:1000],
         )
 

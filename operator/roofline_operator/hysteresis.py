@@ -18,6 +18,12 @@ A change is *material* when a number moved (beyond noise, as above) by more than
 ``changeThresholdPercent`` (default 10%) of its published value, for bandwidth, peak or ridge
 point: a degrading GPU is news, noise is not.
 
+A profile that itself warns of interference (``sanity.INTERFERENCE_CODES``: ``CpuContention``,
+``InterferenceUnresolved``) is *held back*: its numbers may sit lower than the device by more than
+their intervals say, so every published number stays and nothing counts as a change. Only the
+first such profile in a row is held: interference that is still there at the next profile (hours
+later, on the re-profile schedule) is the node's condition, and that profile publishes as usual.
+
 Pure module: no Kubernetes, no Kopf.
 """
 
@@ -31,6 +37,7 @@ from roofline_operator.records import NodeRecord
 from roofline_operator.results import GpuResult, NodeResult, headline_of
 from roofline_operator.spec import DEFAULT_CHANGE_THRESHOLD_PERCENT
 from roofline_profiler.compact import CompactIntervals
+from roofline_profiler.sanity import INTERFERENCE_CODES
 
 #: The quantities a material change can name, in the order messages list them.
 MATERIAL_QUANTITIES = ("bandwidth", "peak", "ridge point")
@@ -113,6 +120,9 @@ class Publication:
     #: Whether any published headline number took the new profile's value.
     moved: bool
     changes: tuple[MaterialChange, ...]
+    #: The interference warnings that held the new profile back (every number kept); empty
+    #: when it was not held.
+    held: tuple[str, ...] = ()
 
     def describe(self) -> str:
         return describe_changes(self.changes, len(self.result.gpus))
@@ -155,16 +165,20 @@ _NUMBERS = (
 
 
 def publish_gpu(
-    published: GpuResult, measured: GpuResult, threshold_percent: float
+    published: GpuResult, measured: GpuResult, threshold_percent: float, hold: bool = False
 ) -> tuple[GpuResult, bool, tuple[MaterialChange, ...]]:
     """The GPU to publish: ``measured``, with each number that stayed within noise (and its
-    interval) kept from ``published``; whether any number moved; the material changes."""
+    interval) kept from ``published`` (every number when ``hold``); whether any number moved;
+    the material changes."""
     result = measured
     moved = False
     changes = []
     for number in _NUMBERS:
         old, new = number.value(published), number.value(measured)
-        if beyond_noise(old, number.interval(published), new, number.interval(measured)):
+        # A held-back profile moves nothing.
+        if not hold and beyond_noise(
+            old, number.interval(published), new, number.interval(measured)
+        ):
             moved = True
             material = number.quantity in MATERIAL_QUANTITIES and old > 0
             if material and abs(new - old) / old * 100 > threshold_percent:
@@ -195,15 +209,17 @@ def publish(
     published: NodeResult | None,
     measured: NodeResult,
     threshold_percent: float = DEFAULT_CHANGE_THRESHOLD_PERCENT,
+    hold: tuple[str, ...] = (),
 ) -> Publication:
-    """What to publish after ``measured``, given what is ``published`` now (if anything).
+    """What to publish after ``measured``, given what is ``published`` now (if anything); with
+    ``hold`` (the interference warnings of a held-back profile) every published number stays.
 
     A GPU is compared with the published GPU of the same index and product; a node profiled for
     the first time, under another dtype or weight shape, or a GPU not published before, publishes
     the new numbers as they are, and none of that counts as a material change.
     """
     if published is None or not comparable(published, measured):
-        return Publication(measured, True, ())
+        return Publication(measured, True, ())  # nothing to hold on to
     before = {(g.index, g.product): g for g in published.gpus}
     gpus = []
     moved = len(before) != len(measured.gpus)
@@ -214,19 +230,24 @@ def publish(
             gpus.append(gpu)
             moved = True
             continue
-        kept, gpu_moved, gpu_changes = publish_gpu(old, gpu, threshold_percent)
+        kept, gpu_moved, gpu_changes = publish_gpu(old, gpu, threshold_percent, bool(hold))
         gpus.append(kept)
         moved = moved or gpu_moved
         changes.extend(gpu_changes)
-    return Publication(replace(measured, gpus=tuple(gpus)), moved, tuple(changes))
+    return Publication(replace(measured, gpus=tuple(gpus)), moved, tuple(changes), hold)
 
 
 def record_profile(
     record: NodeRecord, measured: NodeResult, threshold_percent: float
 ) -> tuple[NodeRecord, Publication]:
-    """``record`` after a successful profile: the published result (held within noise), the new
-    measured and previous numbers, when the published ones last moved, the material change."""
-    publication = publish(record.result, measured, threshold_percent)
+    """``record`` after a successful profile: the published result (held within noise, or held
+    back for interference), the new measured and previous numbers, when the published ones last
+    moved, the material change and the profile's warnings."""
+    codes = measured.warnings()
+    interference = tuple(c for c in codes if c in INTERFERENCE_CODES)
+    in_a_row = any(c in INTERFERENCE_CODES for c in record.warnings)
+    hold = () if in_a_row else interference
+    publication = publish(record.result, measured, threshold_percent, hold)
     published_at = record.published_at
     if publication.moved or published_at is None:
         published_at = measured.profiled_at
@@ -240,5 +261,7 @@ def record_profile(
         previous=previous,
         published_at=published_at,
         change=publication.describe() or None,
+        warnings=codes,
+        held=bool(publication.held),
     )
     return updated, publication

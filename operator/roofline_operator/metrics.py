@@ -264,6 +264,12 @@ class OperatorMetrics:
             ["profile", "quantity"],
             registry=registry,
         )
+        self.held_back = Counter(
+            "roofline_profiles_held_back",
+            "Profiles that warned of interference and so moved no published number.",
+            ["profile"],
+            registry=registry,
+        )
         self.reconcile_errors = Counter(
             "roofline_reconcile_errors",
             "Reconcile rounds that ended in an error.",
@@ -279,6 +285,7 @@ class OperatorMetrics:
         """
         self.pods_launched.labels(profile)
         self.reconcile_errors.labels(profile)
+        self.held_back.labels(profile)
         for reason in FailureReason:
             self.failures.labels(profile, reason.value)
         for quantity in MATERIAL_QUANTITIES:
@@ -291,3 +298,4 @@ class OperatorMetrics:
         self.reconcile_errors.remove(profile)
         self.failures.remove_by_labels({"profile": profile})
         self.device_changes.remove_by_labels({"profile": profile})
+        self.held_back.remove(profile)

@@ -116,6 +116,8 @@ class RoundPlan:
     profiled: list[str] = field(default_factory=list)
     #: Nodes whose new profile changed a published number materially (``hysteresis.py``).
     changes: list[tuple[str, Publication]] = field(default_factory=list)
+    #: Nodes whose new profile was held back for interference (``hysteresis.py``).
+    held: list[tuple[str, Publication]] = field(default_factory=list)
     #: Selected nodes whose labels another, older profile owns, with that owner.
     conflicts: dict[str, str] = field(default_factory=dict)
     #: Seconds until the next deadline (timeout, retry, re-profile), if any.
@@ -220,6 +222,8 @@ def _follow_pod(
         record, publication = record_profile(record, outcome.result, threshold)
         if publication.changes:
             plan.changes.append((record.name, publication))
+        if publication.held:
+            plan.held.append((record.name, publication))
         return replace(
             record,
             state=NodeState.PROFILED,

@@ -54,6 +54,11 @@ class NodeRecord:
     published_at: float | None = None
     #: The latest profile's material change (``bandwidth 4.31→3.62 TB/s (−16%)``), if any.
     change: str | None = None
+    #: The latest profile's warning codes (every GPU's, each once).
+    warnings: tuple[str, ...] = ()
+    #: Whether the latest profile was held back: it warned of interference and the one before it
+    #: did not, so the published numbers stayed as they were (``hysteresis.py``).
+    held: bool = False
 
 
 def record_to_status(record: NodeRecord) -> dict[str, Any]:
@@ -79,10 +84,12 @@ def record_to_status(record: NodeRecord) -> dict[str, Any]:
 
 def _publication_to_status(record: NodeRecord, result: NodeResult) -> dict[str, Any]:
     """``publishedTime``, ``measured`` (only when it differs from the published numbers),
-    ``previous`` and ``materialChange``."""
+    ``previous``, ``materialChange``, ``warnings`` and ``heldBack`` (only when set)."""
     fields: dict[str, Any] = {
         "publishedTime": format_time(record.published_at or result.profiled_at),
         "materialChange": record.change,
+        "warnings": list(record.warnings) or None,
+        "heldBack": record.held or None,
     }
     measured = record.measured
     if measured is not None and measured != results.headline_of(result):
@@ -116,6 +123,8 @@ def record_from_status(raw: Mapping[str, Any]) -> NodeRecord | None:
             previous=results.headline_from_status(raw.get("previous")),
             published_at=parse_time(raw.get("publishedTime")),
             change=raw.get("materialChange"),
+            warnings=tuple(str(code) for code in raw.get("warnings") or ()),
+            held=raw.get("heldBack") is True,
         )
     except (KeyError, TypeError, ValueError):
         return None
@@ -155,7 +164,7 @@ class AnnotationMemo:
 
     def text_of(self, record: NodeRecord) -> str | None:
         objects = (record.result, record.measured, record.previous)
-        values = (record.published_at, record.change)
+        values = (record.published_at, record.change, record.warnings, record.held)
         cached = self._texts.get(record.name)
         if (
             cached is not None
@@ -214,5 +223,7 @@ def restore_records(
                 previous=annotated.previous,
                 published_at=annotated.published_at,
                 change=annotated.change,
+                warnings=annotated.warnings,
+                held=annotated.held,
             )
     return restored

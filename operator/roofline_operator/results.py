@@ -31,6 +31,9 @@ class GpuResult:
     intervals: CompactIntervals | None = None
     #: The GPU's model plans; empty when rebuilt from the status (the node keeps its own).
     models: tuple[CompactModelPlan, ...] = ()
+    #: The profile's warning codes for this GPU; empty when rebuilt from the status (the record
+    #: keeps the latest profile's).
+    warnings: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -53,6 +56,10 @@ class NodeResult:
         if any(g.models for g in self.gpus):
             return model_plans.node_plans(g.models for g in self.gpus)
         return self.restored_models
+
+    def warnings(self) -> tuple[str, ...]:
+        """Every GPU's warning codes, each once, in order of appearance."""
+        return tuple(dict.fromkeys(code for g in self.gpus for code in g.warnings))
 
     def worst_gpu(self) -> GpuResult:
         """The GPU a node-wide label must describe: the one needing the largest batch.
@@ -85,6 +92,7 @@ def from_compact(profile: CompactProfile, spec_hash: str) -> NodeResult:
                 step_seconds=tuple(zip(profile.batches, d.step_seconds, strict=False)),
                 intervals=rounded_intervals(d.intervals),
                 models=d.models,
+                warnings=d.warnings,
             )
             for d in profile.devices
         ),

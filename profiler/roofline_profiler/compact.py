@@ -12,6 +12,10 @@ Model plans (``roofline profile --models-json``) travel under two top-level keys
 model once, ``p`` holds each GPU's plan numbers by the model's position, so eight GPUs with eight
 models still fit; the models' predicted step times are what gets dropped first.
 
+Each GPU's warning codes (``CpuContention``, ``InterferenceUnresolved``, ...: the profile's own
+judgement that a number is less trustworthy than its interval) travel under ``w``, so the operator
+can keep a suspect profile from moving published values.
+
 Version 1 (which also carried backend, memory, knee, warnings and hostname) is still read, so the
 results of pods that finish during an upgrade are not lost.
 
@@ -57,6 +61,9 @@ INTERVAL_FIELDS = (
 #: Significant digits of an interval's relative width: enough to compare two profiles, short
 #: enough that eight GPUs add about 300 bytes.
 INTERVAL_DIGITS = 2
+#: Longest warning code kept, and most codes per GPU (the profiler has fewer than ten).
+MAX_WARNING_CHARS = 40
+MAX_WARNINGS = 16
 #: Longest model name kept: a model's name is a Kubernetes label value.
 MAX_MODEL_NAME_CHARS = 63
 #: The positions of a model's array under ``m`` and of a model plan's array under ``p``.
@@ -155,6 +162,8 @@ class CompactDevice:
     intervals: CompactIntervals | None = None
     #: Plans of the profiled models, in the profile's model order; none without models.
     models: tuple[CompactModelPlan, ...] = ()
+    #: The profile's warning codes for this GPU (``sanity.py``), each once.
+    warnings: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -289,14 +298,23 @@ def encode_compact(profile: CompactProfile) -> str:
         }
         if any(d.intervals is not None for d in profile.devices):
             doc["u"] = [_intervals_to_wire(d) for d in profile.devices]
+        if any(d.warnings for d in profile.devices):
+            doc["w"] = [
+                [code[:MAX_WARNING_CHARS] for code in d.warnings[:MAX_WARNINGS]]
+                for d in profile.devices
+            ]
         if models:
             doc["m"] = models
             doc["p"] = [_plans_to_wire(d, models, with_model_steps) for d in profile.devices]
         text = json.dumps(doc, separators=(",", ":"), ensure_ascii=True)
         if len(text.encode()) <= MAX_COMPACT_BYTES:
             return text
+    # Then the warnings, and the intervals last: without warnings the operator takes a suspect
+    # profile as sound; without intervals it takes every number as exact.
+    if any(d.warnings for d in profile.devices):
+        quiet = tuple(replace(d, warnings=()) for d in profile.devices)
+        return encode_compact(replace(profile, devices=quiet))
     if any(d.intervals is not None for d in profile.devices):
-        # Intervals go last: without them the operator takes the numbers as exact.
         bare = tuple(replace(d, intervals=None) for d in profile.devices)
         return encode_compact(replace(profile, devices=bare))
     raise ValueError(f"compact result is {len(text)} bytes even without step times")
@@ -443,6 +461,29 @@ def _attach_intervals(
     )
 
 
+def _attach_warnings(
+    raw: dict[str, Any], devices: tuple[CompactDevice, ...]
+) -> tuple[CompactDevice, ...]:
+    """The devices with their warning codes (``w``), when the result carries them."""
+    if "w" not in raw:
+        return devices
+    per_device = _field(raw, "w", list, "result")
+    if len(per_device) != len(devices):
+        raise CompactDecodeError("result: warnings and devices differ in count")
+    attached = []
+    for position, (codes, device) in enumerate(zip(per_device, devices, strict=True)):
+        where = f"device #{position} warnings"
+        codes = _check(codes, list, "warnings", where)
+        if len(codes) > MAX_WARNINGS:
+            raise CompactDecodeError(f"{where}: more than {MAX_WARNINGS} codes")
+        for code in codes:
+            text = _check(code, str, "warning", where)
+            if not text or len(text) > MAX_WARNING_CHARS:
+                raise CompactDecodeError(f"{where}: a code is empty or too long")
+        attached.append(replace(device, warnings=tuple(dict.fromkeys(codes))))
+    return tuple(attached)
+
+
 def _count(value: Any, name: str, where: str) -> int:
     number = int(_check(value, int, name, where))
     if number < 0:
@@ -546,6 +587,7 @@ def decode_compact(text: str) -> CompactProfile:
     batches, devices = _decode_devices(raw, version)
     if version >= 2:
         devices = _attach_intervals(raw, devices)
+        devices = _attach_warnings(raw, devices)
     devices = _attach_plans(raw, batches, devices)
     return CompactProfile(
         dtype=str(_field(raw, "dt", str, "result")),

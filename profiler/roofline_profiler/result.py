@@ -359,7 +359,7 @@ class ProfileResult:
 
     def to_compact(self) -> CompactProfile:
         """The subset the operator publishes, for the termination message: the headline numbers
-        with their 95% intervals, and the sweep's step times."""
+        with their 95% intervals and warning codes, and the sweep's step times."""
         return CompactProfile(
             dtype=self.dtype,
             shape_k=self.shape_k,
@@ -383,6 +383,7 @@ class ProfileResult:
                         recommended_min_batch=d.recommended_min_batch_interval,
                     ),
                     models=compact_plans(d.models, self.batches),
+                    warnings=tuple(dict.fromkeys(w.code for w in d.warnings)),
                 )
                 for d in self.devices
             ),

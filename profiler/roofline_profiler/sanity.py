@@ -51,6 +51,11 @@ DECODE_SLOPE_SUSPECT = 1.25
 #: Read and copy bandwidth of one memory rarely differ by more than this factor.
 MAX_READ_COPY_RATIO = 2.5
 
+#: The warnings that say outside load held this run's numbers down: a re-run on a quiet device
+#: measures otherwise. The others (a cache, a missed shape, an implausible number, a minimum batch
+#: from the model) repeat in every run of the same device, and say nothing about this one.
+INTERFERENCE_CODES = frozenset({"InterferenceUnresolved", "CpuContention"})
+
 IDLE_ADVICE = "re-run when nothing else uses the device (check other processes and GPU tenants)"
 
 

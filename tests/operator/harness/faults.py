@@ -47,6 +47,8 @@ class SyntheticGpu:
     #: Relative half-width of the 95% intervals reported with every headline number.
     uncertainty: float = 0.01
     memory_bytes: float = 141e9
+    #: Warning codes the profile reports for this GPU (``CpuContention``, ...).
+    warnings: tuple[str, ...] = ()
 
 
 @dataclass
@@ -102,7 +104,17 @@ def synthetic_profile(
         min_batch = next((b for b in batches if b >= ridge * efficiency), batches[-1])
         models = synthetic_plans(command, gpu, bandwidth, batches, min_batch)
         devices.append(
-            CompactDevice(index, gpu.name, bandwidth, peak, ridge, min_batch, steps, models=models)
+            CompactDevice(
+                index,
+                gpu.name,
+                bandwidth,
+                peak,
+                ridge,
+                min_batch,
+                steps,
+                models=models,
+                warnings=gpu.warnings,
+            )
         )
     created = time.time() - age_seconds
     return CompactProfile(dtype, k, n, created, 0.05, batches, _with_intervals(devices, gpus))

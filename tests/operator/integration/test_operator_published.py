@@ -53,13 +53,56 @@ def reprofile_with(cluster: Cluster, suite: str, node: str, gpu: SyntheticGpu) -
     ]
 
 
-def device_changed_events(cluster: Cluster, profile: str) -> list[dict[str, Any]]:
+def events_of(cluster: Cluster, profile: str, reason: str) -> list[dict[str, Any]]:
     return [
         e
         for e in cluster.list("events", namespace="default")
-        if e.get("reason") == "DeviceChanged"
-        and (e.get("involvedObject") or {}).get("name") == profile
+        if e.get("reason") == reason and (e.get("involvedObject") or {}).get("name") == profile
     ]
+
+
+def device_changed_events(cluster: Cluster, profile: str) -> list[dict[str, Any]]:
+    return events_of(cluster, profile, "DeviceChanged")
+
+
+def test_a_reprofile_that_warned_of_interference_is_held_back_once_and_named(
+    shared_cluster: Cluster,
+) -> None:
+    node, first = start(shared_cluster, "noisy", SyntheticGpu(bandwidth_bytes_per_second=4.3e12))
+    labels = our_labels(shared_cluster, node)
+    hit = SyntheticGpu(bandwidth_bytes_per_second=3.0e12, warnings=("CpuContention",))
+    shared_cluster.call(shared_cluster.faults.gpus.__setitem__, node, (hit,))
+    entry = wait_for_nodes(
+        shared_cluster,
+        "noisy",
+        lambda e: profiled(e) and e.get("heldBack") is True,
+        [node],
+        timeout=40,
+        what="a held-back profile",
+    )[node]
+    assert entry["warnings"] == ["CpuContention"]
+    assert entry["bandwidthBytesPerSecond"] == first["bandwidthBytesPerSecond"]
+    assert entry["measured"]["bandwidthBytesPerSecond"] < first["bandwidthBytesPerSecond"]
+    assert "materialChange" not in entry
+    assert our_labels(shared_cluster, node) == labels
+    events = wait_for(
+        lambda: events_of(shared_cluster, "noisy", "ProfileHeldBack"),
+        timeout=20,
+        what="a ProfileHeldBack Event",
+    )
+    assert events[0]["type"] == "Warning"
+    assert f"node {node}: CpuContention" in events[0]["message"]
+    # The interference is still there at the next profile: the node's condition, published.
+    entry = wait_for_nodes(
+        shared_cluster,
+        "noisy",
+        lambda e: profiled(e) and "materialChange" in e,
+        [node],
+        timeout=40,
+        what="the next profile to publish",
+    )[node]
+    assert "heldBack" not in entry
+    assert entry["bandwidthBytesPerSecond"] < 0.8 * first["bandwidthBytesPerSecond"]
 
 
 def test_a_reprofile_within_noise_keeps_labels_and_numbers_and_raises_nothing(

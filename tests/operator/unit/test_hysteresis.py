@@ -276,3 +276,57 @@ def test_recording_a_profile_keeps_the_previous_and_latest_numbers_and_when_they
     # The next profile within noise of the new value clears the change.
     record, _ = record_profile(record, replace(degraded, profiled_at=4000.0), 10)
     assert record.change is None
+
+
+def warned(result: NodeResult, *codes: str) -> NodeResult:
+    return replace(result, gpus=tuple(replace(g, warnings=codes) for g in result.gpus))
+
+
+def test_a_profile_that_warns_of_interference_moves_nothing_and_says_why() -> None:
+    record, _ = record_profile(NodeRecord(name="gpu-1", gpus=1), node(at=1000.0), 10)
+    hit = warned(node(gpu(bandwidth=3.0e12), at=2000.0), "CpuContention", "MinBatchFromModel")
+    record, publication = record_profile(record, hit, 10)
+    assert publication.held == ("CpuContention",)
+    assert not publication.moved
+    assert publication.changes == ()
+    assert record.result is not None
+    assert record.result.gpus[0].bandwidth_bytes_per_second == 4.3e12
+    assert record.result.gpus[0].intervals == gpu().intervals
+    assert record.result.profiled_at == 2000.0  # the profile itself is the latest one
+    assert (record.published_at, record.change, record.held) == (1000.0, None, True)
+    assert record.warnings == ("CpuContention", "MinBatchFromModel")
+    assert record.measured == headline_of(hit)  # shown beside the published numbers
+
+
+def test_interference_still_there_at_the_next_profile_is_the_nodes_condition() -> None:
+    record, _ = record_profile(NodeRecord(name="gpu-1", gpus=1), node(at=1000.0), 10)
+    for at in (2000.0, 3000.0):
+        hit = warned(node(gpu(bandwidth=3.0e12), at=at), "InterferenceUnresolved")
+        record, publication = record_profile(record, hit, 10)
+    assert publication.held == ()
+    assert record.held is False
+    assert record.result is not None
+    assert record.result.gpus[0].bandwidth_bytes_per_second == 3.0e12
+    assert [c.quantity for c in publication.changes] == ["bandwidth", "ridge point"]
+
+
+def test_a_first_profile_that_warns_of_interference_is_published_having_nothing_to_keep() -> None:
+    hit = warned(node(at=1000.0), "CpuContention")
+    record, publication = record_profile(NodeRecord(name="gpu-1", gpus=1), hit, 10)
+    assert publication.held == ()
+    assert record.result == hit
+    assert record.warnings == ("CpuContention",)
+
+
+@pytest.mark.parametrize(
+    "code",
+    ["SlopeFromDecode", "PeakFromDecode", "BandwidthMismatch", "MinBatchFromModel"],
+)
+def test_a_warning_every_run_of_the_device_repeats_holds_nothing_back(code: str) -> None:
+    record, _ = record_profile(NodeRecord(name="gpu-1", gpus=1), node(at=1000.0), 10)
+    record, publication = record_profile(
+        record, warned(node(gpu(bandwidth=3.0e12), at=2000.0), code), 10
+    )
+    assert publication.held == ()
+    assert publication.changes
+    assert record.warnings == (code,)

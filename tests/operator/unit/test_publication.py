@@ -274,3 +274,63 @@ def test_interval_gauges_and_the_change_counter_are_exposed() -> None:
     assert registry.get_sample_value("roofline_device_changes_total", counter) == 1
     metrics.forget("fleet")
     assert registry.get_sample_value("roofline_device_changes_total", counter) is None
+
+
+def suspect_message(bandwidth: float, at: float, *codes: str) -> str:
+    """As :func:`message`, from a profile that warned ``codes``."""
+    peak = 180.0 * 4.3e12
+    d = replace(
+        device(bandwidth=bandwidth),
+        peak_flops_per_second=peak,
+        ridge_point=peak / bandwidth,
+        warnings=codes,
+    )
+    return encode_compact(profile(with_intervals(d), created_at=at))
+
+
+def test_a_profile_that_warned_of_interference_keeps_the_labels_and_is_named() -> None:
+    first = profile_once({}, message(4.31e12, NOW), NOW)
+    labelled = {k: v for k, v in first.label_patches["a"].items() if v}
+    later = NOW + 3700
+    launch = plan_round(
+        world([node("a", labels=labelled)], the_spec=REPROFILE, records=first.records, now=later)
+    )
+    (pod,) = created_pods(launch, at=later)
+    done = finished(pod, message=suspect_message(2.9e12, later, "CpuContention"))
+    second = plan_round(
+        world(
+            [node("a", labels=labelled)],
+            the_spec=REPROFILE,
+            pods=[done],
+            records=launch.records,
+            now=later + 30,
+        )
+    )
+    assert "a" not in second.label_patches  # no label moved
+    assert second.changes == []
+    ((name, publication),) = second.held
+    assert (name, publication.held) == ("a", ("CpuContention",))
+    entry = record_to_status(second.records["a"])
+    assert entry["bandwidthBytesPerSecond"] == 4.31e12
+    assert entry["measured"]["bandwidthBytesPerSecond"] == 2.9e12
+    assert (entry["warnings"], entry["heldBack"]) == (["CpuContention"], True)
+    rebuilt = record_from_status(entry)
+    assert rebuilt is not None
+    assert (rebuilt.warnings, rebuilt.held) == (("CpuContention",), True)
+
+
+def test_a_profile_without_warnings_writes_neither_field() -> None:
+    first = profile_once({}, message(4.31e12, NOW), NOW)
+    entry = record_to_status(first.records["a"])
+    assert "warnings" not in entry
+    assert "heldBack" not in entry
+
+
+def test_the_held_back_counter_starts_at_zero_and_goes_with_the_profile() -> None:
+    registry = CollectorRegistry()
+    metrics = OperatorMetrics(registry)
+    metrics.start_profile("fleet")
+    sample = {"profile": "fleet"}
+    assert registry.get_sample_value("roofline_profiles_held_back_total", sample) == 0
+    metrics.forget("fleet")
+    assert registry.get_sample_value("roofline_profiles_held_back_total", sample) is None
