@@ -1,5 +1,6 @@
 import math
 
+import pytest
 import torch
 
 from roofline_profiler.devices import DeviceInfo
@@ -92,3 +93,36 @@ def test_the_peak_search_never_grows_past_the_device_memory() -> None:
     shapes = search_peak_shapes(_info(1 << 20, 16 << 20), "float32", QUICK, seen.append)
     assert shapes == [(1024, 1024, 1024)]
     assert seen == ["peak search mm 1024x1024x1024"]
+
+
+def test_every_run_of_the_sweep_takes_the_next_weight_copy_whichever_batch_it_is(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # A 64 MiB cache and 8 MiB weights: 16 copies; every use of a copy is 16 runs after the last.
+    info = _info(cache=64 << 20, memory=None)
+    k, n = 1024, 2048
+    copies = weight_copies(info, k * n * 4)
+    seen: list[int] = []
+    real = torch.matmul
+
+    def recording(x: torch.Tensor, w: torch.Tensor, out: torch.Tensor) -> torch.Tensor:
+        seen.append(w.data_ptr())
+        return real(x, w, out=out)
+
+    workloads = sweep_workloads(info, "float32", k, n, [1, 2, 4])
+    monkeypatch.setattr(torch, "matmul", recording)
+    # Rounds as measure_rounds runs them: each batch a few runs, then the next batch.
+    for runs in (3, 1, 2, 5, 1, 4):
+        for w in workloads:
+            for i in range(runs):
+                w.fn(i)  # each workload's own run index starts over: it must not matter
+    monkeypatch.undo()
+    gaps = [
+        later - earlier
+        for earlier in range(len(seen))
+        for later in range(earlier + 1, len(seen))
+        if seen[later] == seen[earlier] and seen[earlier] not in seen[earlier + 1 : later]
+    ]
+    assert copies == 16
+    assert len(set(seen)) == copies
+    assert min(gaps) == copies
