@@ -18,7 +18,10 @@ Face ``transformers``) runs, at the model's real shapes, with the weights stream
 Caches are defeated the way the GEMM sweep does it: enough copies of a layer's weights are rotated
 that between two uses of one copy the step touches several times the device's cache; a mixture of
 experts also rotates which experts are active, so a small batch never re-reads experts that are
-still cached. KV caches are sliced from a buffer several times the cache, one slice per run.
+still cached. KV caches are sliced from a buffer several times the cache, one slice per run. As in
+the sweep, the batches of a part share one rotation (and attention one walk through its buffer):
+the batches are timed one after another, and a batch rotating on its own would start on the copy
+the batch before it had just read.
 
 Economy (the measurements must fit a profile's time budget on a CPU too):
 
@@ -34,8 +37,9 @@ Economy (the measurements must fit a profile's time budget on a CPU too):
 
 from __future__ import annotations
 
+import itertools
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 import torch
@@ -128,11 +132,12 @@ def measure_layer_bodies(
             DecoderLayer(arch, shapes, kind, dtype, device)
             for _ in range(_layer_copies(settings, info, first.nbytes()) - 1)
         ]
+        turn = itertools.count()  # one rotation of the copies for every batch
         parts = [
             Part(
                 batch,
                 f"{arch.name} {kind} layer B={batch}",
-                _body_run(copies, batch, settings, info),
+                _body_run(copies, turn, batch, settings, info),
             )
             for batch in settings.batches
         ]
@@ -145,7 +150,11 @@ def measure_layer_bodies(
 
 
 def _body_run(
-    copies: list[DecoderLayer], batch: int, settings: MeasureSettings, info: DeviceInfo
+    copies: list[DecoderLayer],
+    turn: Iterator[int],
+    batch: int,
+    settings: MeasureSettings,
+    info: DeviceInfo,
 ) -> Callable[[int], object]:
     arch, device, kind = settings.arch, info.device, copies[0].kind
     dtype = DTYPES[settings.dtype]
@@ -178,7 +187,8 @@ def _body_run(
 
     def run(i: int) -> object:
         with torch.no_grad():
-            return copies[i % len(copies)].forward(inputs[i % rounds], states[i % rounds])
+            layer = copies[next(turn) % len(copies)]
+            return layer.forward(inputs[i % rounds], states[i % rounds])
 
     return run
 
@@ -199,12 +209,13 @@ def measure_head(
     copies = 1 if timed_rows == rows else 2
     tables = [random_tensor((timed_rows, hidden), dtype, device) for _ in range(copies)]
     norm = torch.ones(hidden, dtype=dtype, device=device)
+    turn = itertools.count()
     parts = []
     for batch in settings.batches:
         ids = torch.randint(0, timed_rows, (batch,), device=device)
 
-        def run(i: int, ids: torch.Tensor = ids) -> object:
-            table = tables[i % copies]
+        def run(_: int, ids: torch.Tensor = ids) -> object:
+            table = tables[next(turn) % copies]
             with torch.no_grad():
                 x = table.index_select(0, ids)
                 return F.linear(rms_norm(x, norm), table)
@@ -253,9 +264,10 @@ def _attention_at(
     values = random_tensor((sequences, s.kv_heads, tokens, s.head_dim), dtype, device)
     scale = s.head_dim**-0.5
     timed = [b for b in settings.batches if b <= sequences] or [min(settings.batches)]
+    # Every run reads the sequences after the previous run's, whichever batch that was.
+    cursor = {"next": 0}
     parts = []
     for batch in timed:
-        slices = max(1, sequences // batch)
         query = random_tensor((batch, s.kv_heads, group, s.head_dim), dtype, device)
         # On CPUs, every position valid in a boolean mask, as a static or padded cache passes it
         # (transformers' decode does), which also selects the CPU kernel that serves a grouped
@@ -265,13 +277,13 @@ def _attention_at(
             valid = torch.ones((batch, 1, 1, tokens), dtype=torch.bool, device=device)
 
         def run(
-            i: int,
+            _: int,
             batch: int = batch,
-            slices: int = slices,
             query: torch.Tensor = query,
             valid: torch.Tensor | None = valid,
         ) -> object:
-            j = (i % slices) * batch
+            j = cursor["next"] if cursor["next"] + batch <= sequences else 0
+            cursor["next"] = j + batch
             with torch.no_grad():
                 return F.scaled_dot_product_attention(
                     query,
