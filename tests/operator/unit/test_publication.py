@@ -40,11 +40,16 @@ def with_intervals(
     )
 
 
-def message(bandwidth: float, at: float, relative: float = 0.01) -> str:
+def message(
+    bandwidth: float, at: float, relative: float = 0.01, warnings: tuple[str, ...] = ()
+) -> str:
     """A one-GPU result whose peak stays put, so the ridge point follows the bandwidth."""
     peak = 180.0 * 4.3e12
     d = replace(
-        device(bandwidth=bandwidth), peak_flops_per_second=peak, ridge_point=peak / bandwidth
+        device(bandwidth=bandwidth),
+        peak_flops_per_second=peak,
+        ridge_point=peak / bandwidth,
+        warnings=warnings,
     )
     return encode_compact(profile(with_intervals(d, relative), created_at=at))
 
@@ -59,25 +64,30 @@ def profile_once(records: dict[str, NodeRecord], text: str, now: float) -> Round
     )
 
 
-def test_a_reprofile_within_noise_keeps_the_labels_and_raises_nothing() -> None:
-    first = profile_once({}, message(4.30e12, NOW), NOW)
-    assert first.label_patches["a"]["roofline.dev/bandwidth-gbps"] == "4300"
+def reprofile(first: RoundPlan, text: str, at: float) -> RoundPlan:
+    """The next profiling cycle of node ``a``, labelled by ``first``, finishing with ``text``."""
     labelled = {k: v for k, v in first.label_patches["a"].items() if v}
-    later = NOW + 3700
     launch = plan_round(
-        world([node("a", labels=labelled)], the_spec=REPROFILE, records=first.records, now=later)
+        world([node("a", labels=labelled)], the_spec=REPROFILE, records=first.records, now=at)
     )
-    (pod,) = created_pods(launch, at=later)
-    done = finished(pod, message=message(4.26e12, later))  # -0.9%, inside 1% intervals
-    second = plan_round(
+    (pod,) = created_pods(launch, at=at)
+    done = finished(pod, message=text)
+    return plan_round(
         world(
             [node("a", labels=labelled)],
             the_spec=REPROFILE,
             pods=[done],
             records=launch.records,
-            now=later + 30,
+            now=at + 30,
         )
     )
+
+
+def test_a_reprofile_within_noise_keeps_the_labels_and_raises_nothing() -> None:
+    first = profile_once({}, message(4.30e12, NOW), NOW)
+    assert first.label_patches["a"]["roofline.dev/bandwidth-gbps"] == "4300"
+    later = NOW + 3700
+    second = reprofile(first, message(4.26e12, later), later)  # -0.9%, inside 1% intervals
     record = second.records["a"]
     assert second.profiled == ["a"]
     assert "a" not in second.label_patches
@@ -91,22 +101,8 @@ def test_a_reprofile_within_noise_keeps_the_labels_and_raises_nothing() -> None:
 
 def test_a_reprofile_beyond_the_threshold_relabels_and_reports_the_change() -> None:
     first = profile_once({}, message(4.31e12, NOW), NOW)
-    labelled = {k: v for k, v in first.label_patches["a"].items() if v}
     later = NOW + 3700
-    launch = plan_round(
-        world([node("a", labels=labelled)], the_spec=REPROFILE, records=first.records, now=later)
-    )
-    (pod,) = created_pods(launch, at=later)
-    done = finished(pod, message=message(3.62e12, later))
-    second = plan_round(
-        world(
-            [node("a", labels=labelled)],
-            the_spec=REPROFILE,
-            pods=[done],
-            records=launch.records,
-            now=later + 30,
-        )
-    )
+    second = reprofile(first, message(3.62e12, later), later)
     assert second.label_patches["a"]["roofline.dev/bandwidth-gbps"] == "3620"
     ((name, publication),) = second.changes
     assert name == "a"
@@ -276,36 +272,10 @@ def test_interval_gauges_and_the_change_counter_are_exposed() -> None:
     assert registry.get_sample_value("roofline_device_changes_total", counter) is None
 
 
-def suspect_message(bandwidth: float, at: float, *codes: str) -> str:
-    """As :func:`message`, from a profile that warned ``codes``."""
-    peak = 180.0 * 4.3e12
-    d = replace(
-        device(bandwidth=bandwidth),
-        peak_flops_per_second=peak,
-        ridge_point=peak / bandwidth,
-        warnings=codes,
-    )
-    return encode_compact(profile(with_intervals(d), created_at=at))
-
-
 def test_a_profile_that_warned_of_interference_keeps_the_labels_and_is_named() -> None:
     first = profile_once({}, message(4.31e12, NOW), NOW)
-    labelled = {k: v for k, v in first.label_patches["a"].items() if v}
     later = NOW + 3700
-    launch = plan_round(
-        world([node("a", labels=labelled)], the_spec=REPROFILE, records=first.records, now=later)
-    )
-    (pod,) = created_pods(launch, at=later)
-    done = finished(pod, message=suspect_message(2.9e12, later, "CpuContention"))
-    second = plan_round(
-        world(
-            [node("a", labels=labelled)],
-            the_spec=REPROFILE,
-            pods=[done],
-            records=launch.records,
-            now=later + 30,
-        )
-    )
+    second = reprofile(first, message(2.9e12, later, warnings=("CpuContention",)), later)
     assert "a" not in second.label_patches  # no label moved
     assert second.changes == []
     ((name, publication),) = second.held
