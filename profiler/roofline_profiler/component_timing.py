@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 import torch
 
 from roofline_profiler.stats import Measurement
-from roofline_profiler.timing import cpu_wait_seconds, measure, synchronize
+from roofline_profiler.timing import WaitClock, measure, synchronize
 
 #: Round-robin passes over the batches.
 PASSES = 2
@@ -118,18 +118,17 @@ def time_parts(
     """Measurements of every part, in the order given; each pass is one of their rounds."""
     policy = QUICK_PASS if quick else DEFAULT_PASS
     timed = [_Timed(part) for part in parts]
-    track_waits = device.type == "cpu" and cpu_wait_seconds() is not None
-    threads = torch.get_num_threads()
+    clock = WaitClock.start(device)
     for number in range(PASSES):
         for t in timed:
             if t.slow and quick:
                 continue  # its one sample is the first run of the first pass
             progress(f"{t.part.label} (pass {number + 1}/{PASSES})")
-            began, waited = time.perf_counter(), cpu_wait_seconds() if track_waits else None
+            clock.reset()
             times = _pass(t, number, policy, device)
-            ended, after = time.perf_counter(), cpu_wait_seconds() if track_waits else None
+            _, share = clock.lap()
             t.times.extend(times)
             t.passes.extend([number] * len(times))
-            if waited is not None and after is not None:
-                t.waits.append(max(0.0, after - waited) / ((ended - began) * threads))
+            if share is not None:
+                t.waits.append(share)
     return [t.measurement() for t in timed]

@@ -179,6 +179,37 @@ def cpu_wait_seconds() -> float | None:
     return total / 1e9 if found else None
 
 
+@dataclass
+class WaitClock:
+    """The wall clock and, on a CPU, the threads' CPU wait (:func:`cpu_wait_seconds`), read
+    together: :meth:`lap` ends one interval and starts the next."""
+
+    track_waits: bool
+    threads: int
+    at: float = 0.0
+    waited: float | None = None
+
+    @classmethod
+    def start(cls, device: torch.device) -> WaitClock:
+        track = device.type == "cpu" and cpu_wait_seconds() is not None
+        clock = cls(track, torch.get_num_threads())
+        clock.reset()
+        return clock
+
+    def reset(self) -> None:
+        self.at, self.waited = time.perf_counter(), cpu_wait_seconds() if self.track_waits else None
+
+    def lap(self) -> tuple[float, float | None]:
+        """Seconds since the last reading, and the share of them the threads waited for a CPU
+        another process held (None where unknown)."""
+        at, waited = self.at, self.waited
+        self.reset()
+        seconds = self.at - at
+        if waited is None or self.waited is None:
+            return seconds, None
+        return seconds, max(0.0, self.waited - waited) / (seconds * self.threads)
+
+
 def _warm_up(w: Workload, device: torch.device, seconds: float) -> None:
     """A first call (allocations, kernel selection, lazy initialisation), timed as an estimate;
     then warm-up runs for ``seconds`` when one run is shorter than that."""
@@ -236,22 +267,19 @@ def measure_rounds(
     slice_wall: dict[str, float] = {}
     # On a CPU, how long the profiler's threads waited for a CPU during each slice (``sanity.py``
     # warns when the rounds behind a headline number waited).
-    waits = device.type == "cpu" and cpu_wait_seconds() is not None
-    threads = torch.get_num_threads()
+    clock = WaitClock.start(device)
     round_index = 0
     while due and round_index < policy.max_rounds:
         progress(f"round {round_index + 1}: {len(due)} workload(s)")
         # Rotate the order so no workload always follows the same neighbour.
         shift = round_index % len(due)
         # One clock and wait reading between two slices ends the one and starts the next.
-        began, waited = time.perf_counter(), cpu_wait_seconds() if waits else None
+        clock.reset()
         for w in due[shift:] + due[:shift]:
             _time_slice(w, device, round_index, policy.slice_seconds)
-            ended, after = time.perf_counter(), cpu_wait_seconds() if waits else None
-            slice_wall[w.label] = ended - began
-            if waited is not None and after is not None:
-                w.cpu_waits.append(max(0.0, after - waited) / ((ended - began) * threads))
-            began, waited = ended, after
+            slice_wall[w.label], share = clock.lap()
+            if share is not None:
+                w.cpu_waits.append(share)
         round_index += 1
         if round_index >= policy.min_rounds:
             due = [w for w in workloads if needs_more_rounds(w.measurement())]

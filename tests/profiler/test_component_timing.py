@@ -7,7 +7,7 @@ import time
 import pytest
 import torch
 
-from roofline_profiler import component_timing
+from roofline_profiler import timing
 from roofline_profiler.component_timing import Part, time_parts
 
 CPU = torch.device("cpu")
@@ -18,7 +18,7 @@ def clock(monkeypatch: pytest.MonkeyPatch) -> dict[str, float]:
     """Every run advances the clock by its seconds and waits for a CPU half of that time."""
     state = {"now": 0.0, "waited": 0.0}
     monkeypatch.setattr(time, "perf_counter", lambda: state["now"])
-    monkeypatch.setattr(component_timing, "cpu_wait_seconds", lambda: state["waited"])
+    monkeypatch.setattr(timing, "cpu_wait_seconds", lambda: state["waited"])
     monkeypatch.setattr(torch, "get_num_threads", lambda: 2)
     return state
 
@@ -57,7 +57,7 @@ def test_a_slow_part_in_quick_mode_is_one_sample_of_one_pass(clock: dict[str, fl
 def test_without_a_cpu_wait_counter_the_passes_still_keep_their_samples(
     clock: dict[str, float], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(component_timing, "cpu_wait_seconds", lambda: None)
+    monkeypatch.setattr(timing, "cpu_wait_seconds", lambda: None)
     (part,) = time_parts([_part(clock, 1, 0.01)], True, CPU, lambda _: None)
     assert set(part.rounds) == {0, 1}
     assert part.cpu_waits == ()
