@@ -11,8 +11,16 @@ only when the two differ by more than their combined uncertainty:
 where ``a`` is the published value's 95% half-width on the side facing the new value and ``b`` the
 new value's half-width on the side facing the old one (the usual combination of two independent
 uncertainties, taken per side because bootstrap intervals are not symmetric). Otherwise the
-published number and its interval stay. A number without an interval (a version 1 compact result,
-a status written before intervals) counts as exact: any change publishes, as before hysteresis.
+published number stays, and its interval is re-derived from the latest measurement: the new
+profile's half-widths around the held value. A held number thus never keeps an interval older
+than the latest profile, so one wide interval cannot pin a wrong value: the next tight profile
+that disagrees moves it. A number without an interval (a version 1 compact result, a status
+written before intervals) counts as exact: any change publishes, as before hysteresis.
+
+A published bandwidth, peak or ridge point whose interval reaches further than
+``results.PROVISIONAL_HALF_WIDTH`` (10%) of its value on either side is *provisional* (``results.
+provisional_quantities``; the status says so): the first profile whose interval is within that
+bound replaces it, whether or not the two differ beyond noise, and that counts as no change.
 
 A change is *material* when a number moved (beyond noise, as above) by more than the profile's
 ``changeThresholdPercent`` (default 10%) of its published value, for bandwidth, peak or ridge
@@ -34,7 +42,12 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from roofline_operator.records import NodeRecord
-from roofline_operator.results import GpuResult, NodeResult, headline_of
+from roofline_operator.results import (
+    GpuResult,
+    NodeResult,
+    headline_of,
+    is_wide,
+)
 from roofline_operator.spec import DEFAULT_CHANGE_THRESHOLD_PERCENT
 from roofline_profiler.compact import CompactIntervals
 from roofline_profiler.sanity import INTERFERENCE_CODES
@@ -175,34 +188,52 @@ def publish_gpu(
     changes = []
     for number in _NUMBERS:
         old, new = number.value(published), number.value(measured)
+        old_interval, new_interval = number.interval(published), number.interval(measured)
+        provisional = (
+            number.quantity in MATERIAL_QUANTITIES
+            and is_wide(old, old_interval)
+            and new_interval is not None
+            and not is_wide(new, new_interval)
+        )
         # A held-back profile moves nothing.
-        if not hold and beyond_noise(
-            old, number.interval(published), new, number.interval(measured)
-        ):
+        if not hold and provisional:
+            moved = True  # a tight profile replaces a provisional number: no change to report
+            continue
+        if not hold and beyond_noise(old, old_interval, new, new_interval):
             moved = True
             material = number.quantity in MATERIAL_QUANTITIES and old > 0
             if material and abs(new - old) / old * 100 > threshold_percent:
                 changes.append(MaterialChange(measured.index, number.quantity, old, new))
             continue
         result = replace(result, **{number.field: getattr(published, number.field)})
-        result = replace(result, intervals=_keep_interval(result, published, number))
+        source = published if hold else measured
+        result = replace(result, intervals=_held_interval(result, published, source, number))
     return result, moved, tuple(changes)
 
 
-def _keep_interval(
-    result: GpuResult, published: GpuResult, number: _Number
+def _held_interval(
+    result: GpuResult, published: GpuResult, source: GpuResult, number: _Number
 ) -> CompactIntervals | None:
-    """``result``'s intervals with ``number``'s taken from ``published`` (which may have none)."""
-    kept = published.intervals
+    """``result``'s intervals with ``number``'s around the held (published) value, with the
+    half-widths of ``source``: the latest measurement when noise held the number, the published
+    one when interference held the whole profile back. Without a ``source`` interval the held
+    number is exact."""
     if result.intervals is None:
         return None
-    if kept is None:
-        # The published number had no interval: it stays exact, the rest keep theirs.
-        value: Any = getattr(published, number.field)
-        return replace(result.intervals, **{number.interval_field: (value, value)})
-    return replace(
-        result.intervals, **{number.interval_field: getattr(kept, number.interval_field)}
-    )
+    held: Any = getattr(published, number.field)
+    widths = number.interval(source)
+    if widths is None:
+        return replace(result.intervals, **{number.interval_field: (held, held)})
+    value = number.value(source)
+    below, above = max(value - widths[0], 0.0), max(widths[1] - value, 0.0)
+    if isinstance(held, int):
+        interval: tuple[Any, Any] = (
+            max(held - math.ceil(below), 0),
+            held + math.ceil(above),
+        )
+    else:
+        interval = (max(held - below, 0.0), held + above)
+    return replace(result.intervals, **{number.interval_field: interval})
 
 
 def publish(

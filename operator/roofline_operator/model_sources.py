@@ -15,7 +15,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from roofline_operator.model_spec import ModelSpec
-from roofline_profiler.model_config import PRESETS, ModelError, model_from_config
+from roofline_profiler.model_config import (
+    PRESETS,
+    ModelError,
+    model_from_config,
+    parse_config_text,
+)
 from roofline_profiler.models import check_tensor_parallel
 
 #: ``status.models[].reason`` of a model that cannot be planned.
@@ -96,14 +101,9 @@ def _config_from_map(
             f"{where}.key: ConfigMap {namespace}/{name} has no key {key!r} (keys: {keys})",
         )
     try:
-        config = json.loads(data[key])
-    except (json.JSONDecodeError, TypeError) as exc:
-        detail = f"line {exc.lineno}: {exc.msg}" if isinstance(exc, json.JSONDecodeError) else ""
-        return ModelFailure(
-            INVALID_MODEL, f"{where}: {namespace}/{name} key {key!r} is not valid JSON ({detail})"
-        )
-    if not isinstance(config, dict):
-        return ModelFailure(INVALID_MODEL, f"{where}: {namespace}/{name} key {key!r} is no object")
+        config = parse_config_text(data[key], f"{where}: {namespace}/{name} key {key!r}")
+    except ModelError as exc:
+        return ModelFailure(INVALID_MODEL, str(exc))
     return config
 
 

@@ -14,12 +14,15 @@ from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
 
-#: At most this many models per profile (the CRD's ``maxItems``).
-MAX_MODELS = 8
-DEFAULT_CONTEXT_TOKENS = 4096
-MAX_CONTEXT_TOKENS = 1 << 20
-DEFAULT_TENSOR_PARALLEL = 1
-MAX_TENSOR_PARALLEL = 64
+from roofline_profiler import limits
+
+#: The bounds are the profiler's (``roofline_profiler.limits``): the CRD, this parser, the pod's
+#: ``--models-file`` and the command line share them.
+MAX_MODELS = limits.MAX_MODELS
+DEFAULT_CONTEXT_TOKENS = limits.DEFAULT_CONTEXT_TOKENS
+MAX_CONTEXT_TOKENS = limits.MAX_CONTEXT_TOKENS
+DEFAULT_TENSOR_PARALLEL = limits.DEFAULT_TENSOR_PARALLEL
+MAX_TENSOR_PARALLEL = limits.MAX_TENSOR_PARALLEL
 DEFAULT_CONFIG_MAP_KEY = "config.json"
 #: Longest inter-token latency SLO, as the CRD's CEL rule.
 MAX_SLO_SECONDS = 60.0

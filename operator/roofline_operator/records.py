@@ -82,14 +82,22 @@ def record_to_status(record: NodeRecord) -> dict[str, Any]:
     return {k: v for k, v in entry.items() if v is not None}
 
 
+def _provisional(result: NodeResult) -> list[str] | None:
+    """The published numbers too uncertain to hold on to, on any GPU (``hysteresis.py``)."""
+    found = {q for gpu in result.gpus for q in results.provisional_quantities(gpu)}
+    return sorted(found) or None
+
+
 def _publication_to_status(record: NodeRecord, result: NodeResult) -> dict[str, Any]:
     """``publishedTime``, ``measured`` (only when it differs from the published numbers),
-    ``previous``, ``materialChange``, ``warnings`` and ``heldBack`` (only when set)."""
+    ``previous``, ``materialChange``, ``warnings``, ``heldBack`` and ``provisional`` (only when
+    set)."""
     fields: dict[str, Any] = {
         "publishedTime": format_time(record.published_at or result.profiled_at),
         "materialChange": record.change,
         "warnings": list(record.warnings) or None,
         "heldBack": record.held or None,
+        "provisional": _provisional(result),
     }
     measured = record.measured
     if measured is not None and measured != results.headline_of(result):

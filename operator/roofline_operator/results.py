@@ -275,3 +275,28 @@ def from_status(entry: Mapping[str, Any]) -> NodeResult | None:
         gpus=tuple(_gpu_from_status(g, int(g["index"]), str(g.get("product", ""))) for g in gpus),
         restored_models=model_plans.plans_from_status(entry.get("models")),
     )
+
+
+#: A published bandwidth, peak or ridge point is provisional while its 95% interval reaches
+#: further than this share of its value on either side (``hysteresis.py``): a first profile that
+#: noisy is replaced by the first tighter one instead of being held against it.
+PROVISIONAL_HALF_WIDTH = 0.10
+
+
+def is_wide(value: float, interval: tuple[float, float] | None) -> bool:
+    """Whether ``interval`` reaches further than :data:`PROVISIONAL_HALF_WIDTH` of ``value``."""
+    if interval is None or value <= 0:
+        return False
+    return max(value - interval[0], interval[1] - value) > PROVISIONAL_HALF_WIDTH * value
+
+
+def provisional_quantities(gpu: GpuResult) -> tuple[str, ...]:
+    """The headline numbers of ``gpu`` that are provisional (intervals too wide to hold on to)."""
+    if gpu.intervals is None:
+        return ()
+    numbers = (
+        ("bandwidth", gpu.bandwidth_bytes_per_second, gpu.intervals.bandwidth),
+        ("peak", gpu.peak_flops_per_second, gpu.intervals.peak),
+        ("ridge point", gpu.ridge_point, gpu.intervals.ridge_point),
+    )
+    return tuple(name for name, value, (low, high) in numbers if is_wide(value, (low, high)))

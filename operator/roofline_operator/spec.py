@@ -264,7 +264,10 @@ def _shape(raw: Any) -> tuple[int, int] | None:
     n = _int(raw, "n", None, limits.MIN_DIMENSION, limits.MAX_DIMENSION)
     if k is None or n is None:
         raise SpecError(SHAPE_INCOMPLETE_MESSAGE)
-    return k, n
+    try:
+        return limits.check_shape(k, n)
+    except limits.LimitError as exc:
+        raise SpecError(f"spec.shape: {exc}") from None
 
 
 def _weight_shape(spec: Mapping[str, Any]) -> tuple[int, int] | None:
@@ -277,16 +280,10 @@ def _weight_shape(spec: Mapping[str, Any]) -> tuple[int, int] | None:
     match = _WEIGHT_SHAPE.fullmatch(text) if isinstance(text, str) else None
     if match is None:
         raise SpecError(f'spec.weightShape must be "KxN" such as "4096x14336", got {text!r}')
-    k, n = int(match.group(1)), int(match.group(2))
-    for name, value in (("K", k), ("N", n)):
-        if not limits.MIN_DIMENSION <= value <= limits.MAX_DIMENSION:
-            raise SpecError(
-                f"spec.weightShape: {name} must be between {limits.MIN_DIMENSION} and "
-                f"{limits.MAX_DIMENSION}, got {value}"
-            )
-    if k * n > 1 << 30:
-        raise SpecError("spec.weightShape: K*N must be at most 2^30 elements")
-    return k, n
+    try:
+        return limits.check_shape(int(match.group(1)), int(match.group(2)))
+    except limits.LimitError as exc:
+        raise SpecError(f"spec.weightShape: {exc}") from None
 
 
 def _batches(raw: Any) -> tuple[int, ...]:

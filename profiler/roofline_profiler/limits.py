@@ -32,6 +32,8 @@ MAX_BATCH = 1 << 16
 #: Bounds of the decode weight's K and N.
 MIN_DIMENSION = 1
 MAX_DIMENSION = 1 << 20
+#: Most elements of the decode weight (K·N): 2 GiB in bf16, which every supported GPU holds.
+MAX_WEIGHT_ELEMENTS = 1 << 30
 
 #: The decode weight swept by default: Llama-3-8B's FFN up-projection (K = hidden, N = FFN width).
 DEFAULT_SHAPE = (4096, 14336)
@@ -60,8 +62,12 @@ def canonical_dtype(name: str) -> str:
 
 
 def check_shape(k: int, n: int) -> tuple[int, int]:
+    """K and N each within the dimension limits, and K·N within :data:`MAX_WEIGHT_ELEMENTS`:
+    the command line, the spec's ``weightShape`` and its older ``shape`` all check this."""
     if not (MIN_DIMENSION <= k <= MAX_DIMENSION and MIN_DIMENSION <= n <= MAX_DIMENSION):
         raise LimitError(f"K and N must lie in {MIN_DIMENSION}..{MAX_DIMENSION}, got {k}x{n}")
+    if k * n > MAX_WEIGHT_ELEMENTS:
+        raise LimitError(f"K*N must be at most 2^30 elements, got {k}x{n}")
     return k, n
 
 
@@ -114,3 +120,40 @@ def parse_efficiency_percent(text: str) -> int:
     except ValueError:
         raise LimitError(f"{text!r} is not an integer percent") from None
     return check_efficiency_percent(value)
+
+
+# Model plans. The command line (``--context``, ``--tensor-parallel``), the pod's
+# ``--models-json``/``--models-file``, the operator's ``spec.models`` and the CRD all read these.
+
+#: Models per profile, per ``--models-json`` or ``--models-file``.
+MAX_MODELS = 8
+DEFAULT_CONTEXT_TOKENS = 4096
+MAX_CONTEXT_TOKENS = 1 << 20
+DEFAULT_TENSOR_PARALLEL = 1
+MAX_TENSOR_PARALLEL = 64
+#: Upper bounds of a model config's integer fields (the lower bound is 1). Each lies well past
+#: today's largest open models (Llama-3.1-405B: 126 layers, hidden 16384; DeepSeek-V3: 256
+#: experts; Gemma: 262,144 tokens of vocabulary) and keeps the work of reading a config — the
+#: MoE layer count walks every layer — small on the operator's event loop.
+MODEL_FIELD_LIMITS: dict[str, int] = {
+    "num_hidden_layers": 1024,
+    "hidden_size": 1 << 17,
+    "num_attention_heads": 4096,
+    "num_key_value_heads": 4096,
+    "head_dim": 4096,
+    "intermediate_size": MAX_DIMENSION,
+    "moe_intermediate_size": MAX_DIMENSION,
+    "shared_expert_intermediate_size": MAX_DIMENSION,
+    "vocab_size": 1 << 22,
+    "num_local_experts": 4096,
+    "num_experts": 4096,
+    "num_experts_per_tok": 4096,
+    "decoder_sparse_step": 1024,
+    "max_position_embeddings": 1 << 27,
+    "sliding_window": 1 << 27,
+}
+#: Top-level fields of one model config (published ``config.json`` files have 20 to 60).
+MAX_CONFIG_FIELDS = 512
+#: Bytes of one model config as JSON (published ones have 1 to 5 KiB); eight of them fit the
+#: 1 MiB of the ConfigMap that carries the models to the profiler pod.
+MAX_CONFIG_BYTES = 64 * 1024

@@ -18,12 +18,13 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from roofline_profiler import limits
 from roofline_profiler.models import ModelArch, ModelError, check_tensor_parallel, load_model
 from roofline_profiler.planning import ModelPlan, PlanOptions, parse_duration
 
-DEFAULT_CONTEXT = 4096
-MAX_CONTEXT = 1 << 24
-MAX_TENSOR_PARALLEL = 1024
+DEFAULT_CONTEXT = limits.DEFAULT_CONTEXT_TOKENS
+MAX_CONTEXT = limits.MAX_CONTEXT_TOKENS
+MAX_TENSOR_PARALLEL = limits.MAX_TENSOR_PARALLEL
 
 
 class ModelInputError(ValueError):

@@ -37,6 +37,8 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
+from roofline_profiler.limits import MAX_CONFIG_BYTES, MAX_CONFIG_FIELDS, MODEL_FIELD_LIMITS
+
 _PRESET_NAMES = ("llama-3.1-8b", "llama-3.1-70b", "qwen3-8b", "mixtral-8x7b", "qwen3-30b-a3b")
 
 
@@ -115,20 +117,57 @@ def load_model(ref: str) -> ModelArch:
     except (OSError, UnicodeDecodeError) as exc:
         reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else type(exc).__name__
         raise ModelError(f"{path.name}: cannot read the config ({reason})") from None
+    config = parse_config_text(text, path.name)
+    stem = path.parent.name if path.stem == "config" and path.parent.name else path.stem
+    return model_from_config(config, stem, source=path.name)
+
+
+def parse_config_text(text: str, source: str) -> dict[str, Any]:
+    """A ``config.json``'s text as a mapping, within :data:`MAX_CONFIG_BYTES` (checked before
+    parsing, so a huge or deeply nested text costs no work)."""
+    size = len(text.encode("utf-8", "surrogatepass"))
+    if size > MAX_CONFIG_BYTES:
+        raise ModelError(f"{source}: the config has {size} bytes, at most {MAX_CONFIG_BYTES}")
     try:
         config = json.loads(text)
     except json.JSONDecodeError as exc:
-        raise ModelError(f"{path.name}: not valid JSON (line {exc.lineno}: {exc.msg})") from None
+        raise ModelError(f"{source}: not valid JSON (line {exc.lineno}: {exc.msg})") from None
+    except RecursionError:
+        raise ModelError(f"{source}: not valid JSON (nested too deeply)") from None
     if not isinstance(config, dict):
-        raise ModelError(f"{path.name}: the config must be a JSON object")
-    stem = path.parent.name if path.stem == "config" and path.parent.name else path.stem
-    return model_from_config(config, stem, source=path.name)
+        raise ModelError(f"{source}: the config must be a JSON object")
+    return config
+
+
+def check_config_size(config: Mapping[str, Any], source: str) -> None:
+    """An already parsed config within :data:`MAX_CONFIG_FIELDS` fields and
+    :data:`MAX_CONFIG_BYTES` bytes as JSON (an inline config of a custom resource)."""
+    if len(config) > MAX_CONFIG_FIELDS:
+        raise ModelError(
+            f"{source}: the config has {len(config)} fields, at most {MAX_CONFIG_FIELDS}"
+        )
+    try:
+        size = len(json.dumps(config, separators=(",", ":"), default=_plain).encode())
+    except (RecursionError, TypeError, ValueError):
+        raise ModelError(f"{source}: the config is not plain JSON (or nested too deeply)") from None
+    if size > MAX_CONFIG_BYTES:
+        raise ModelError(f"{source}: the config has {size} bytes, at most {MAX_CONFIG_BYTES}")
+
+
+def _plain(value: Any) -> Any:
+    if isinstance(value, Mapping):
+        return dict(value)
+    raise TypeError(f"{type(value).__name__} is not JSON")
 
 
 def model_from_config(
     config: Mapping[str, Any], name: str, *, source: str = "config.json"
 ) -> ModelArch:
-    """Read the fields a decode step depends on; ``source`` prefixes error messages."""
+    """Read the fields a decode step depends on; ``source`` prefixes error messages.
+
+    Every integer field is bounded (``limits.MODEL_FIELD_LIMITS``), so the work is bounded too.
+    """
+    check_config_size(config, source)
     fields = _Fields(config, source)
     model_type = _model_type(config, source)
     hidden = fields.positive("hidden_size")
@@ -234,7 +273,8 @@ class _Fields:
         self._source = source
 
     def positive(self, key: str, default: int | None = None) -> int:
-        """A positive integer; missing or null is an error unless there is a ``default``."""
+        """A positive integer up to the field's limit; missing or null is an error unless there
+        is a ``default``."""
         value = self._config.get(key)
         if value is None:
             if default is None:
@@ -242,6 +282,9 @@ class _Fields:
             return default
         if isinstance(value, bool) or not isinstance(value, int) or value < 1:
             raise ModelError(f"{self._source}: {key} must be a positive integer, got {value!r}")
+        upper = MODEL_FIELD_LIMITS[key]
+        if value > upper:
+            raise ModelError(f"{self._source}: {key} must be at most {upper}, got {value}")
         return value
 
     def boolean(self, key: str, default: bool) -> bool:
@@ -254,8 +297,12 @@ class _Fields:
 
     def layer_list(self, key: str, layers: int) -> frozenset[int]:
         value = self._config.get(key) or []
-        if not isinstance(value, list) or not all(
-            isinstance(i, int) and not isinstance(i, bool) and 0 <= i < layers for i in value
+        if (
+            not isinstance(value, list)
+            or len(value) > layers
+            or not all(
+                isinstance(i, int) and not isinstance(i, bool) and 0 <= i < layers for i in value
+            )
         ):
             raise ModelError(f"{self._source}: {key} must be a list of layer indices")
         return frozenset(value)

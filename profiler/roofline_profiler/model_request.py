@@ -16,14 +16,15 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
+from roofline_profiler import limits
 from roofline_profiler.compact import CompactModelPlan
 from roofline_profiler.model_config import PRESETS, ModelArch, ModelError, model_from_config
 from roofline_profiler.models import check_tensor_parallel
 from roofline_profiler.planning import ModelPlan
 
-MAX_MODELS = 8
-MAX_CONTEXT_TOKENS = 1 << 20
-MAX_TENSOR_PARALLEL = 64
+MAX_MODELS = limits.MAX_MODELS
+MAX_CONTEXT_TOKENS = limits.MAX_CONTEXT_TOKENS
+MAX_TENSOR_PARALLEL = limits.MAX_TENSOR_PARALLEL
 
 
 class ModelsJsonError(ValueError):
@@ -64,11 +65,15 @@ def _entry(raw: Any, index: int) -> ModelEntry:
             if not isinstance(config, Mapping):
                 raise ModelsJsonError(f"{where}.config must be an object")
             arch = model_from_config(config, name, source=f"{where}.config")
-        tp = _bounded(raw, "tensorParallel", 1, MAX_TENSOR_PARALLEL, where)
+        tp = _bounded(
+            raw, "tensorParallel", limits.DEFAULT_TENSOR_PARALLEL, MAX_TENSOR_PARALLEL, where
+        )
         check_tensor_parallel(arch, tp)
     except ModelError as exc:
         raise ModelsJsonError(str(exc)) from None
-    context = _bounded(raw, "contextTokens", 4096, MAX_CONTEXT_TOKENS, where)
+    context = _bounded(
+        raw, "contextTokens", limits.DEFAULT_CONTEXT_TOKENS, MAX_CONTEXT_TOKENS, where
+    )
     return ModelEntry(arch, context, tp)
 
 

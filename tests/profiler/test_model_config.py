@@ -1,9 +1,10 @@
 import json
+import time
 from pathlib import Path
 
 import pytest
 
-from roofline_profiler import model_config
+from roofline_profiler import limits, model_config
 from roofline_profiler.model_config import ModelError
 
 
@@ -119,3 +120,37 @@ def test_an_unknown_architecture_without_model_type_is_named() -> None:
         model_config.model_from_config(
             _config(model_type=..., architectures=["GPT2LMHeadModel"]), "x"
         )
+
+
+@pytest.mark.parametrize("model_type", ["qwen2_moe", "qwen3_moe"])
+def test_a_moe_config_with_a_billion_layers_is_refused_before_any_work(model_type: str) -> None:
+    """The MoE layer count walks every layer: an unbounded count would block its caller."""
+    config = {**model_config.PRESETS["qwen3-30b-a3b"], "model_type": model_type}
+    config["num_hidden_layers"] = 10**9
+    started = time.perf_counter()
+    with pytest.raises(ModelError, match="num_hidden_layers must be at most 1024, got 1000000000"):
+        model_config.model_from_config(config, "huge")
+    assert time.perf_counter() - started < 0.1
+
+
+@pytest.mark.parametrize(
+    ("field", "value"),
+    [(field, limit + 1) for field, limit in limits.MODEL_FIELD_LIMITS.items()],
+)
+def test_every_bounded_field_names_its_limit(field: str, value: int) -> None:
+    reads = {"num_local_experts": "mixtral-8x7b", "sliding_window": "mixtral-8x7b"}
+    config = {**model_config.PRESETS[reads.get(field, "qwen3-30b-a3b")], field: value}
+    if field == "shared_expert_intermediate_size":
+        config["model_type"] = "qwen2_moe"
+    with pytest.raises(ModelError, match=f"{field} must be at most {value - 1}"):
+        model_config.model_from_config(config, "m")
+
+
+def test_a_config_text_over_the_size_limit_or_nested_too_deeply_is_one_line() -> None:
+    with pytest.raises(ModelError, match=f"at most {limits.MAX_CONFIG_BYTES}"):
+        model_config.parse_config_text(" " * (limits.MAX_CONFIG_BYTES + 1), "cm")
+    with pytest.raises(ModelError, match="nested too deeply"):
+        model_config.parse_config_text("[" * 4096 * 8, "cm")
+    big = {**model_config.PRESETS["llama-3.1-8b"], "pad": "x" * limits.MAX_CONFIG_BYTES}
+    with pytest.raises(ModelError, match="bytes, at most"):
+        model_config.model_from_config(big, "m")

@@ -11,7 +11,7 @@ from roofline_operator.hysteresis import (
     publish,
     record_profile,
 )
-from roofline_operator.records import NodeRecord
+from roofline_operator.records import NodeRecord, record_to_status
 from roofline_operator.results import GpuResult, NodeResult, headline_of
 from roofline_profiler.compact import CompactIntervals
 
@@ -103,7 +103,7 @@ def test_a_first_profile_publishes_its_numbers_as_measured_and_raises_nothing() 
     assert publication.changes == ()
 
 
-def test_a_profile_within_noise_keeps_every_published_number_and_interval() -> None:
+def test_a_profile_within_noise_keeps_every_published_number_with_the_latest_widths() -> None:
     published = node(gpu(bandwidth=4.30e12, peak=7.90e14))
     measured = node(gpu(bandwidth=4.27e12, peak=7.95e14, steps=((1, 3.1e-5),)), at=2000.0)
     publication = publish(published, measured)
@@ -111,7 +111,9 @@ def test_a_profile_within_noise_keeps_every_published_number_and_interval() -> N
     (old,) = published.gpus
     assert (kept.bandwidth_bytes_per_second, kept.peak_flops_per_second) == (4.30e12, 7.90e14)
     assert (kept.ridge_point, kept.recommended_min_batch) == (old.ridge_point, 128)
-    assert kept.intervals == old.intervals
+    assert kept.intervals is not None
+    # The held value, with the latest profile's half-widths (1% of 4.27 TB/s) around it.
+    assert kept.intervals.bandwidth == pytest.approx((4.30e12 - 4.27e10, 4.30e12 + 4.27e10))
     assert not publication.moved
     assert publication.changes == ()
     # What is not a published decision follows the latest profile.
@@ -182,12 +184,81 @@ def test_results_without_intervals_publish_any_change_and_stay_exact() -> None:
     assert publication.moved
 
 
-def test_a_held_number_without_a_published_interval_keeps_an_exact_one() -> None:
+def test_a_held_number_without_a_published_interval_takes_the_latest_widths() -> None:
     published = node(gpu(relative=None))
     measured = node(gpu(relative=0.01))
     (kept,) = publish(published, measured).result.gpus
     assert kept.intervals is not None
-    assert kept.intervals.bandwidth == (4.3e12, 4.3e12)
+    assert kept.intervals.bandwidth == pytest.approx((4.257e12, 4.343e12))
+
+
+def test_a_held_number_keeps_its_value_when_the_latest_profile_has_no_interval() -> None:
+    published = node(gpu(relative=0.01))
+    measured = node(gpu(bandwidth=4.3e12, relative=None))
+    publication = publish(published, measured)
+    assert publication.result.gpus[0].intervals is None
+    assert not publication.moved
+
+
+def converge(first: GpuResult, then: list[GpuResult]) -> list[float]:
+    """The published bandwidth after each profile of a node."""
+    record = NodeRecord(name="gpu-1", gpus=1)
+    published = []
+    for at, measured in enumerate([first, *then]):
+        record, _ = record_profile(record, node(measured, at=1000.0 + at), 10)
+        assert record.result is not None
+        published.append(record.result.gpus[0].bandwidth_bytes_per_second)
+    return published
+
+
+def wide_first() -> GpuResult:
+    """3.0 TB/s with the interval [2.0, 4.6] TB/s: a first profile gone wrong (its ridge point,
+    peak over bandwidth, as uncertain)."""
+    first = gpu(bandwidth=3.0e12)
+    assert first.intervals is not None
+    ridge = (first.peak_flops_per_second / 4.6e12, first.peak_flops_per_second / 2.0e12)
+    band = (2.0e12, 4.6e12)
+    return replace(first, intervals=replace(first.intervals, bandwidth=band, ridge_point=ridge))
+
+
+def tight(bandwidth: float) -> GpuResult:
+    """``bandwidth`` ± 0.04 TB/s."""
+    measured = gpu(bandwidth=bandwidth, peak=7.9e14)
+    assert measured.intervals is not None
+    band = (bandwidth - 0.04e12, bandwidth + 0.04e12)
+    return replace(measured, intervals=replace(measured.intervals, bandwidth=band))
+
+
+def test_a_wide_first_profile_is_provisional_and_the_first_tight_one_replaces_it() -> None:
+    published = converge(wide_first(), [tight(4.30e12) for _ in range(6)])
+    assert published == [3.0e12] + [4.30e12] * 6
+
+
+def test_a_wide_first_profile_is_shown_as_provisional_in_status() -> None:
+    record, _ = record_profile(NodeRecord(name="gpu-1", gpus=1), node(wide_first()), 10)
+    assert record_to_status(record)["provisional"] == ["bandwidth", "ridge point"]
+    record, publication = record_profile(record, node(tight(4.3e12), at=2000.0), 10)
+    assert "provisional" not in record_to_status(record)
+    assert publication.moved
+    assert publication.changes == ()  # no DeviceChanged for it
+
+
+def test_a_held_value_narrows_to_the_latest_widths_so_a_later_tight_profile_moves_it() -> None:
+    """Without the provisional rule: 3.0 [2.0, 4.6] is not wide by 10% on the low side only."""
+    published_gpu = gpu(bandwidth=3.0e12)
+    assert published_gpu.intervals is not None
+    # Within 10% below, far above: not provisional, yet wide toward the truth.
+    interval = (2.8e12, 4.6e12)
+    first = replace(published_gpu, intervals=replace(published_gpu.intervals, bandwidth=interval))
+    record, _ = record_profile(NodeRecord(name="gpu-1", gpus=1), node(first), 10)
+    record = replace(record, result=replace(record.result, gpus=(first,)))  # type: ignore[arg-type]
+    published = [3.0e12]
+    for at in range(6):
+        record, _ = record_profile(record, node(tight(4.30e12), at=2000.0 + at), 10)
+        assert record.result is not None
+        published.append(record.result.gpus[0].bandwidth_bytes_per_second)
+    assert published[-1] == 4.30e12
+    assert published.index(4.30e12) <= 2  # held once with the wide interval, then it moves
 
 
 def test_another_dtype_publishes_the_new_numbers_without_a_change() -> None:

@@ -1,0 +1,191 @@
+"""The CRD and the Python parsers accept the same specs, and their bounds are one definition.
+
+The same inputs go to the CRD (its schema as JSON Schema, and its CEL rules through a small
+translation of the CEL they use) and to the operator's parsers (``parse_spec``, and the model
+check that fails a model alone). A spec the API server admits but the operator refuses sits in
+the cluster as a profile that never runs; one the operator would take but the server refuses
+cannot be written at all. Either way they must agree, and the bounds come from
+``roofline_profiler.limits``.
+"""
+
+from __future__ import annotations
+
+import copy
+import re
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+import pytest
+import yaml
+from harness.structural import as_json_schema
+
+from roofline_operator.model_sources import resolve_models
+from roofline_operator.model_spec import ModelSpecError
+from roofline_operator.spec import SpecError, parse_spec
+from roofline_profiler import limits
+from roofline_profiler.model_config import PRESETS
+
+ROOT = Path(__file__).resolve().parents[3]
+CRD_PATH = ROOT / "charts" / "roofline-operator" / "crds" / "rooflineprofiles.roofline.dev.yaml"
+CRD: dict[str, Any] = yaml.safe_load(CRD_PATH.read_text())
+(VERSION,) = CRD["spec"]["versions"]
+SPEC_SCHEMA: dict[str, Any] = VERSION["schema"]["openAPIV3Schema"]["properties"]["spec"]
+MODEL_SCHEMA: dict[str, Any] = SPEC_SCHEMA["properties"]["models"]["items"]
+
+#: CEL functions a rule may use here; others (``duration``, ``string``) need an API server.
+_CEL_UNSUPPORTED = re.compile(r"\b(duration|string|size|matches|exists|all)\(")
+_HAS = re.compile(r"has\(self((?:\.\w+)+)\)")
+#: A field path; a last part followed by ``(`` is a method call (``split``), not a field.
+_FIELD = re.compile(r"self((?:\.\w+(?![\w(]))+)")
+
+
+def _path(chain: str) -> list[str]:
+    return [part.removeprefix("__").removesuffix("__") for part in chain.strip(".").split(".")]
+
+
+def cel_as_python(rule: str) -> str | None:
+    """A rule of the CEL the CRD uses (``has``, field paths, ``&&``/``||``/``!``, ternaries,
+    integer arithmetic, ``int()``, ``split``) as a Python expression; None outside it."""
+    if _CEL_UNSUPPORTED.search(rule):
+        return None
+
+    def has(match: re.Match[str]) -> str:
+        *parents, last = _path(match[1])
+        return f"has(self{''.join(f'[{p!r}]' for p in parents)}, {last!r})"
+
+    text = _HAS.sub(has, rule)
+    text = _FIELD.sub(lambda m: "self" + "".join(f"[{p!r}]" for p in _path(m[1])), text)
+    text = re.sub(r"\((has\(self, '\w+'\))\s*\?\s*(\w+)\s*:\s*(\w+)\)", r"(\2 if \1 else \3)", text)
+    text = text.replace("&&", " and ").replace("||", " or ")
+    return re.sub(r"!(?!=)", " not ", text)
+
+
+def _rules(schema: dict[str, Any], value: Any) -> list[str]:
+    """Messages of the rules ``value`` breaks, walking the schema as the API server does."""
+    broken = []
+    for rule in schema.get("x-kubernetes-validations", []):
+        expression = cel_as_python(rule["rule"])
+        if expression is None:
+            continue
+        scope = {"self": value, "has": lambda obj, name: name in obj, "int": int}
+        try:
+            passed = eval(expression, {"__builtins__": {}}, scope)  # the CRD's own rules
+        except (KeyError, ValueError, TypeError):
+            passed = False
+        if not passed:
+            broken.append(" ".join(rule["message"].split()))
+    if isinstance(value, dict):
+        for name, child in schema.get("properties", {}).items():
+            if name in value:
+                broken.extend(_rules(child, value[name]))
+    elif isinstance(value, list) and isinstance(schema.get("items"), dict):
+        for item in value:
+            broken.extend(_rules(schema["items"], item))
+    return broken
+
+
+def crd_admits(spec: dict[str, Any]) -> bool:
+    validator = jsonschema.Draft7Validator(as_json_schema(SPEC_SCHEMA, closed=True))
+    return not list(validator.iter_errors(spec)) and not _rules(SPEC_SCHEMA, spec)
+
+
+def python_accepts(spec: dict[str, Any]) -> bool:
+    """Whether the operator profiles the spec with every model it names."""
+    try:
+        parsed = parse_spec(spec)
+    except (SpecError, ModelSpecError):
+        return False
+    resolution = resolve_models(parsed.models, "roofline-system", {})
+    return not resolution.failures
+
+
+LLAMA = dict(PRESETS["llama-3.1-8b"])
+QWEN_MOE = dict(PRESETS["qwen3-30b-a3b"])
+
+
+def with_config(base: dict[str, Any], **fields: Any) -> dict[str, Any]:
+    return {"models": [{"name": "m", "config": {**base, **fields}}]}
+
+
+CASES = [
+    pytest.param({"weightShape": "4096x14336"}, True, id="weight-shape-llama-ffn"),
+    pytest.param({"weightShape": "1048576x1024"}, True, id="weight-shape-at-2^30"),
+    pytest.param({"weightShape": "1048576x1025"}, False, id="weight-shape-over-2^30"),
+    pytest.param({"weightShape": "2000000x100"}, False, id="weight-shape-k-over-2^20"),
+    pytest.param({"weightShape": "100x2000000"}, False, id="weight-shape-n-over-2^20"),
+    pytest.param({"weightShape": "1048577x1"}, False, id="weight-shape-k-one-over"),
+    pytest.param({"shape": {"k": 4096, "n": 14336}}, True, id="shape-llama-ffn"),
+    pytest.param({"shape": {"k": 1048576, "n": 1025}}, False, id="shape-over-2^30"),
+    pytest.param({"shape": {"k": 1048577, "n": 1}}, False, id="shape-k-over-2^20"),
+    pytest.param({"models": [{"name": "m", "preset": "llama-3.1-8b"}]}, True, id="preset"),
+    pytest.param(
+        {"models": [{"name": "m", "preset": "llama-3.1-8b", "contextTokens": 1 << 20}]},
+        True,
+        id="context-at-limit",
+    ),
+    pytest.param(
+        {"models": [{"name": "m", "preset": "llama-3.1-8b", "contextTokens": (1 << 20) + 1}]},
+        False,
+        id="context-over-limit",
+    ),
+    pytest.param(
+        {"models": [{"name": "m", "preset": "llama-3.1-8b", "tensorParallel": 65}]},
+        False,
+        id="tensor-parallel-over-limit",
+    ),
+    pytest.param(with_config(LLAMA), True, id="inline-llama"),
+    pytest.param(with_config(QWEN_MOE, num_hidden_layers=1024), True, id="moe-1024-layers"),
+    pytest.param(with_config(QWEN_MOE, num_hidden_layers=10**7), False, id="moe-10^7-layers"),
+    pytest.param(with_config(LLAMA, hidden_size=1 << 18), False, id="hidden-size-over"),
+    pytest.param(with_config(LLAMA, vocab_size=1 << 23), False, id="vocab-over"),
+    pytest.param(with_config(QWEN_MOE, num_experts=5000), False, id="experts-over"),
+    pytest.param(with_config(LLAMA, head_dim=None), True, id="null-head-dim"),
+    pytest.param(
+        with_config(LLAMA, **{f"extra_{i}": i for i in range(limits.MAX_CONFIG_FIELDS)}),
+        False,
+        id="too-many-config-fields",
+    ),
+]
+
+
+@pytest.mark.parametrize(("fields", "accepted"), CASES)
+def test_the_crd_and_the_parser_accept_the_same_specs(
+    fields: dict[str, Any], accepted: bool
+) -> None:
+    spec = {"nodeSelector": {"gpu": "yes"}, **copy.deepcopy(fields)}
+    assert crd_admits(spec) is accepted, "the CRD"
+    assert python_accepts(spec) is accepted, "the operator"
+
+
+def test_the_crd_bounds_of_a_model_config_are_the_profilers_limits() -> None:
+    config = MODEL_SCHEMA["properties"]["config"]
+    bounds = {k: v["maximum"] for k, v in config["properties"].items()}
+    assert bounds == limits.MODEL_FIELD_LIMITS
+    assert all(v["minimum"] == 1 for v in config["properties"].values())
+    assert config["maxProperties"] == limits.MAX_CONFIG_FIELDS
+
+
+def test_the_crd_bounds_of_a_model_entry_are_the_profilers_limits() -> None:
+    properties = MODEL_SCHEMA["properties"]
+    assert properties["contextTokens"]["maximum"] == limits.MAX_CONTEXT_TOKENS
+    assert properties["contextTokens"]["default"] == limits.DEFAULT_CONTEXT_TOKENS
+    assert properties["tensorParallel"]["maximum"] == limits.MAX_TENSOR_PARALLEL
+    assert properties["tensorParallel"]["default"] == limits.DEFAULT_TENSOR_PARALLEL
+    assert SPEC_SCHEMA["properties"]["models"]["maxItems"] == limits.MAX_MODELS
+
+
+def test_the_crd_shape_rules_name_the_profilers_limits() -> None:
+    rules = " ".join(r["rule"] for r in SPEC_SCHEMA["x-kubernetes-validations"])
+    assert rules.count(str(limits.MAX_WEIGHT_ELEMENTS)) == 2  # shape and weightShape
+    assert str(limits.MAX_DIMENSION) in rules
+    shape = SPEC_SCHEMA["properties"]["shape"]["properties"]
+    assert shape["k"]["maximum"] == shape["n"]["maximum"] == limits.MAX_DIMENSION
+
+
+def test_the_cel_translation_reads_field_paths_and_skips_what_it_cannot_evaluate() -> None:
+    assert cel_as_python("!has(self.shape.k)") == " not has(self['shape'], 'k')"
+    assert cel_as_python("self.shape.k * self.shape.n <= 4") == (
+        "self['shape']['k'] * self['shape']['n'] <= 4"
+    )
+    assert cel_as_python("duration(self.x) > duration('1m')") is None
