@@ -24,7 +24,7 @@ from roofline_profiler.compact import CompactIntervals
 
 GPU_LABELS = ["profile", "node", "gpu", "product", "dtype"]
 NODE_LABELS = ["profile", "node"]
-NODE_CATEGORIES = ("profiled", "failed", "pending")
+NODE_CATEGORIES = ("profiled", "failed", "pending", "unavailable")
 
 
 @dataclass(frozen=True)

@@ -65,6 +65,9 @@ class NodeState(str, enum.Enum):
     PROFILED = "Profiled"
     RETRYING = "Retrying"
     FAILED = "Failed"
+    #: Still matching the selector but not schedulable now (NotReady, cordoned or tainted, no
+    #: allocatable GPUs): its record and labels stay for ``spec.retainUnavailableFor``.
+    UNAVAILABLE = "Unavailable"
 
 
 class FailureReason(str, enum.Enum):

@@ -141,6 +141,21 @@ def is_selected(node: NodeFacts, selection: NodeSelection) -> bool:
     )
 
 
+def unavailable_reason(node: NodeFacts, selection: NodeSelection) -> str:
+    """Why a node whose labels match is not selected, as the end of a sentence."""
+    if not node.ready:
+        return "is not Ready"
+    available = node.gpu_count(selection.gpu_resource)
+    if available < max(selection.gpus_per_node or 1, 1):
+        return f"has {available} allocatable {selection.gpu_resource}"
+    keys = [
+        t.key
+        for t in blocking_taints(node)
+        if not any(tolerates(tol, t) for tol in selection.tolerations)
+    ]
+    return f"has untolerated taints {', '.join(sorted(keys))}" if keys else "is not schedulable"
+
+
 def select_nodes(nodes: Iterable[NodeFacts], selection: NodeSelection) -> dict[str, int]:
     """Selected node names mapped to the number of GPUs to profile on each, sorted by name."""
     chosen = {n.name: gpus_to_request(n, selection) for n in nodes if is_selected(n, selection)}

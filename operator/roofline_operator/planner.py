@@ -21,7 +21,7 @@ from roofline_operator.labels import (
     node_labels_for,
 )
 from roofline_operator.names import LABEL_PROFILE, FailureReason, NodeState
-from roofline_operator.nodes import NodeFacts, select_nodes
+from roofline_operator.nodes import NodeFacts, labels_match, select_nodes, unavailable_reason
 from roofline_operator.outcomes import Failed, InFlight, Succeeded, classify_pod
 from roofline_operator.pods import PodFacts, ProfileRef, build_profiler_pod, profiler_pod_name
 from roofline_operator.records import NodeRecord, record_annotation_key, record_to_annotation
@@ -295,6 +295,47 @@ def _launch(record: NodeRecord, inp: RoundInput, plan: RoundPlan) -> NodeRecord:
     )
 
 
+def _retain_unavailable(record: NodeRecord, inp: RoundInput, plan: RoundPlan) -> NodeRecord | None:
+    """The record of a node that left the selection but still exists and matches the profile's
+    labels (NotReady, cordoned or tainted, no allocatable GPUs for now): kept, with its labels and
+    record annotation, for ``spec.retainUnavailableFor``, so an outage loses no publication.
+
+    ``None`` when the node is gone, no longer matches, has nothing published, or was unavailable
+    for longer: its record goes, as before.
+    """
+    node = inp.nodes.get(record.name)
+    if node is None or record.result is None:
+        return None
+    if not labels_match(inp.spec.selection, node.labels):
+        return None
+    since = record.unavailable_since if record.unavailable_since is not None else inp.now
+    until = since + inp.spec.retain_unavailable_seconds
+    if until <= inp.now:
+        return None
+    plan.wake_at(until - inp.now)
+    return replace(
+        record,
+        state=NodeState.UNAVAILABLE,
+        unavailable_since=since,
+        pod=None,
+        pod_namespace=None,
+        next_attempt_at=None,
+        reason="Unavailable",
+        message=f"node {record.name} {unavailable_reason(node, inp.spec.selection)}",
+    )
+
+
+def _returned(record: NodeRecord) -> NodeRecord:
+    """A retained node selected again: its publication stands, as if it never left."""
+    return replace(
+        record,
+        state=NodeState.PROFILED,
+        unavailable_since=None,
+        reason=None,
+        message=None,
+    )
+
+
 def _plan_labels(
     inp: RoundInput, selected: Mapping[str, int], records: Mapping[str, NodeRecord], plan: RoundPlan
 ) -> None:
@@ -308,7 +349,10 @@ def _plan_labels(
         if inp.spec.label_nodes and name in selected and owner not in (None, ours):
             plan.conflicts[name] = str(owner)
         desired = None
-        if owner == ours and record is not None and record.result is not None:
+        # A retained unavailable node is selected by no one, and keeps the labels it had.
+        retained = record is not None and record.state is NodeState.UNAVAILABLE
+        owns = owner == ours or (owner is None and retained)
+        if owns and record is not None and record.result is not None:
             desired = node_labels_for(record.result.worst_gpu(), ours)
         elif node.labels.get(LABEL_PROFILE) != label_safe(ours):
             continue
@@ -346,6 +390,11 @@ def plan_round(inp: RoundInput) -> RoundPlan:
     for name, record in inp.records.items():
         if name in selected:
             continue
+        retained = _retain_unavailable(record, inp, plan)
+        if retained is not None:
+            plan.records[name] = retained
+            plan.deletes.extend((p.namespace, p.name) for p in live.pop(name, []))
+            continue
         if record.state is NodeState.PROFILING and name not in inp.nodes:
             plan.failures.append((name, Failed(FailureReason.NODE_GONE, f"node {name} is gone")))
         plan.deletes.extend((p.namespace, p.name) for p in live.pop(name, []))
@@ -356,6 +405,8 @@ def plan_round(inp: RoundInput) -> RoundPlan:
     for name, gpus in selected.items():
         pods = live.get(name, [])
         record = inp.records.get(name) or NodeRecord(name=name, gpus=gpus)
+        if record.state is NodeState.UNAVAILABLE:
+            record = _returned(record)
         if record.gpus != gpus:
             record = replace(record, gpus=gpus)
         record = _adopt(record, pods, inp)

@@ -59,6 +59,9 @@ class NodeRecord:
     #: Whether the latest profile was held back: it warned of interference and the one before it
     #: did not, so the published numbers stayed as they were (``hysteresis.py``).
     held: bool = False
+    #: Unix seconds since the node left the selection while still matching its labels
+    #: (``NodeState.UNAVAILABLE``); ``None`` while it is available.
+    unavailable_since: float | None = None
 
 
 def record_to_status(record: NodeRecord) -> dict[str, Any]:
@@ -75,6 +78,7 @@ def record_to_status(record: NodeRecord) -> dict[str, Any]:
         "message": record.message,
         "lastAttemptTime": format_time(record.last_attempt_at),
         "nextAttemptTime": format_time(record.next_attempt_at),
+        "unavailableSince": format_time(record.unavailable_since),
     }
     if record.result is not None:
         entry.update(results.to_status(record.result))
@@ -133,6 +137,7 @@ def record_from_status(raw: Mapping[str, Any]) -> NodeRecord | None:
             change=raw.get("materialChange"),
             warnings=tuple(str(code) for code in raw.get("warnings") or ()),
             held=raw.get("heldBack") is True,
+            unavailable_since=parse_time(raw.get("unavailableSince")),
         )
     except (KeyError, TypeError, ValueError):
         return None

@@ -33,6 +33,12 @@ DEFAULT_TIMEOUT_SECONDS = 600
 DEFAULT_PENDING_TIMEOUT_SECONDS = 300
 DEFAULT_MAX_ATTEMPTS = 3
 DEFAULT_RETRY_BACKOFF_SECONDS = 30
+#: How long a node that left the selection for readiness, a cordon or a taint, or a reading of no
+#: allocatable GPUs (a device plugin restarting) keeps its record and labels (``spec.
+#: retainUnavailableFor``): long enough for a reboot, a drain or a driver upgrade.
+DEFAULT_RETAIN_UNAVAILABLE = "1h"
+#: The longest ``retainUnavailableFor``: thirty days.
+MAX_RETAIN_UNAVAILABLE_SECONDS = 30 * 86400.0
 #: A published bandwidth, peak or ridge point that moves by more than this (percent) is news.
 DEFAULT_CHANGE_THRESHOLD_PERCENT = 10
 #: Retry delays double per attempt but never exceed this.
@@ -115,6 +121,8 @@ class ProfileSpec:
     max_attempts: int
     retry_backoff_seconds: int
     label_nodes: bool
+    #: Seconds an unavailable but still matching node keeps its record and labels.
+    retain_unavailable_seconds: float = 3600.0
     #: Relative change (percent) of a published bandwidth, peak or ridge point, beyond noise,
     #: that raises a ``DeviceChanged`` Event and condition.
     change_threshold_percent: int = DEFAULT_CHANGE_THRESHOLD_PERCENT
@@ -326,6 +334,13 @@ def parse_spec(spec: Mapping[str, Any]) -> ProfileSpec:
     interval = parse_duration(interval_text) if interval_text else None
     if interval is not None and interval < 60:
         raise SpecError(f"spec.reprofileInterval must be at least 1m, got {interval_text!r}")
+    retain_text = _optional_str(spec, "retainUnavailableFor") or DEFAULT_RETAIN_UNAVAILABLE
+    try:
+        retain = parse_duration(retain_text)
+    except SpecError as exc:
+        raise SpecError(f"spec.retainUnavailableFor: {exc}") from None
+    if retain > MAX_RETAIN_UNAVAILABLE_SECONDS:
+        raise SpecError(f"spec.retainUnavailableFor must be at most 720h, got {retain_text!r}")
     resources = spec.get("resources") or {}
     if not isinstance(resources, Mapping):
         raise SpecError("spec.resources must be an object")
@@ -369,6 +384,7 @@ def parse_spec(spec: Mapping[str, Any]) -> ProfileSpec:
             spec, "retryBackoffSeconds", DEFAULT_RETRY_BACKOFF_SECONDS, 0, 3600
         ),
         label_nodes=label_nodes,
+        retain_unavailable_seconds=retain,
         change_threshold_percent=_required_int(
             spec, "changeThresholdPercent", DEFAULT_CHANGE_THRESHOLD_PERCENT, 1, 100
         ),

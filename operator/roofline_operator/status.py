@@ -35,12 +35,14 @@ MAX_NODES_IN_MESSAGE = 5
 #: (8 GPUs, 8 models, a failure message: about 6 KiB each) take under 600 KiB.
 DEFAULT_STATUS_MAX_NODES = 100
 #: The order in which node categories claim the listed places (``listing_order``).
-LISTING_PRIORITY = {"failed": 0, "changed": 1, "pending": 2, "profiled": 3}
+LISTING_PRIORITY = {"failed": 0, "changed": 1, "unavailable": 2, "pending": 2, "profiled": 3}
 
 
 def node_category(record: NodeRecord, spec_hash: str) -> str:
     if record.state in (NodeState.RETRYING, NodeState.FAILED):
         return "failed"
+    if record.state is NodeState.UNAVAILABLE:
+        return "unavailable"
     if record.result is not None and record.result.spec_hash == spec_hash:
         return "profiled"
     return "pending"
@@ -60,6 +62,8 @@ def summarize(records: Mapping[str, NodeRecord], spec_hash: str) -> dict[str, An
         "failed": counts["failed"],
         "pending": counts["pending"],
     }
+    if counts["unavailable"]:
+        summary["unavailable"] = counts["unavailable"]
     if results:
         worst = [r.worst_gpu() for r in results]
         ridges = [g.ridge_point for g in worst]

@@ -69,9 +69,9 @@ def test_per_node_gauges_mark_failures_and_profile_times(
         state: registry.get_sample_value(
             "roofline_profile_nodes", {"profile": "fleet", "state": state}
         )
-        for state in ("matched", "profiled", "failed", "pending")
+        for state in ("matched", "profiled", "failed", "pending", "unavailable")
     }
-    assert counts == {"matched": 3, "profiled": 1, "failed": 1, "pending": 1}
+    assert counts == {"matched": 3, "profiled": 1, "failed": 1, "pending": 1, "unavailable": 0}
 
 
 def test_a_node_that_leaves_disappears_from_the_next_scrape(

@@ -371,3 +371,68 @@ def test_a_pending_pod_wakes_the_round_at_its_pending_deadline() -> None:
     )
     assert [f.reason for _, f in late.failures] == [FailureReason.UNSCHEDULABLE]
     assert late.deletes == [("roofline-system", pod.name)]
+
+
+def profiled_world() -> tuple[RoundPlan, NodeFacts]:
+    """Node ``a`` profiled and labelled; returns the plan and the labelled node."""
+    first = plan_round(world([node("a")]))
+    (pod,) = created_pods(first)
+    done = plan_round(world([node("a")], pods=[finished(pod)], records=first.records))
+    labels = {k: v for k, v in done.label_patches["a"].items() if v}
+    annotations = {k: v for k, v in done.record_annotations.items() if v}
+    labelled = replace(
+        node("a", labels=labels), records={"record.roofline.dev/fleet": annotations["a"]}
+    )
+    return done, labelled
+
+
+@pytest.mark.parametrize(
+    "outage",
+    [
+        pytest.param({"ready": False}, id="not-ready"),
+        pytest.param({"unschedulable": True}, id="cordoned"),
+        pytest.param({"allocatable": {"nvidia.com/gpu": "0"}}, id="device-plugin-restart"),
+    ],
+)
+def test_a_node_in_an_outage_keeps_its_record_labels_and_annotation_for_the_grace(
+    outage: dict[str, Any],
+) -> None:
+    done, labelled = profiled_world()
+    down = replace(labelled, **outage)
+    plan = plan_round(world([down], records=done.records, now=NOW + 60))
+    record = plan.records["a"]
+    assert record.state is NodeState.UNAVAILABLE
+    assert record.unavailable_since == NOW + 60
+    assert record.result == done.records["a"].result
+    assert record.message is not None
+    assert record.message.startswith("node a ")
+    assert plan.label_patches == {}, "the labels stay"
+    assert plan.record_annotations == {}, "the record annotation stays"
+    assert plan.wake_in == pytest.approx(3600.0)
+    # Back within the hour: the publication stands and nothing is re-profiled.
+    back = plan_round(world([labelled], records=plan.records, now=NOW + 1800))
+    assert back.records["a"].state is NodeState.PROFILED
+    assert back.records["a"].unavailable_since is None
+    assert back.creates == []
+    assert back.label_patches == {}
+
+
+def test_a_node_unavailable_past_retain_unavailable_for_is_cleaned_up() -> None:
+    done, labelled = profiled_world()
+    short = spec(maxParallel=2, retainUnavailableFor="10m")
+    down = replace(labelled, ready=False)
+    kept = plan_round(world([down], the_spec=short, records=done.records, now=NOW + 60))
+    assert kept.records["a"].state is NodeState.UNAVAILABLE
+    later = plan_round(world([down], the_spec=short, records=kept.records, now=NOW + 60 + 601))
+    assert later.records == {}
+    assert later.label_patches["a"][LABEL_PROFILE] is None
+    assert later.record_annotations == {"a": None}
+
+
+def test_a_node_deleted_or_no_longer_matching_is_cleaned_up_at_once() -> None:
+    done, labelled = profiled_world()
+    assert plan_round(world([], records=done.records)).records == {}
+    moved = replace(labelled, labels={**labelled.labels, "pool": "a100"})
+    plan = plan_round(world([moved], records=done.records))
+    assert plan.records == {}
+    assert plan.label_patches["a"][LABEL_PROFILE] is None
