@@ -65,7 +65,11 @@ class PlanApplier:
         #: With the NodeFeature backend: its namespace, and the label set last written per node
         #: (``None``: deleted). Nodes are then never patched.
         self.node_features_namespace = node_features_namespace
+        #: This profile's NodeFeature of each node as last written (``{}``: it exists, content
+        #: unknown; ``None``: deleted).
         self.node_features: dict[str, dict[str, str] | None] = {}
+        #: Objects of this profile under another name (an older version's), to delete.
+        self.legacy_names: dict[str, str] = {}
 
     def observe(self, pods: list[PodFacts]) -> frozenset[str]:
         """Forget deleted pods the watch no longer shows; the rest the planner must not count."""
@@ -191,21 +195,29 @@ class PlanApplier:
     def node_feature_jobs(
         self, client: KubeClient, plan: RoundPlan, namespace: str
     ) -> list[Awaitable[Any]]:
-        """Write the NodeFeature of each node whose label set changed; delete those no longer
-        wanted. What was written is remembered, so nfd-master's lag costs no repeated writes."""
-        wanted = {n: labels for n, labels in plan.label_sets.items() if labels is not None}
-        gone = [n for n, labels in self.node_features.items() if labels and n not in wanted]
+        """Write this profile's NodeFeature of each node whose labels or record annotation
+        changed; delete those no longer wanted. What was written is remembered, so nfd-master's
+        lag costs no repeated writes.
+
+        An object is wanted while the node should carry this profile's labels *or* its record
+        annotation: a profile that does not own the labels (or has ``labelNodes: false``) still
+        keeps its durable record, in an object without labels.
+        """
+        key = record_annotation_key(self.profile)
+        wanted: dict[str, dict[str, str]] = {}
+        for node in dict.fromkeys([*plan.label_sets, *plan.annotation_texts]):
+            content = dict(plan.label_sets.get(node) or {})
+            if text := plan.annotation_texts.get(node):
+                content[key] = text
+            if content:
+                wanted[node] = content
+        gone = [n for n, written in self.node_features.items() if written is not None]
         gone += [
             n
             for n, labels in plan.label_sets.items()
             if labels is None and n not in self.node_features
         ]
-        key = record_annotation_key(self.profile)
-        # The record annotation rides on the object; a change of it alone rewrites the object.
-        wanted = {
-            n: {**labels, key: text} if (text := plan.annotation_texts.get(n)) else labels
-            for n, labels in wanted.items()
-        }
+        gone = [n for n in dict.fromkeys(gone) if n not in wanted]
 
         async def write(node: str, written: dict[str, str]) -> None:
             labels = {k: v for k, v in written.items() if k != key}
@@ -214,24 +226,38 @@ class PlanApplier:
             self.node_features[node] = written
             try:
                 await client.write_node_feature(body)
+                if (legacy := self.legacy_names.pop(node, None)) is not None:
+                    await client.delete_node_feature(namespace, legacy)
             except ApiError:
                 self.node_features.pop(node, None)  # not written after all: try again
                 raise
 
         async def delete(node: str) -> None:
             self.node_features[node] = None
+            names = [node_feature_name(self.profile, node)]
+            if (legacy := self.legacy_names.pop(node, None)) is not None:
+                names.append(legacy)
             try:
-                await client.delete_node_feature(namespace, node_feature_name(node))
+                await asyncio.gather(*(client.delete_node_feature(namespace, n) for n in names))
             except ApiError:
                 self.node_features.pop(node, None)
                 raise
 
         jobs: list[Awaitable[Any]] = [
-            write(node, labels)
-            for node, labels in wanted.items()
-            if self.node_features.get(node) != labels
+            write(node, content)
+            for node, content in wanted.items()
+            if self.node_features.get(node) != content
         ]
-        return jobs + [delete(node) for node in dict.fromkeys(gone)]
+        return jobs + [delete(node) for node in gone]
+
+    def found_node_features(self, names: Mapping[str, str]) -> None:
+        """The NodeFeature objects of this profile that exist (node to object name), as a
+        restarted operator lists them: each is rewritten or deleted once, and one under a name
+        of an older version is replaced."""
+        for node, name in names.items():
+            self.node_features.setdefault(node, {})
+            if name != node_feature_name(self.profile, node):
+                self.legacy_names[node] = name
 
     async def collect(self, client: KubeClient, collection: PodCollection) -> None:
         """Delete finished pods by collection; one by one if the API refuses collections."""

@@ -36,7 +36,12 @@ def kopf_logging(log_level: int) -> KopfLogging:
 
 
 def run_operator(config: OperatorConfig) -> None:
-    """Run until SIGINT/SIGTERM. Watches cluster-wide: profiles and nodes are cluster objects."""
+    """Run until SIGINT/SIGTERM.
+
+    Kopf runs namespaced, over the profiler namespaces: it watches pods there alone (what the
+    chart grants), while profiles and nodes, cluster-scoped, are watched cluster-wide all the
+    same. Peering stays cluster-wide (``handlers.configure``).
+    """
     from roofline_operator import handlers  # noqa: F401  (registers the handlers)
 
     kopf.configure(**kopf_logging(config.log_level))
@@ -45,7 +50,7 @@ def run_operator(config: OperatorConfig) -> None:
         logging.getLogger("kopf.objects").setLevel(logging.WARNING)
     runtime = Runtime(config=config, metrics=OperatorMetrics(CollectorRegistry()))
     kopf.run(
-        clusterwide=True,
+        namespaces=list(config.profiler_namespaces),
         standalone=config.peering is None,
         peering_name=config.peering,
         priority=config.priority,

@@ -56,6 +56,14 @@ class OperatorConfig:
     #: Nodes with a full entry in ``status.nodes[]`` (those needing attention first); every
     #: node's publication is in its record annotation anyway. 0 lists none.
     status_max_nodes: int = DEFAULT_STATUS_MAX_NODES
+    #: Namespaces besides :attr:`namespace` that profiles may name in ``spec.namespace``.
+    extra_namespaces: tuple[str, ...] = ()
+
+    @property
+    def profiler_namespaces(self) -> tuple[str, ...]:
+        """Every namespace profiler pods may run in: the only ones whose pods are watched,
+        listed and deleted (the chart grants pods there alone)."""
+        return tuple(dict.fromkeys((self.namespace, *self.extra_namespaces)))
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -65,6 +73,13 @@ def _parser() -> argparse.ArgumentParser:
         "their decode roofline to status, node labels and Prometheus.",
     )
     parser.add_argument("--namespace", help="namespace of profiler pods [ROOFLINE_NAMESPACE]")
+    parser.add_argument(
+        "--extra-namespace",
+        action="append",
+        metavar="NS",
+        help="another namespace profiles may name in spec.namespace; repeatable "
+        "[ROOFLINE_EXTRA_NAMESPACES, comma-separated]",
+    )
     parser.add_argument("--metrics-host", help="metrics/health address [ROOFLINE_METRICS_HOST]")
     parser.add_argument("--metrics-port", help="metrics/health port [ROOFLINE_METRICS_PORT]")
     parser.add_argument("--profiler-image", help="default profiler image [ROOFLINE_PROFILER_IMAGE]")
@@ -193,6 +208,15 @@ def load_config(argv: Sequence[str], env: Mapping[str, str] | None = None) -> Op
         ),
         operator_namespace=_check_namespace(
             env.get("ROOFLINE_OPERATOR_NAMESPACE") or _default_namespace()
+        ),
+        extra_namespaces=tuple(
+            _check_namespace(ns.strip())
+            for ns in (
+                args.extra_namespace
+                if args.extra_namespace is not None
+                else (env.get("ROOFLINE_EXTRA_NAMESPACES") or "").split(",")
+            )
+            if ns.strip()
         ),
         status_max_nodes=int(
             _number(

@@ -15,7 +15,7 @@ import logging
 import time
 from collections import defaultdict
 from collections.abc import Awaitable, Iterable, Mapping
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import Any, cast
 
 import kopf
@@ -47,7 +47,7 @@ from roofline_operator.records import (
     restore_records,
 )
 from roofline_operator.runtime import RELIST_SECONDS, Runtime
-from roofline_operator.spec import ProfileSpec, SpecError, parse_spec
+from roofline_operator.spec import ProfileSpec, SpecError, check_namespace, parse_spec
 from roofline_operator.status import build_status, merge_patch
 
 #: Pause after a round that raised, before the next try.
@@ -96,7 +96,7 @@ class ProfileLoop:
             began = time.monotonic()
             try:
                 client = await self.runtime.client()
-                await caches.prime(client, RELIST_SECONDS)
+                await caches.prime(client, config.profiler_namespaces, RELIST_SECONDS)
                 if not self.restored:
                     await self.restore(client)
                 nodes = caches.nodes.snapshot()
@@ -125,9 +125,11 @@ class ProfileLoop:
         if self.applier.node_features_namespace is None:
             carriers: Iterable[NodeFacts] = self.runtime.caches.nodes.values()
         else:
-            carriers = await node_feature_records(
+            found = await list_node_features(
                 client, self.applier.node_features_namespace, self.name
             )
+            self.applier.found_node_features({f.node: f.name for f in found})
+            carriers = [f.carrier for f in found]
         self.records = restore_records(self.records, carriers, self.name)
         self.restored = True
 
@@ -143,6 +145,7 @@ class ProfileLoop:
         # Observe.
         try:
             spec = parse_spec(self.body.get("spec") or {})
+            check_namespace(spec, self.runtime.config.profiler_namespaces)
         except SpecError as exc:
             await self.publish(client, {}, "", str(exc), now)
             return None
@@ -357,8 +360,20 @@ def first_of(index: Mapping[Any, Iterable[Any]]) -> dict[Any, Any]:
     return flat
 
 
-async def node_feature_records(client: KubeClient, namespace: str, profile: str) -> list[NodeFacts]:
-    """The record annotations on a profile's NodeFeature objects, as the nodes they describe."""
+@dataclass(frozen=True)
+class FoundNodeFeature:
+    """One of a profile's NodeFeature objects as listed: its name, its node, and its record
+    annotation as the node it describes would carry it."""
+
+    name: str
+    node: str
+    carrier: NodeFacts
+
+
+async def list_node_features(
+    client: KubeClient, namespace: str, profile: str
+) -> list[FoundNodeFeature]:
+    """A profile's NodeFeature objects (by their label selector)."""
     found = []
     key = record_annotation_key(profile)
     path = client.node_features_path(namespace)
@@ -366,9 +381,14 @@ async def node_feature_records(client: KubeClient, namespace: str, profile: str)
         for body in page:
             metadata = body.get("metadata") or {}
             node = (metadata.get("labels") or {}).get(NFD_NODE_NAME_LABEL)
+            name = metadata.get("name")
+            if not node or not name:
+                continue
             text = (metadata.get("annotations") or {}).get(key)
-            if node and text:
-                found.append(NodeFacts(name=str(node), records={key: str(text)}))
+            records = {key: str(text)} if text else {}
+            found.append(
+                FoundNodeFeature(str(name), str(node), NodeFacts(str(node), records=records))
+            )
     return found
 
 
@@ -377,13 +397,16 @@ async def release_profile(runtime: Runtime, name: str) -> None:
     (the finalizer's work)."""
     client = await runtime.client()
     caches = runtime.caches
-    await caches.prime(client)
+    await caches.prime(client, runtime.config.profiler_namespaces)
     jobs: list[Awaitable[Any]] = [
         client.delete_pod(p.namespace, p.name) for p in caches.pods_of(name) if not p.deleting
     ]
     config = runtime.config
     if config.node_label_backend == BACKEND_NODE_FEATURE:
-        jobs.append(client.delete_node_features(config.operator_namespace, profile_selector(name)))
+        # One DELETE per object: no deletecollection, which the chart does not grant.
+        namespace = config.operator_namespace
+        for found in await list_node_features(client, namespace, name):
+            jobs.append(client.delete_node_feature(namespace, found.name))
     else:
         key = record_annotation_key(name)
         for node in caches.nodes.values():

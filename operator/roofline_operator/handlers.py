@@ -45,6 +45,9 @@ def _claims(kwargs: dict[str, Any]) -> kopf.Index[str, LabelClaim]:
 @kopf.on.startup()
 async def configure(settings: kopf.OperatorSettings, memo: Runtime, **_: Any) -> None:
     settings.persistence.finalizer = FINALIZER
+    # Kopf runs namespaced (pods in the profiler namespaces only) but the profiles are
+    # cluster-scoped: replicas must coordinate through one ClusterKopfPeering.
+    settings.peering.clusterwide = True
     settings.persistence.progress_storage = kopf.AnnotationsProgressStorage(
         prefix=ANNOTATION_PREFIX
     )

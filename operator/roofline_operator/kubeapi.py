@@ -239,13 +239,6 @@ class KubeClient:
             if exc.status != 404:
                 raise
 
-    async def delete_node_features(self, namespace: str, label_selector: str) -> None:
-        """Delete every ``NodeFeature`` of ``namespace`` the selector matches, in one request."""
-        query = urlencode({"labelSelector": label_selector})
-        await self.request(
-            "DELETE", f"{self.node_features_path(namespace)}?{query}", body=DELETE_IN_BACKGROUND
-        )
-
     async def get_config_map(self, namespace: str, name: str) -> dict[str, str] | None:
         """A ConfigMap's ``data``; ``None`` when there is no such ConfigMap."""
         try:

@@ -68,30 +68,37 @@ class Caches:
     def ready(self) -> bool:
         return self.nodes.ready.is_set() and self.pods.ready.is_set()
 
-    async def prime(self, client: KubeClient, relist_seconds: float | None = None) -> None:
-        """List the nodes and the profiler pods once, and again when a list is older than
-        ``relist_seconds`` (never, by default); otherwise return at once.
+    async def prime(
+        self,
+        client: KubeClient,
+        namespaces: tuple[str, ...],
+        relist_seconds: float | None = None,
+    ) -> None:
+        """List the nodes and the profiler pods of ``namespaces`` once, and again when a list is
+        older than ``relist_seconds`` (never, by default); otherwise return at once.
 
         Called by whoever needs the caches (a profile's round, with a relist period; the
         finalizer, without); an API error leaves a cache as it was for the next caller to retry.
         """
         async with self.lock:
-            await self._list(client, self.nodes, "nodes", None, _node_entry, relist_seconds)
+            await self._list(client, self.nodes, ["nodes"], None, _node_entry, relist_seconds)
+            paths = [f"namespaces/{ns}/pods" for ns in namespaces]
             await self._list(
-                client, self.pods, "pods", PROFILER_POD_SELECTOR, _pod_entry, relist_seconds
+                client, self.pods, paths, PROFILER_POD_SELECTOR, _pod_entry, relist_seconds
             )
 
     async def _list(
         self,
         client: KubeClient,
         cache: ObjectCache[Any, Any],
-        kind: str,
+        paths: list[str],
         selector: str | None,
         entry: Callable[[Mapping[str, Any]], tuple[Any, Any]],
         relist_seconds: float | None,
     ) -> None:
-        """Prime ``cache`` from one paginated LIST of ``kind``, when it is unprimed or its last
-        list is ``relist_seconds`` old."""
+        """Prime ``cache`` from one paginated LIST of each of ``paths`` (under ``/api/v1/``),
+        when it is unprimed or its last list is ``relist_seconds`` old."""
+        kind = paths[0].rsplit("/", 1)[-1]
         listed_at = self.listed_at.get(kind)
         fresh = listed_at is not None and (
             relist_seconds is None or time.monotonic() - listed_at < relist_seconds
@@ -100,8 +107,9 @@ class Caches:
             return
         cache.start_priming()
         listed: list[tuple[Any, Any]] = []
-        async for page in client.list_pages(f"/api/v1/{kind}", selector):
-            listed.extend(map(entry, page))
+        for path in paths:
+            async for page in client.list_pages(f"/api/v1/{path}", selector):
+                listed.extend(map(entry, page))
         cache.finish_priming(listed)
         self.listed_at[kind] = time.monotonic()
 

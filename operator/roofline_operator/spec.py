@@ -392,6 +392,17 @@ def parse_spec(spec: Mapping[str, Any]) -> ProfileSpec:
     )
 
 
+def check_namespace(spec: ProfileSpec, watched: tuple[str, ...]) -> None:
+    """``spec.namespace`` must be one of the operator's profiler namespaces: only there does it
+    watch pods and may create them (``--extra-namespace``, the chart's
+    ``rbac.extraProfilerNamespaces``)."""
+    if spec.namespace is not None and spec.namespace not in watched:
+        raise SpecError(
+            f"spec.namespace {spec.namespace!r} is not a profiler namespace of the operator "
+            f"({', '.join(watched)}); add it to the chart's rbac.extraProfilerNamespaces"
+        )
+
+
 def _model_fields(spec: Mapping[str, Any]) -> dict[str, Any]:
     try:
         slo_seconds, slo = parse_slo(spec.get("slo"))

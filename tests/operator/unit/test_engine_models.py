@@ -17,9 +17,11 @@ from tests.operator.unit.operator_builders import device, node, profile, succeed
 from tests.operator.unit.test_engine import RecordingClient, quiet_events  # noqa: F401
 
 from roofline_operator.config import load_config
-from roofline_operator.engine import ProfileLoop
+from roofline_operator.engine import ProfileLoop, release_profile
+from roofline_operator.labels import label_claim
 from roofline_operator.metrics import OperatorMetrics
 from roofline_operator.names import LABEL_PROFILE
+from roofline_operator.node_features import build_node_feature, node_feature_name
 from roofline_operator.pods import pod_facts
 from roofline_operator.runtime import Runtime
 from roofline_profiler.compact import encode_compact
@@ -50,10 +52,17 @@ class ModelClient(RecordingClient):
     async def list_pages(
         self, path: str, label_selector: str | None = None
     ) -> AsyncIterator[list[dict[str, Any]]]:
+        if path.startswith("/api/v1/"):  # the caches' priming lists
+            yield []
+            return
         assert path == self.node_features_path("op")
         assert label_selector is not None
-        assert "roofline.dev/profile=fleet" in label_selector
-        yield list(self.features.values())
+        profile = label_selector.split("roofline.dev/profile=")[1]
+        yield [
+            f
+            for f in self.features.values()
+            if f["metadata"]["labels"]["roofline.dev/profile"] == profile
+        ]
 
 
 def loop_with(client: RecordingClient, spec: Mapping[str, Any], env: dict[str, str]) -> ProfileLoop:
@@ -149,14 +158,14 @@ async def test_the_node_feature_backend_writes_objects_instead_of_patching_nodes
     await loop.round(nodes, [done], {})
     await loop.round(nodes, [], {})  # nfd-master has not labelled the node yet: no rewrite
     assert client.labelled == []
-    feature = client.features["roofline-a"]
+    feature = client.features[node_feature_name("fleet", "a")]
     assert feature["metadata"]["namespace"] == "op"
     assert feature["metadata"]["labels"]["nfd.node.kubernetes.io/node-name"] == "a"
     assert feature["spec"]["labels"][LABEL_PROFILE] == "fleet"
     assert len(feature["spec"]["labels"]) == 5
     assert json.loads(feature["metadata"]["annotations"]["record.roofline.dev/fleet"])["gpu"] == "0"
     await loop.round({}, [], {})  # the node left
-    assert client.feature_deletes == ["roofline-a"]
+    assert client.feature_deletes == [node_feature_name("fleet", "a")]
     assert client.features == {}
 
 
@@ -176,3 +185,93 @@ async def test_with_the_node_feature_backend_a_restart_rebuilds_records_from_the
     await restarted.round(nodes, [], {})
     assert client.created == []
     assert restarted.records["a"].result is not None
+
+
+NFD_ENV = {**ENV, "ROOFLINE_NODE_LABEL_BACKEND": "nodeFeature", "ROOFLINE_OPERATOR_NAMESPACE": "op"}
+
+
+def named_loop(client: ModelClient, name: str, created: str, spec: dict[str, Any]) -> ProfileLoop:
+    loop = loop_with(client, spec, NFD_ENV)
+    loop.name = loop.applier.profile = name
+    metadata = {**loop.body["metadata"], "name": name, "creationTimestamp": created}
+    loop.body = {**loop.body, "metadata": metadata}
+    return loop
+
+
+async def profile_node(loop: ProfileLoop, client: ModelClient, nodes: dict[str, Any]) -> None:
+    created = len(client.created)
+    await loop.round(nodes, [], {})
+    pods = [pod_facts(body) for body in client.created[created:]]
+    done = [succeeded_pod(p.name, p.node, p.spec_hash, p.attempt) for p in pods]
+    await loop.round(nodes, done, {})
+
+
+@pytest.mark.asyncio
+async def test_when_label_ownership_moves_the_old_owner_never_deletes_the_new_owners_object() -> (
+    None
+):
+    client = ModelClient({})
+    nodes = {"a": node("a")}
+    older = named_loop(client, "older", "2026-01-01T00:00:00Z", {})
+    younger = named_loop(client, "younger", "2026-06-01T00:00:00Z", {})
+    await profile_node(younger, client, nodes)
+    younger_object = node_feature_name("younger", "a")
+    assert client.features[younger_object]["spec"]["labels"][LABEL_PROFILE] == "younger"
+    # The older profile appears and takes the labels: the younger keeps its record, unlabelled.
+    claims = {
+        "older": label_claim("older", older.body),
+        "younger": label_claim("younger", younger.body),
+    }
+    await profile_node(older, client, nodes)
+    await older.round(nodes, [], claims)
+    await younger.round(nodes, [], claims)
+    older_object = node_feature_name("older", "a")
+    assert client.features[older_object]["spec"]["labels"][LABEL_PROFILE] == "older"
+    assert client.features[younger_object]["spec"]["labels"] == {}
+    assert (
+        "record.roofline.dev/younger" in client.features[younger_object]["metadata"]["annotations"]
+    )
+    assert older_object not in client.feature_deletes
+
+
+@pytest.mark.asyncio
+async def test_a_profile_that_does_not_label_nodes_still_keeps_a_durable_record() -> None:
+    client = ModelClient({})
+    loop = named_loop(client, "fleet", "2026-01-01T00:00:00Z", {"labelNodes": False})
+    await profile_node(loop, client, {"a": node("a")})
+    (feature,) = client.features.values()
+    assert feature["spec"]["labels"] == {}
+    restarted = named_loop(client, "fleet", "2026-01-01T00:00:00Z", {"labelNodes": False})
+    await restarted.restore(client)  # type: ignore[arg-type]
+    assert restarted.records["a"].result is not None
+
+
+@pytest.mark.asyncio
+async def test_deleting_a_profile_deletes_its_node_features_one_by_one() -> None:
+    client = ModelClient({})
+    loop = named_loop(client, "fleet", "2026-01-01T00:00:00Z", {})
+    await profile_node(loop, client, {"a": node("a"), "b": node("b")})
+    other = build_node_feature("a", {}, "other", "op")
+    client.features[other["metadata"]["name"]] = other
+    runtime = loop.runtime
+    await release_profile(runtime, "fleet")
+    assert sorted(client.feature_deletes) == sorted(
+        [node_feature_name("fleet", "a"), node_feature_name("fleet", "b")]
+    )
+    assert list(client.features) == [other["metadata"]["name"]]
+
+
+@pytest.mark.asyncio
+async def test_a_restart_replaces_an_object_under_the_old_per_node_name() -> None:
+    client = ModelClient({})
+    loop = named_loop(client, "fleet", "2026-01-01T00:00:00Z", {})
+    await profile_node(loop, client, {"a": node("a")})
+    (name,) = client.features
+    legacy = {**client.features.pop(name)}
+    legacy["metadata"] = {**legacy["metadata"], "name": "roofline-a"}
+    client.features["roofline-a"] = legacy
+    restarted = named_loop(client, "fleet", "2026-01-01T00:00:00Z", {})
+    await restarted.restore(client)  # type: ignore[arg-type]
+    await restarted.round({"a": node("a")}, [], {})
+    assert list(client.features) == [node_feature_name("fleet", "a")]
+    assert "roofline-a" in client.feature_deletes

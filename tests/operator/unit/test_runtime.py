@@ -30,14 +30,19 @@ class ListingClient:
 
 
 def prime(caches: Caches, client: ListingClient, relist_seconds: float | None = None) -> None:
-    asyncio.run(caches.prime(client, relist_seconds))  # type: ignore[arg-type]
+    namespaces = ("roofline-system", "team-a")
+    asyncio.run(caches.prime(client, namespaces, relist_seconds))  # type: ignore[arg-type]
 
 
 def test_the_caches_are_listed_once_without_a_relist_period() -> None:
     caches, client = Caches(), ListingClient(["a", "b"])
     prime(caches, client)
     prime(caches, client)
-    assert client.lists == ["/api/v1/nodes", "/api/v1/pods"]
+    assert client.lists == [
+        "/api/v1/nodes",
+        "/api/v1/namespaces/roofline-system/pods",
+        "/api/v1/namespaces/team-a/pods",
+    ], "pods are listed in the profiler namespaces only, never cluster-wide"
     assert caches.ready
     assert sorted(caches.nodes.snapshot()) == ["a", "b"]
 
@@ -56,4 +61,4 @@ def test_a_relist_after_its_period_drops_a_node_whose_deletion_the_watch_missed(
     now["t"] += 1
     prime(caches, client, relist_seconds=600)
     assert sorted(caches.nodes.snapshot()) == ["a"]
-    assert len(client.lists) == 4
+    assert len(client.lists) == 6
