@@ -95,3 +95,12 @@ def test_the_status_node_bound_comes_from_a_flag_or_the_environment() -> None:
     assert load_config(["--status-max-nodes", "0"], {}).status_max_nodes == 0
     with pytest.raises(ConfigError, match="--status-max-nodes"):
         load_config(["--status-max-nodes", "-1"], {})
+
+
+def test_the_profiler_namespaces_are_the_namespace_and_each_extra_one() -> None:
+    flags = ["--namespace", "prof", "--extra-namespace", "team-a", "--extra-namespace", "prof"]
+    assert load_config(flags, {}).profiler_namespaces == ("prof", "team-a")
+    env = {"ROOFLINE_NAMESPACE": "prof", "ROOFLINE_EXTRA_NAMESPACES": "team-a, team-b"}
+    assert load_config([], env).profiler_namespaces == ("prof", "team-a", "team-b")
+    with pytest.raises(ConfigError, match="not a valid Kubernetes namespace"):
+        load_config(["--extra-namespace", "Team_A"], {})

@@ -414,3 +414,25 @@ def test_the_batch_window_never_delays_past_the_rounds_own_deadline() -> None:
 
 def test_a_zero_batch_window_stays_off() -> None:
     assert batch_window(0.0, 2.0, 60.0) == 0.0
+
+
+@pytest.mark.asyncio
+async def test_a_profile_naming_a_namespace_the_operator_does_not_watch_is_an_invalid_spec() -> None:
+    client = RecordingClient()
+    loop = loop_with(client, {"namespace": "tenant-a"})
+    assert await loop.round({"a": node("a")}, [], {}) is None
+    assert client.created == []
+    ready = client.statuses[0]["conditions"][0]
+    assert (ready["status"], ready["reason"]) == ("False", "InvalidSpec")
+    assert "spec.namespace 'tenant-a' is not a profiler namespace" in ready["message"]
+    assert "rbac.extraProfilerNamespaces" in ready["message"]
+
+
+@pytest.mark.asyncio
+async def test_an_extra_namespace_lets_a_profile_run_its_pods_there() -> None:
+    client = RecordingClient()
+    loop = loop_with(client, {"namespace": "tenant-a"})
+    config = replace(loop.runtime.config, extra_namespaces=("tenant-a",))
+    loop.runtime = replace(loop.runtime, config=config)
+    await loop.round({"a": node("a")}, [], {})
+    assert [p["metadata"]["namespace"] for p in client.created] == ["tenant-a"]
