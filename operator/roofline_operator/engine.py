@@ -25,8 +25,10 @@ from roofline_operator.kubeapi import ApiError, KubeClient
 from roofline_operator.labels import LabelClaim, label_patch, label_safe
 from roofline_operator.model_sources import (
     ModelResolution,
+    UnreadableConfigMap,
     config_maps_needed,
     resolve_models,
+    timed_out,
 )
 from roofline_operator.model_status import ModelsView
 from roofline_operator.names import LABEL_PROFILE, FailureReason, parse_time
@@ -56,6 +58,10 @@ ERROR_RETRY_SECONDS = 5.0
 OWNED_STATUS_KEYS = ("summary", "nodes", "models", "conditions", "observedGeneration")
 #: How long a ConfigMap read for a model's config is reused before it is read again.
 CONFIG_MAP_CACHE_SECONDS = 30.0
+#: Longest time a round waits for its models to be checked. The check runs in a worker thread,
+#: off the event loop that also answers /healthz and every other profile, and every config field
+#: it reads is bounded (``roofline_profiler.limits``), so this is a backstop, not a budget.
+MODEL_CHECK_SECONDS = 10.0
 
 #: Per-node lines go to this logger, not to Kopf's per-object one, which would post each line as
 #: an Event; the engine posts its own Events, one per failure reason per round.
@@ -82,7 +88,9 @@ class ProfileLoop:
         )
         self.applier = PlanApplier(name, runtime.metrics, logger, features)
         #: ConfigMaps of model configs: ``(namespace, name)`` to when it was read and its data.
-        self.config_maps: dict[tuple[str, str], tuple[float, dict[str, str] | None]] = {}
+        self.config_maps: dict[
+            tuple[str, str], tuple[float, dict[str, str] | UnreadableConfigMap | None]
+        ] = {}
         runtime.metrics.start_profile(name)
 
     async def run(
@@ -191,11 +199,15 @@ class ProfileLoop:
             if key not in needed or now - self.config_maps[key][0] > CONFIG_MAP_CACHE_SECONDS:
                 del self.config_maps[key]
         missing = [key for key in needed if key not in self.config_maps]
-        found = await asyncio.gather(*(client.get_config_map(ns, name) for ns, name in missing))
+        found = await asyncio.gather(*(read_config_map(client, ns, name) for ns, name in missing))
         for key, data in zip(missing, found, strict=True):
             self.config_maps[key] = (now, data)
         contents = {key: data for key, (_, data) in self.config_maps.items()}
-        return resolve_models(spec.models, namespace, contents)
+        check = asyncio.to_thread(resolve_models, spec.models, namespace, contents)
+        try:
+            return await asyncio.wait_for(check, MODEL_CHECK_SECONDS)
+        except asyncio.TimeoutError:
+            return timed_out(spec.models, MODEL_CHECK_SECONDS)
 
     def _input(
         self,
@@ -317,6 +329,17 @@ class ProfileLoop:
             return
         await client.patch_profile_status(self.name, patch)
         self.written = status
+
+
+async def read_config_map(
+    client: KubeClient, namespace: str, name: str
+) -> dict[str, str] | UnreadableConfigMap | None:
+    """A model's ConfigMap; a refused or failed read fails the models that need it, not the
+    round (which would publish nothing at all)."""
+    try:
+        return await client.get_config_map(namespace, name)
+    except ApiError as exc:
+        return UnreadableConfigMap(exc.status, exc.message)
 
 
 def batch_window(configured: float, round_seconds: float, timeout: float) -> float:

@@ -28,15 +28,29 @@ UNKNOWN_PRESET = "UnknownPreset"
 INVALID_MODEL = "InvalidModel"
 CONFIG_MAP_NOT_FOUND = "ConfigMapNotFound"
 CONFIG_MAP_KEY_NOT_FOUND = "ConfigMapKeyNotFound"
-
-#: ConfigMap contents as read: ``(namespace, name)`` to its ``data``, ``None`` when it is missing.
-ConfigMaps = Mapping[tuple[str, str], Mapping[str, str] | None]
+#: The API refused to read the ConfigMap (403) or failed (5xx, a dropped connection).
+CONFIG_MAP_UNREADABLE = "ConfigMapUnreadable"
+#: Checking the models took longer than the operator allows on one round.
+MODEL_CHECK_TIMEOUT = "ModelCheckTimeout"
 
 
 @dataclass(frozen=True)
 class ModelFailure:
     reason: str
     message: str
+
+
+@dataclass(frozen=True)
+class UnreadableConfigMap:
+    """A ConfigMap read that failed: the models that need it fail, the others go on."""
+
+    status: int
+    message: str
+
+
+#: ConfigMap contents as read: ``(namespace, name)`` to its ``data``, ``None`` when it is
+#: missing, :class:`UnreadableConfigMap` when the read failed.
+ConfigMaps = Mapping[tuple[str, str], Mapping[str, str] | UnreadableConfigMap | None]
 
 
 @dataclass(frozen=True)
@@ -90,6 +104,12 @@ def _config_from_map(
     name, key = model.config_map
     where = f"spec.models[{index}].configMapRef"
     data = config_maps.get((namespace, name))
+    if isinstance(data, UnreadableConfigMap):
+        return ModelFailure(
+            CONFIG_MAP_UNREADABLE,
+            f"{where}.name: reading ConfigMap {namespace}/{name} failed (HTTP {data.status}: "
+            f"{data.message[:200]})",
+        )
     if data is None:
         return ModelFailure(
             CONFIG_MAP_NOT_FOUND, f"{where}.name: ConfigMap {namespace}/{name} not found"
@@ -136,6 +156,13 @@ def _resolve(
     if model.preset is not None:
         return ResolvedModel(model, model.preset, None)
     return ResolvedModel(model, None, dict(config))
+
+
+def timed_out(models: tuple[ModelSpec, ...], seconds: float) -> ModelResolution:
+    """Every model failed: checking them took longer than ``seconds``."""
+    message = f"checking the models took longer than {seconds:g} s; retried next round"
+    failures = {m.name: ModelFailure(MODEL_CHECK_TIMEOUT, message) for m in models}
+    return ModelResolution((), failures)
 
 
 def resolve_models(

@@ -23,6 +23,9 @@ from roofline_profiler.compact import CompactModelPlan
 RANGE_EMPTY = "RangeEmpty"
 #: A node's entry reason when its profile came back without a plan for the model.
 NOT_PLANNED = "NotPlanned"
+#: A node's entry reason when the profiler could not measure the model on the node (out of GPU
+#: memory: a layer that does not fit; a device error): the profile's ``ModelFailed`` warning.
+MODEL_FAILED = "ModelFailed"
 #: The numbers ``status.models[]`` summarizes across nodes, each as ``{min, median, max}``.
 SUMMARIZED = (
     "minBatch",
@@ -112,6 +115,13 @@ def node_model_entries(
                 )
         elif plan is not None:
             entries.append(_plan_entry(plan, view))
+        elif current and result is not None and MODEL_FAILED in result.warnings():
+            message = (
+                "the profiler could not measure this model on the node (out of GPU memory or a "
+                "device error; the profiler pod's log names it); the roofline and the other "
+                "models are published"
+            )
+            entries.append({**_identity(model), "reason": MODEL_FAILED, "message": message})
         elif current:
             message = "the profiler returned no plan for this model"
             entries.append({**_identity(model), "reason": NOT_PLANNED, "message": message})

@@ -18,6 +18,7 @@ from roofline_profiler.collective import (
 )
 from roofline_profiler.decode_model import ComponentTime, ModelMeasurements, plan_models
 from roofline_profiler.devices import DeviceInfo
+from roofline_profiler.errors import first_line
 from roofline_profiler.model_measure import MeasureSettings, measure_model
 from roofline_profiler.models import ModelArch
 from roofline_profiler.planning import ModelPlan, PlanOptions
@@ -25,6 +26,18 @@ from roofline_profiler.roofline import dtype_bytes
 from roofline_profiler.stats import Measurement
 
 Progress = Callable[[str], None]
+#: The warning a device's result carries for each model that could not be measured on it (out
+#: of memory: a layer that does not fit; a driver error): that model fails alone, the roofline
+#: and the other models are kept.
+MODEL_FAILED = "ModelFailed"
+
+
+@dataclass(frozen=True)
+class ModelFailure:
+    """A model that could not be measured on a device, and why (one line)."""
+
+    name: str
+    reason: str
 
 
 @dataclass(frozen=True)
@@ -88,10 +101,12 @@ def profile_models(
     peak_flops_per_second: float,
     bandwidth_bytes_per_second: float,
     progress: Progress,
-) -> tuple[tuple[ModelPlan, ...], tuple[ModelMeasurements, ...]]:
-    """Measure and plan every requested model on one device."""
+) -> tuple[tuple[ModelPlan, ...], tuple[ModelMeasurements, ...], tuple[ModelFailure, ...]]:
+    """Measure and plan every requested model on one device; a model the device cannot measure
+    (out of memory, a driver error) is a :class:`ModelFailure`, and the others go on."""
     plans: list[ModelPlan] = []
     measured: list[ModelMeasurements] = []
+    failures: list[ModelFailure] = []
     memory = info.memory_bytes or 0
     for arch in request.models:
         settings = MeasureSettings(
@@ -102,10 +117,22 @@ def profile_models(
             contexts=request.contexts,
             quick=quick,
         )
-        m = measure_model(settings, info, progress)
-        all_reduce, all_reduce_measured, notes = _all_reduce(
-            arch, info, dtype, batches, request.tensor_parallel, bandwidth_bytes_per_second
-        )
+        try:
+            m = measure_model(settings, info, progress)
+            all_reduce, all_reduce_measured, notes = _all_reduce(
+                arch, info, dtype, batches, request.tensor_parallel, bandwidth_bytes_per_second
+            )
+        except torch.OutOfMemoryError as exc:
+            failures.append(ModelFailure(arch.name, f"out of GPU memory: {first_line(exc)}"))
+            progress(f"model {arch.name}: out of GPU memory, skipped")
+            continue
+        except RuntimeError as exc:
+            failures.append(ModelFailure(arch.name, first_line(exc, type(exc).__name__)))
+            progress(f"model {arch.name}: failed ({first_line(exc)}), skipped")
+            continue
+        finally:
+            if info.backend in ("cuda", "rocm"):
+                torch.cuda.empty_cache()
         m = replace(
             m,
             all_reduce=all_reduce,
@@ -113,9 +140,7 @@ def profile_models(
             notes=(*m.notes, *notes),
         )
         measured.append(m)
-        if info.backend in ("cuda", "rocm"):
-            torch.cuda.empty_cache()
         plans.extend(
             plan_models(m, request.contexts, memory, peak_flops_per_second, request.options)
         )
-    return tuple(plans), tuple(measured)
+    return tuple(plans), tuple(measured), tuple(failures)

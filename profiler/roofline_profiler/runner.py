@@ -24,9 +24,15 @@ from roofline_profiler.measure import (
     sweep_workloads,
 )
 from roofline_profiler.metadata import environment, telemetry
-from roofline_profiler.model_runner import ModelRequest, profile_models
+from roofline_profiler.model_runner import MODEL_FAILED, ModelRequest, profile_models
 from roofline_profiler.planning import ModelPlan
-from roofline_profiler.result import DeviceResult, PeakCandidate, ProfileResult, SweepEntry
+from roofline_profiler.result import (
+    DeviceResult,
+    PeakCandidate,
+    ProfileResult,
+    SweepEntry,
+    Warning_,
+)
 from roofline_profiler.sanity import plausibility_warnings
 from roofline_profiler.stats import Measurement
 from roofline_profiler.timing import DEFAULT, QUICK, measure_rounds
@@ -82,11 +88,12 @@ def profile_device(
     del bandwidth_w, peak_w, sweep_w, measured  # free the roofline's buffers for the models
     plans: tuple[ModelPlan, ...] = ()
     model_measurements: tuple[ModelMeasurements, ...] = ()
+    failed: list[Warning_] = []
     requests = (request.models, *request.model_groups) if request.models else request.model_groups
     for model_request in requests:
         if not model_request.models:
             continue
-        more_plans, more_measurements = profile_models(
+        more_plans, more_measurements, failures = profile_models(
             info,
             dtype,
             request.batches,
@@ -98,7 +105,13 @@ def profile_device(
         )
         plans += more_plans
         model_measurements += more_measurements
-    return replace(result, models=plans, model_measurements=model_measurements)
+        failed += [Warning_(MODEL_FAILED, f"model {f.name}: {f.reason}") for f in failures]
+    return replace(
+        result,
+        models=plans,
+        model_measurements=model_measurements,
+        warnings=(*result.warnings, *failed),
+    )
 
 
 def info_fields(info: DeviceInfo, dtype: str) -> dict[str, Any]:

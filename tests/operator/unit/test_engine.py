@@ -417,7 +417,9 @@ def test_a_zero_batch_window_stays_off() -> None:
 
 
 @pytest.mark.asyncio
-async def test_a_profile_naming_a_namespace_the_operator_does_not_watch_is_an_invalid_spec() -> None:
+async def test_a_profile_naming_a_namespace_the_operator_does_not_watch_is_an_invalid_spec() -> (
+    None
+):
     client = RecordingClient()
     loop = loop_with(client, {"namespace": "tenant-a"})
     assert await loop.round({"a": node("a")}, [], {}) is None

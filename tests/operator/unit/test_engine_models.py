@@ -16,8 +16,10 @@ from tests.operator.unit.model_builders import plan
 from tests.operator.unit.operator_builders import device, node, profile, succeeded_pod
 from tests.operator.unit.test_engine import RecordingClient, quiet_events  # noqa: F401
 
+from roofline_operator import engine
 from roofline_operator.config import load_config
 from roofline_operator.engine import ProfileLoop, release_profile
+from roofline_operator.kubeapi import ApiError
 from roofline_operator.labels import label_claim
 from roofline_operator.metrics import OperatorMetrics
 from roofline_operator.names import LABEL_PROFILE
@@ -32,11 +34,15 @@ class ModelClient(RecordingClient):
         super().__init__()
         self.config_maps = dict(config_maps)
         self.config_map_reads: list[tuple[str, str]] = []
+        #: ConfigMaps whose read fails with this error.
+        self.refused: dict[tuple[str, str], ApiError] = {}
         self.features: dict[str, dict[str, Any]] = {}
         self.feature_deletes: list[str] = []
 
     async def get_config_map(self, namespace: str, name: str) -> dict[str, str] | None:
         self.config_map_reads.append((namespace, name))
+        if (namespace, name) in self.refused:
+            raise self.refused[(namespace, name)]
         return self.config_maps.get((namespace, name))
 
     async def write_node_feature(self, body: Mapping[str, Any]) -> None:
@@ -275,3 +281,62 @@ async def test_a_restart_replaces_an_object_under_the_old_per_node_name() -> Non
     await restarted.round({"a": node("a")}, [], {})
     assert list(client.features) == [node_feature_name("fleet", "a")]
     assert "roofline-a" in client.feature_deletes
+
+
+@pytest.mark.parametrize(
+    "error",
+    [
+        pytest.param(ApiError(403, 'configmaps "cfg" is forbidden'), id="forbidden"),
+        pytest.param(ApiError(503, "etcdserver: leader changed"), id="server-error"),
+    ],
+)
+@pytest.mark.asyncio
+async def test_an_unreadable_config_map_fails_its_model_alone_and_the_round_goes_on(
+    error: ApiError,
+) -> None:
+    client = ModelClient({})
+    client.refused[("ns", "cfg")] = error
+    loop = loop_with(client, {"models": MODELS[:2]}, ENV)
+    await loop.round({"a": node("a")}, [], {})
+    command = client.created[0]["spec"]["containers"][0]["command"]
+    assert "tiny" in " ".join(command), "the other model still reaches the pod"
+    status = client.statuses[-1]
+    ready = {c["type"]: c for c in status["conditions"]}["ModelsReady"]
+    assert ready["reason"] == "ConfigMapUnreadable"
+    assert f"HTTP {error.status}" in ready["message"]
+    (mapped,) = [m for m in status["models"] if m["name"] == "mapped"]
+    assert mapped["reason"] == "ConfigMapUnreadable"
+
+
+@pytest.mark.asyncio
+async def test_checking_the_models_runs_off_the_event_loop_with_a_time_bound(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A slow check (what an unbounded config once was) neither blocks the loop, which also
+    answers /healthz, nor holds the round: the models fail alone with ModelCheckTimeout."""
+    import asyncio
+    import time
+
+    def slow(*args: Any) -> Any:
+        time.sleep(0.5)
+        raise AssertionError("the round must not wait for this")
+
+    monkeypatch.setattr(engine, "resolve_models", slow)
+    monkeypatch.setattr(engine, "MODEL_CHECK_SECONDS", 0.2)
+    client = ModelClient({})
+    loop = loop_with(client, {"models": MODELS[:1]}, ENV)
+    ticks = 0
+
+    async def heartbeat() -> None:
+        nonlocal ticks
+        while True:
+            ticks += 1
+            await asyncio.sleep(0.01)
+
+    beating = asyncio.ensure_future(heartbeat())
+    await loop.round({"a": node("a")}, [], {})
+    beating.cancel()
+    assert ticks >= 10, "the event loop kept running while the models were checked"
+    status = client.statuses[-1]
+    assert status["models"][0]["reason"] == "ModelCheckTimeout"
+    assert len(client.created) == 1, "the roofline is profiled without the models"

@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+from dataclasses import replace
 from decimal import Decimal
 from typing import Any
 
@@ -137,3 +138,19 @@ def test_the_cost_of_a_million_tokens_uses_the_replicas_gpus() -> None:
     view = ModelsView(MODELS[:1], {}, Decimal("3.60"))
     (entry,) = status_of(records, view)["nodes"][0]["models"]
     assert entry["costPerMillionTokensAtMaxBatch"] == pytest.approx(3.6 / 3600 / 3200 * 1e6)
+
+
+def test_a_model_the_node_could_not_measure_fails_alone_and_the_roofline_publishes() -> None:
+    """The profiler's ModelFailed warning (a layer that did not fit in GPU memory)."""
+    record = planned_node("n1", (plan("a"),))
+    assert record.result is not None
+    gpus = tuple(replace(g, warnings=("ModelFailed",)) for g in record.result.gpus)
+    record = replace(record, result=replace(record.result, gpus=gpus))
+    status = status_of({"n1": record}, ModelsView(MODELS))
+    node = status["nodes"][0]
+    ok, failed = node["models"]
+    assert ok["name"] == "a"
+    assert "reason" not in ok
+    assert (failed["name"], failed["reason"]) == ("b", "ModelFailed")
+    assert "out of GPU memory" in failed["message"]
+    assert node["ridgePoint"] > 0, "the roofline is published"
