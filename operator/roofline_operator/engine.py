@@ -26,6 +26,7 @@ from roofline_operator.labels import LabelClaim, label_patch, label_safe
 from roofline_operator.model_sources import (
     ModelResolution,
     UnreadableConfigMap,
+    build_models_config_map,
     config_maps_needed,
     resolve_models,
     timed_out,
@@ -160,6 +161,8 @@ class ProfileLoop:
         models = await self.resolve_models(client, spec, now)
         uses_config_maps = any(m.config_map is not None for m in spec.models)
         spec_hash = spec.measurement_hash(models.digest() if uses_config_maps else "")
+        namespace = spec.namespace or self.runtime.config.namespace
+        models_config_map = await self.deliver_models(client, namespace, models)
         deleted = self.applier.observe(pods)
         profiling = {r.pod for r in self.records.values() if r.pod is not None}
         lookups = self.applier.pod_lookups(profiling)
@@ -168,7 +171,7 @@ class ProfileLoop:
         plan = plan_round(
             replace(
                 inp,
-                models_json=models.models_json(),
+                models_config_map=models_config_map,
                 pod_lookups=lookups,
                 annotation_of=self.annotations.text_of,
             )
@@ -188,6 +191,24 @@ class ProfileLoop:
         self.runtime.publish_snapshot(self.name, self.records, spec_hash, planned)
         retries = [at - now for at in retry_times(plan, rejected)]
         return min([w for w in (plan.wake_in, *retries) if w is not None], default=None)
+
+    async def deliver_models(
+        self, client: KubeClient, namespace: str, models: ModelResolution
+    ) -> str | None:
+        """Write the ConfigMap that carries the valid models to the pods (once per model set),
+        delete the ones of earlier model sets; its name, ``None`` without models."""
+        body = build_models_config_map(
+            self.name, str((self.body.get("metadata") or {}).get("uid", "")), namespace, models
+        )
+        written = self.runtime.models_config_maps.setdefault(self.name, set())
+        wanted = None if body is None else (namespace, str(body["metadata"]["name"]))
+        if body is not None and wanted not in written:
+            await client.create_config_map(body)
+            written.add((namespace, str(body["metadata"]["name"])))
+        for stale in [key for key in written if key != wanted]:
+            await client.delete_config_map(*stale)
+            written.discard(stale)
+        return None if wanted is None else wanted[1]
 
     async def resolve_models(
         self, client: KubeClient, spec: ProfileSpec, now: float
@@ -439,6 +460,7 @@ async def release_profile(runtime: Runtime, name: str) -> None:
             annotations = {key: None} if key in node.records else {}
             if patch or annotations:
                 jobs.append(client.patch_node_labels(node.name, patch or {}, annotations))
+    jobs += [client.delete_config_map(*key) for key in runtime.models_config_maps.pop(name, ())]
     await asyncio.gather(*jobs)
     runtime.metrics.forget(name)
     runtime.wakeups.forget(name)

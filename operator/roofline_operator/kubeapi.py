@@ -239,6 +239,28 @@ class KubeClient:
             if exc.status != 404:
                 raise
 
+    async def create_config_map(self, body: Mapping[str, Any]) -> None:
+        """Create a ConfigMap; one that already exists is fine (ours are immutable, named after
+        their content)."""
+        namespace = quote(body["metadata"]["namespace"])
+        try:
+            await self.request("POST", f"/api/v1/namespaces/{namespace}/configmaps", body=body)
+        except ApiError as exc:
+            if exc.status != 409:
+                raise
+
+    async def delete_config_map(self, namespace: str, name: str) -> None:
+        """Delete a ConfigMap; one that is already gone is fine."""
+        try:
+            await self.request(
+                "DELETE",
+                f"/api/v1/namespaces/{quote(namespace)}/configmaps/{quote(name)}",
+                body=DELETE_IN_BACKGROUND,
+            )
+        except ApiError as exc:
+            if exc.status != 404:
+                raise
+
     async def get_config_map(self, namespace: str, name: str) -> dict[str, str] | None:
         """A ConfigMap's ``data``; ``None`` when there is no such ConfigMap."""
         try:

@@ -3,7 +3,9 @@
 Every model is read with the profiler's own pure reader (``model_from_config``) and its tensor
 parallel degree checked, so a bad config fails that model at once, with a message naming the field,
 and never a profiler pod, a node or the profile's other models. Only the valid models reach the
-pods, each with its config inline (``--models-json``): the pods never read the API themselves.
+pods, each with its config inline, in one ConfigMap per profile and model set that the pods mount
+(``--models-file``): not in argv, which caps an argument at 128 KiB (a large config made every
+pod fail to start), and the pods never read the API themselves.
 """
 
 from __future__ import annotations
@@ -14,7 +16,15 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from roofline_operator.labels import label_safe
 from roofline_operator.model_spec import ModelSpec
+from roofline_operator.names import (
+    API_VERSION,
+    KIND,
+    LABEL_MANAGED_BY,
+    LABEL_PROFILE,
+    MANAGED_BY,
+)
 from roofline_profiler.model_config import (
     PRESETS,
     ModelError,
@@ -79,7 +89,7 @@ class ModelResolution:
     failures: Mapping[str, ModelFailure] | None = None
 
     def models_json(self) -> str | None:
-        """The pod's ``--models-json`` argument; ``None`` without a valid model."""
+        """The pods' models file (``--models-file``); ``None`` without a valid model."""
         if not self.valid:
             return None
         entries = [m.to_argument() for m in self.valid]
@@ -89,6 +99,41 @@ class ModelResolution:
         """What the pods receive, hashed: a changed ConfigMap re-profiles, like a changed spec."""
         text = self.models_json() or ""
         return hashlib.sha256(text.encode()).hexdigest()[:10] if text else ""
+
+
+#: The key (the file, once mounted) of the models' ConfigMap.
+MODELS_FILE_KEY = "models.json"
+
+
+def models_config_map_name(profile: str, digest: str) -> str:
+    """``roofline-models-<profile>-<digest>``: one immutable ConfigMap per profile and model
+    set, so a pod reads exactly the models its spec digest names."""
+    slug = "".join(c if c.isalnum() else "-" for c in profile.lower()).strip("-")[:40] or "x"
+    return f"roofline-models-{slug.strip('-')}-{digest}"
+
+
+def build_models_config_map(
+    profile: str, profile_uid: str, namespace: str, resolution: ModelResolution
+) -> dict[str, Any] | None:
+    """The ConfigMap that carries the profile's valid models to its pods; ``None`` without
+    any. Owned by the profile, so the garbage collector removes it with the profile too."""
+    text = resolution.models_json()
+    if text is None:
+        return None
+    return {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {
+            "name": models_config_map_name(profile, resolution.digest()),
+            "namespace": namespace,
+            "labels": {LABEL_MANAGED_BY: MANAGED_BY, LABEL_PROFILE: label_safe(profile)},
+            "ownerReferences": [
+                {"apiVersion": API_VERSION, "kind": KIND, "name": profile, "uid": profile_uid}
+            ],
+        },
+        "immutable": True,
+        "data": {MODELS_FILE_KEY: text},
+    }
 
 
 def config_maps_needed(models: tuple[ModelSpec, ...], namespace: str) -> list[tuple[str, str]]:

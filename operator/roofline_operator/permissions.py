@@ -125,6 +125,14 @@ PERMISSIONS: tuple[Permission, ...] = (
     ),
     Permission(
         "",
+        "configmaps",
+        ("create", "delete"),
+        Scope.PROFILER_NAMESPACES,
+        Caller.OPERATOR,
+        "the ConfigMap that carries a profile's models to its pods (mounted, not argv)",
+    ),
+    Permission(
+        "",
         "events",
         ("create",),
         Scope.OPERATOR_NAMESPACE,

@@ -85,8 +85,9 @@ class RoundInput:
     #: Pods this operator already asked to delete, whether or not the watch shows it yet.
     deleted: frozenset[str]
     now: float
-    #: The profile's valid models for the pods' ``--models-json``; ``None`` without models.
-    models_json: str | None = None
+    #: The ConfigMap holding the profile's valid models, for the pods to mount; ``None``
+    #: without models.
+    models_config_map: str | None = None
     #: What GETs of pods the watch does not show answered.
     pod_lookups: PodLookups = field(default_factory=PodLookups)
     #: A record's annotation text (``records.record_to_annotation``, possibly memoized).
@@ -281,7 +282,7 @@ def _launch(record: NodeRecord, inp: RoundInput, plan: RoundPlan) -> NodeRecord:
             spec_hash=inp.spec_hash,
             namespace=inp.namespace,
             image=inp.image,
-            models_json=inp.models_json,
+            models_config_map=inp.models_config_map,
         )
     )
     return replace(

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from roofline_operator.labels import label_safe
+from roofline_operator.model_sources import MODELS_FILE_KEY
 from roofline_operator.names import (
     ANNOTATION_ATTEMPT,
     ANNOTATION_NODE,
@@ -64,8 +65,13 @@ def profiler_pod_name(profile: str, node: str, spec_hash: str, attempt: int) -> 
     return f"roofline-{_slug(profile, 20)}-{_slug(node, 24)}-{digest}"
 
 
-def profiler_command(spec: ProfileSpec, models_json: str | None = None) -> list[str]:
-    """The pod's command; ``models_json`` holds the profile's valid models, configs inline."""
+#: Where the pod mounts the ConfigMap of its models (``model_sources``) and the file in it.
+MODELS_MOUNT_PATH = "/etc/roofline/models"
+MODELS_FILE = f"{MODELS_MOUNT_PATH}/{MODELS_FILE_KEY}"
+
+
+def profiler_command(spec: ProfileSpec, models: bool = False) -> list[str]:
+    """The pod's command; with ``models`` it plans the models of its mounted models file."""
     command = ["roofline", "profile", "--device", "all", "--dtype", spec.dtype]
     if spec.shape is not None:
         command += ["--shape", f"{spec.shape[0]}x{spec.shape[1]}"]
@@ -75,8 +81,8 @@ def profiler_command(spec: ProfileSpec, models_json: str | None = None) -> list[
         command += ["--min-batch-efficiency", str(spec.min_batch_efficiency_percent)]
     if spec.quick:
         command.append("--quick")
-    if models_json is not None:
-        command += ["--models-json", models_json]
+    if models:
+        command += ["--models-file", MODELS_FILE]
         if spec.itl_slo_seconds is not None:
             command += ["--itl-slo", f"{spec.itl_slo_seconds:g}s"]
         if spec.gpu_hour_cost is not None:
@@ -106,7 +112,7 @@ def build_profiler_pod(
     spec_hash: str,
     namespace: str,
     image: str,
-    models_json: str | None = None,
+    models_config_map: str | None = None,
 ) -> dict[str, Any]:
     """The Pod that profiles ``node`` once.
 
@@ -133,7 +139,7 @@ def build_profiler_pod(
         "name": CONTAINER_NAME,
         "image": spec.image or image,
         "imagePullPolicy": "IfNotPresent",
-        "command": profiler_command(spec, models_json),
+        "command": profiler_command(spec, models_config_map is not None),
         "env": [
             {"name": "HOME", "value": "/tmp"},
             {"name": "MPLCONFIGDIR", "value": "/tmp"},
@@ -151,6 +157,11 @@ def build_profiler_pod(
         },
         "volumeMounts": [{"name": "tmp", "mountPath": "/tmp"}],
     }
+    volumes: list[dict[str, Any]] = [{"name": "tmp", "emptyDir": {"sizeLimit": "1Gi"}}]
+    if models_config_map is not None:
+        mount = {"name": "models", "mountPath": MODELS_MOUNT_PATH, "readOnly": True}
+        container["volumeMounts"] = [{"name": "tmp", "mountPath": "/tmp"}, mount]
+        volumes.append({"name": "models", "configMap": {"name": models_config_map}})
     return {
         "apiVersion": "v1",
         "kind": "Pod",
@@ -196,7 +207,7 @@ def build_profiler_pod(
                 "seccompProfile": {"type": "RuntimeDefault"},
             },
             "containers": [container],
-            "volumes": [{"name": "tmp", "emptyDir": {"sizeLimit": "1Gi"}}],
+            "volumes": volumes,
         },
     }
 

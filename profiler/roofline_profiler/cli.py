@@ -127,6 +127,11 @@ def build_parser() -> _Parser:
         help="models to plan, each with its own context and tensor parallel degree (the "
         "operator's form): [{name, preset|config, contextTokens, tensorParallel}, ...]",
     )
+    p.add_argument(
+        "--models-file",
+        metavar="PATH",
+        help="--models-json read from a file (how the operator's pods get it, from a ConfigMap)",
+    )
     plan = sub.add_parser("plan", help="re-plan a model from a saved profile, without the device")
     plan.add_argument("--from", dest="source", required=True, metavar="RESULT.json")
     model_cli.add_model_arguments(plan, plan=True)
@@ -184,11 +189,17 @@ def run_profile_command(args: argparse.Namespace) -> int:
     contexts = model_cli.parse_contexts(args.context, (model_cli.DEFAULT_CONTEXT,))
     plan_options = model_cli.parse_plan_options(args, args.min_batch_efficiency)
     groups: list[tuple[int, int, tuple[ModelArch, ...]]] = []
-    if args.models_json is not None:
+    if args.models_json is not None or args.models_file is not None:
         if args.model or args.context is not None:
             raise UsageError("--models-json names the models and their contexts: drop --model")
+        if args.models_json is not None and args.models_file is not None:
+            raise UsageError("give --models-json or --models-file, not both")
         try:
-            groups = model_request.request_groups(model_request.parse_models_json(args.models_json))
+            if args.models_file is not None:
+                entries = model_request.read_models_file(args.models_file)
+            else:
+                entries = model_request.parse_models_json(args.models_json)
+            groups = model_request.request_groups(entries)
         except model_request.ModelsJsonError as exc:
             raise UsageError(str(exc)) from None
 

@@ -157,3 +157,5 @@ MAX_CONFIG_FIELDS = 512
 #: Bytes of one model config as JSON (published ones have 1 to 5 KiB); eight of them fit the
 #: 1 MiB of the ConfigMap that carries the models to the profiler pod.
 MAX_CONFIG_BYTES = 64 * 1024
+#: Bytes of a ``--models-file`` (the operator's ConfigMap): every model at its largest config.
+MAX_MODELS_FILE_BYTES = MAX_MODELS * (MAX_CONFIG_BYTES + 1024)

@@ -1,8 +1,9 @@
-"""``roofline profile --models-json``: the models a profiler pod plans, each with its own context
-and tensor-parallel degree.
+"""``roofline profile --models-json`` / ``--models-file``: the models a profiler pod plans, each
+with its own context and tensor-parallel degree.
 
 The operator checks every model before it starts a pod and passes only valid ones, configs inline
-(a ``configMapRef`` already read), so the pod needs no API access:
+(a ``configMapRef`` already read), in a file the pod mounts from a ConfigMap (argv would cap the
+configs' size), so the pod needs no API access:
 ``[{"name": ..., "preset": ... | "config": {...}, "contextTokens": N, "tensorParallel": N}]``.
 The ``name`` becomes the plan's name (the ``model`` label of the metrics), whatever the preset.
 
@@ -77,6 +78,25 @@ def _entry(raw: Any, index: int) -> ModelEntry:
     return ModelEntry(arch, context, tp)
 
 
+def read_models_file(path: str) -> tuple[ModelEntry, ...]:
+    """``--models-file``: :func:`parse_models_json` of a file of at most
+    ``limits.MAX_MODELS_FILE_BYTES`` (checked before reading it whole)."""
+    try:
+        with open(path, "rb") as handle:
+            data = handle.read(limits.MAX_MODELS_FILE_BYTES + 1)
+    except OSError as exc:
+        raise ModelsJsonError(f"--models-file {path}: {exc.strerror or exc}") from None
+    if len(data) > limits.MAX_MODELS_FILE_BYTES:
+        raise ModelsJsonError(
+            f"--models-file {path}: more than {limits.MAX_MODELS_FILE_BYTES} bytes"
+        )
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        raise ModelsJsonError(f"--models-file {path}: not UTF-8 text") from None
+    return parse_models_json(text)
+
+
 def parse_models_json(text: str) -> tuple[ModelEntry, ...]:
     """Read and check every model; names must be unique (they name the plans)."""
     try:
@@ -85,6 +105,8 @@ def parse_models_json(text: str) -> tuple[ModelEntry, ...]:
         raise ModelsJsonError(
             f"--models-json is not JSON (column {exc.colno}: {exc.msg})"
         ) from None
+    except RecursionError:
+        raise ModelsJsonError("--models-json is not JSON (nested too deeply)") from None
     if not isinstance(raw, list) or not raw:
         raise ModelsJsonError("--models-json must be a non-empty list of models")
     if len(raw) > MAX_MODELS:

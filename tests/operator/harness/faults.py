@@ -149,8 +149,9 @@ def synthetic_plans(
     batches: Sequence[int],
     min_batch: int,
 ) -> tuple[CompactModelPlan, ...]:
-    """A plan per model of ``--models-json``, from a roofline-shaped step: reading the weights
-    (a size taken from the model's name, so models differ) plus the KV cache of every sequence.
+    """A plan per model of ``--models-json`` (the kubelet turns a mounted ``--models-file`` into
+    it), from a roofline-shaped step: reading the weights (a size taken from the model's name, so
+    models differ) plus the KV cache of every sequence.
     """
     text = _option(command, "--models-json")
     if text is None:

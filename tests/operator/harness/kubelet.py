@@ -90,6 +90,7 @@ class FakeKubelet:
         self.logs = logs
         self.workdir = workdir
         self.pods = store.find_type("pods")
+        self.config_maps = store.find_type("configmaps")
         self.tasks: dict[str, asyncio.Task[None]] = {}
         self.has_gpu = False
         self.runs: list[PodRun] = []
@@ -189,8 +190,40 @@ class FakeKubelet:
         count = max(1, sum(extended_requests(pod).values()))
         return tuple(SyntheticGpu() for _ in range(count))
 
-    def _argv(self, container: Mapping[str, Any], message_file: Path) -> list[str]:
+    def _config_map_files(
+        self, pod: Mapping[str, Any], container: Mapping[str, Any]
+    ) -> dict[str, str] | None:
+        """The files of the ConfigMap volumes the container mounts, by path in the container;
+        ``None`` when a ConfigMap is missing (a real kubelet would keep the pod waiting)."""
+        volumes = {v["name"]: v for v in pod["spec"].get("volumes", [])}
+        files: dict[str, str] = {}
+        for mount in container.get("volumeMounts", []):
+            source = volumes.get(mount["name"], {}).get("configMap")
+            if source is None:
+                continue
+            try:
+                config_map = self.store.get(
+                    self.config_maps, pod["metadata"]["namespace"], source["name"]
+                )
+            except ApiError:
+                return None
+            for key, text in (config_map.get("data") or {}).items():
+                files[f"{mount['mountPath'].rstrip('/')}/{key}"] = text
+        return files
+
+    @staticmethod
+    def _models_inline(command: list[str], files: Mapping[str, str]) -> list[str]:
+        """``--models-file PATH`` as ``--models-json TEXT``, for the synthetic results."""
+        if "--models-file" not in command:
+            return command
+        at = command.index("--models-file")
+        return [*command[:at], "--models-json", files[command[at + 1]], *command[at + 2 :]]
+
+    def _argv(
+        self, container: Mapping[str, Any], message_file: Path, mounted: Mapping[str, Path]
+    ) -> list[str]:
         argv = [*container.get("command", []), *container.get("args", [])]
+        argv = [str(mounted[a]) if a in mounted else a for a in argv]
         path = container.get("terminationMessagePath", "/dev/termination-log")
         argv = [
             str(message_file) if a == path else a.replace(f"={path}", f"={message_file}")
@@ -209,7 +242,11 @@ class FakeKubelet:
         container = pod["spec"]["containers"][0]
         node = pod["spec"]["nodeName"]
         mode = self.faults.mode(node)
+        files = self._config_map_files(pod, container)
+        if files is None:
+            return ContainerExit(1, "Error", "MountVolume.SetUp failed: configmap not found")
         command = [*container.get("command", []), *container.get("args", [])]
+        command = self._models_inline(command, files)
         age = self.faults.result_age_seconds.get(node, 0.0)
         if mode in (FaultMode.SUCCEED_INSTANTLY, FaultMode.SUCCEED_SLOWLY):
             if mode is FaultMode.SUCCEED_SLOWLY:
@@ -231,20 +268,30 @@ class FakeKubelet:
         if mode is FaultMode.HANG:
             self.logs[key] = "waiting for the device\n"
             await asyncio.Event().wait()
-        return await self._run_process(pod, container, key)
+        return await self._run_process(pod, container, key, files)
 
     async def _run_process(
-        self, pod: Mapping[str, Any], container: Mapping[str, Any], key: tuple[str, str]
+        self,
+        pod: Mapping[str, Any],
+        container: Mapping[str, Any],
+        key: tuple[str, str],
+        files: Mapping[str, str],
     ) -> ContainerExit:
         with tempfile.TemporaryDirectory(dir=self.workdir) as scratch:
             message_file = Path(scratch) / "termination-log"
             message_file.touch()
+            mounted = {}
+            for path, text in files.items():
+                local = Path(scratch) / "volumes" / path.lstrip("/")
+                local.parent.mkdir(parents=True, exist_ok=True)
+                local.write_text(text)
+                mounted[path] = local
             env = product_environment(
                 {e["name"]: container_env_value(pod, e) for e in container.get("env", [])}
             )
             env["HOME"] = env["TMPDIR"] = env["MPLCONFIGDIR"] = scratch
             process = await asyncio.create_subprocess_exec(
-                *self._argv(container, message_file),
+                *self._argv(container, message_file, mounted),
                 cwd=scratch,
                 env=env,
                 stdout=asyncio.subprocess.PIPE,

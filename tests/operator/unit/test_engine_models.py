@@ -34,6 +34,8 @@ class ModelClient(RecordingClient):
         super().__init__()
         self.config_maps = dict(config_maps)
         self.config_map_reads: list[tuple[str, str]] = []
+        self.config_map_writes: list[str] = []
+        self.config_map_deletes: list[str] = []
         #: ConfigMaps whose read fails with this error.
         self.refused: dict[tuple[str, str], ApiError] = {}
         self.features: dict[str, dict[str, Any]] = {}
@@ -44,6 +46,23 @@ class ModelClient(RecordingClient):
         if (namespace, name) in self.refused:
             raise self.refused[(namespace, name)]
         return self.config_maps.get((namespace, name))
+
+    async def create_config_map(self, body: Mapping[str, Any]) -> None:
+        metadata = body["metadata"]
+        self.config_maps[(metadata["namespace"], metadata["name"])] = dict(body["data"])
+        self.config_map_writes.append(metadata["name"])
+
+    async def delete_config_map(self, namespace: str, name: str) -> None:
+        self.config_maps.pop((namespace, name), None)
+        self.config_map_deletes.append(name)
+
+    def models_of(self, pod: Mapping[str, Any]) -> list[dict[str, Any]]:
+        """The models a pod reads: the ConfigMap it mounts, as the kubelet would."""
+        namespace = pod["metadata"]["namespace"]
+        (volume,) = [v for v in pod["spec"]["volumes"] if "configMap" in v]
+        data = self.config_maps[(namespace, volume["configMap"]["name"])]
+        models: list[dict[str, Any]] = json.loads(data["models.json"])
+        return models
 
     async def write_node_feature(self, body: Mapping[str, Any]) -> None:
         self.features[body["metadata"]["name"]] = dict(body)
@@ -97,7 +116,7 @@ async def test_pods_get_the_valid_models_and_the_missing_config_map_fails_its_mo
     loop = loop_with(client, {"models": MODELS, "slo": {"interTokenLatency": "20ms"}}, ENV)
     await loop.round({"a": node("a")}, [], {})
     command = client.created[0]["spec"]["containers"][0]["command"]
-    models = json.loads(command[command.index("--models-json") + 1])
+    models = client.models_of(client.created[0])
     assert [m["name"] for m in models] == ["tiny", "mapped"]
     assert command[command.index("--itl-slo") + 1] == "0.02s"
     status = client.statuses[-1]
@@ -298,8 +317,9 @@ async def test_an_unreadable_config_map_fails_its_model_alone_and_the_round_goes
     client.refused[("ns", "cfg")] = error
     loop = loop_with(client, {"models": MODELS[:2]}, ENV)
     await loop.round({"a": node("a")}, [], {})
-    command = client.created[0]["spec"]["containers"][0]["command"]
-    assert "tiny" in " ".join(command), "the other model still reaches the pod"
+    assert [m["name"] for m in client.models_of(client.created[0])] == ["tiny"], (
+        "the other model still reaches the pod"
+    )
     status = client.statuses[-1]
     ready = {c["type"]: c for c in status["conditions"]}["ModelsReady"]
     assert ready["reason"] == "ConfigMapUnreadable"
@@ -340,3 +360,39 @@ async def test_checking_the_models_runs_off_the_event_loop_with_a_time_bound(
     status = client.statuses[-1]
     assert status["models"][0]["reason"] == "ModelCheckTimeout"
     assert len(client.created) == 1, "the roofline is profiled without the models"
+
+
+@pytest.mark.asyncio
+async def test_models_reach_the_pods_in_a_mounted_config_map_not_in_argv() -> None:
+    """A 158 KB config once made every pod fail with "Argument list too long"."""
+    client = ModelClient({})
+    config = {**TINY_LLAMA, "padding": "x" * 60_000}
+    spec = {"models": [{"name": f"m{i}", "config": config} for i in range(3)]}
+    loop = loop_with(client, spec, ENV)
+    await loop.round({"a": node("a"), "b": node("b")}, [], {})
+    assert len(client.config_map_writes) == 1, "one ConfigMap per model set, not per pod"
+    for pod in client.created:
+        command = pod["spec"]["containers"][0]["command"]
+        assert len(" ".join(command)) < 1000
+        assert command[command.index("--models-file") + 1] == "/etc/roofline/models/models.json"
+        assert [m["name"] for m in client.models_of(pod)] == ["m0", "m1", "m2"]
+    (name,) = client.config_map_writes
+    # Another model set writes another ConfigMap and deletes the old one.
+    loop.body = {**loop.body, "spec": {**loop.body["spec"], "models": spec["models"][:1]}}
+    await loop.round({"a": node("a")}, [], {})
+    assert client.config_map_deletes == [name]
+    await release_profile(loop.runtime, "fleet")
+    assert client.config_map_deletes == [name, client.config_map_writes[-1]]
+
+
+@pytest.mark.asyncio
+async def test_a_config_over_the_size_limit_fails_its_model_alone() -> None:
+    client = ModelClient({})
+    big = {**TINY_LLAMA, "padding": "x" * 70_000}
+    spec = {"models": [{"name": "big", "config": big}, MODELS[0]]}
+    loop = loop_with(client, spec, ENV)
+    await loop.round({"a": node("a")}, [], {})
+    assert [m["name"] for m in client.models_of(client.created[0])] == ["tiny"]
+    (entry,) = [m for m in client.statuses[-1]["models"] if m["name"] == "big"]
+    assert entry["reason"] == "InvalidModel"
+    assert "bytes, at most 65536" in entry["message"]

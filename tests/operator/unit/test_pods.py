@@ -264,10 +264,10 @@ def test_pod_tells_the_profiler_its_node_name_through_the_downward_api() -> None
     assert env["NODE_NAME"]["valueFrom"] == {"fieldRef": {"fieldPath": "spec.nodeName"}}
 
 
-def test_pod_command_carries_the_models_the_slo_and_the_price_only_with_models() -> None:
+def test_pod_mounts_the_models_and_passes_the_slo_and_the_price_only_with_models() -> None:
     fields: dict[str, Any] = {"slo": {"interTokenLatency": "50ms"}, "gpuHourCost": "2.5"}
     plain = container(build(**fields))["command"]
-    assert "--models-json" not in plain
+    assert "--models-file" not in plain
     assert "--itl-slo" not in plain
     pod = build_profiler_pod(
         profile=OWNER,
@@ -278,11 +278,16 @@ def test_pod_command_carries_the_models_the_slo_and_the_price_only_with_models()
         spec_hash="abc123",
         namespace="roofline-system",
         image="registry.local/roofline:1",
-        models_json='[{"name":"m"}]',
+        models_config_map="roofline-models-fleet-0123456789",
     )
     command = container(pod)["command"]
-    after = command[command.index("--models-json") + 1]
-    assert after == '[{"name":"m"}]'
+    assert command[command.index("--models-file") + 1] == "/etc/roofline/models/models.json"
+    assert {"name": "models", "mountPath": "/etc/roofline/models", "readOnly": True} in container(
+        pod
+    )["volumeMounts"]
+    assert {"name": "models", "configMap": {"name": "roofline-models-fleet-0123456789"}} in pod[
+        "spec"
+    ]["volumes"]
     assert command[command.index("--itl-slo") + 1] == "0.05s"
     assert command[command.index("--gpu-hour-cost") + 1] == "2.5"
     assert command[-2:] == ["--compact", "/dev/termination-log"]
