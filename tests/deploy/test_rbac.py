@@ -260,10 +260,11 @@ def test_the_pods_are_granted_in_the_profiler_namespaces_and_nowhere_else() -> N
     assert args[args.index("--extra-namespace") + 1] == "team-a", "the operator watches it too"
 
 
-def test_the_docs_table_is_generated_from_the_declared_permissions() -> None:
+def test_the_docs_tables_are_generated_from_the_declared_permissions() -> None:
     text = DOCS.read_text()
     section = text.split("## Permissions (RBAC)\n", 1)[1].split("\n## ", 1)[0]
     assert markdown_table() in section
+    assert markdown_table() in (ROOT / "docs" / "deploy.md").read_text()
 
 
 def test_peering_is_the_only_declared_permission_the_chart_never_grants() -> None:
