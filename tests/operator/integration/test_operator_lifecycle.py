@@ -285,3 +285,32 @@ def test_nodes_that_cannot_be_profiled_are_not_selected(
     assert bad not in node_entries(shared_cluster, suite)
     assert profile_status(shared_cluster, suite)["summary"]["matched"] == 1
     assert shared_cluster.runs([bad]) == []
+
+
+def test_a_cordoned_node_keeps_its_labels_and_record_and_is_not_reprofiled_when_back(
+    shared_cluster: Cluster,
+) -> None:
+    nodes = make_nodes(shared_cluster, "outage", 1)
+    make_profile(shared_cluster, "outage")
+    wait_for_nodes(shared_cluster, "outage", profiled, nodes)
+    labels = our_labels(shared_cluster, nodes[0])
+    assert labels
+    shared_cluster.patch("nodes", nodes[0], {"spec": {"unschedulable": True}})
+    wait_for(
+        lambda: node_entries(shared_cluster, "outage")[nodes[0]]["state"] == "Unavailable",
+        timeout=20,
+        what="the cordoned node to be Unavailable",
+    )
+    entry = node_entries(shared_cluster, "outage")[nodes[0]]
+    assert "unavailableSince" in entry
+    assert entry["ridgePoint"] > 0, "its publication stays"
+    assert our_labels(shared_cluster, nodes[0]) == labels
+    assert profile_status(shared_cluster, "outage")["summary"]["unavailable"] == 1
+    shared_cluster.patch("nodes", nodes[0], {"spec": {"unschedulable": False}})
+    wait_for(
+        lambda: node_entries(shared_cluster, "outage")[nodes[0]]["state"] == "Profiled",
+        timeout=20,
+        what="the uncordoned node to be Profiled again",
+    )
+    assert runs_per_node(shared_cluster, nodes) == {nodes[0]: 1}, "not re-profiled"
+    assert our_labels(shared_cluster, nodes[0]) == labels
