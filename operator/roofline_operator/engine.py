@@ -23,14 +23,7 @@ import kopf
 from roofline_operator.apply import PlanApplier
 from roofline_operator.kubeapi import ApiError, KubeClient
 from roofline_operator.labels import LabelClaim, label_patch, label_safe
-from roofline_operator.model_sources import (
-    ModelResolution,
-    UnreadableConfigMap,
-    build_models_config_map,
-    config_maps_needed,
-    resolve_models,
-    timed_out,
-)
+from roofline_operator.model_delivery import ModelDelivery
 from roofline_operator.model_status import ModelsView
 from roofline_operator.names import LABEL_PROFILE, FailureReason, parse_time
 from roofline_operator.node_features import (
@@ -57,12 +50,6 @@ from roofline_operator.status import build_status, merge_patch
 ERROR_RETRY_SECONDS = 5.0
 #: Status keys the operator owns; anything else (``status.kopf``) belongs to Kopf.
 OWNED_STATUS_KEYS = ("summary", "nodes", "models", "conditions", "observedGeneration")
-#: How long a ConfigMap read for a model's config is reused before it is read again.
-CONFIG_MAP_CACHE_SECONDS = 30.0
-#: Longest time a round waits for its models to be checked. The check runs in a worker thread,
-#: off the event loop that also answers /healthz and every other profile, and every config field
-#: it reads is bounded (``roofline_profiler.limits``), so this is a backstop, not a budget.
-MODEL_CHECK_SECONDS = 10.0
 
 #: Per-node lines go to this logger, not to Kopf's per-object one, which would post each line as
 #: an Event; the engine posts its own Events, one per failure reason per round.
@@ -88,10 +75,8 @@ class ProfileLoop:
             config.operator_namespace if config.node_label_backend == BACKEND_NODE_FEATURE else None
         )
         self.applier = PlanApplier(name, runtime.metrics, logger, features)
-        #: ConfigMaps of model configs: ``(namespace, name)`` to when it was read and its data.
-        self.config_maps: dict[
-            tuple[str, str], tuple[float, dict[str, str] | UnreadableConfigMap | None]
-        ] = {}
+        written = runtime.models_config_maps.setdefault(name, set())
+        self.models = ModelDelivery(name, written)
         runtime.metrics.start_profile(name)
 
     async def run(
@@ -158,11 +143,12 @@ class ProfileLoop:
         except SpecError as exc:
             await self.publish(client, {}, "", str(exc), now)
             return None
-        models = await self.resolve_models(client, spec, now)
+        namespace = spec.namespace or self.runtime.config.namespace
+        models = await self.models.resolve(client, spec, namespace, now)
         uses_config_maps = any(m.config_map is not None for m in spec.models)
         spec_hash = spec.measurement_hash(models.digest() if uses_config_maps else "")
-        namespace = spec.namespace or self.runtime.config.namespace
-        models_config_map = await self.deliver_models(client, namespace, models)
+        uid = str((self.body.get("metadata") or {}).get("uid", ""))
+        models_config_map = await self.models.deliver(client, uid, namespace, models)
         deleted = self.applier.observe(pods)
         profiling = {r.pod for r in self.records.values() if r.pod is not None}
         lookups = self.applier.pod_lookups(profiling)
@@ -191,44 +177,6 @@ class ProfileLoop:
         self.runtime.publish_snapshot(self.name, self.records, spec_hash, planned)
         retries = [at - now for at in retry_times(plan, rejected)]
         return min([w for w in (plan.wake_in, *retries) if w is not None], default=None)
-
-    async def deliver_models(
-        self, client: KubeClient, namespace: str, models: ModelResolution
-    ) -> str | None:
-        """Write the ConfigMap that carries the valid models to the pods (once per model set),
-        delete the ones of earlier model sets; its name, ``None`` without models."""
-        body = build_models_config_map(
-            self.name, str((self.body.get("metadata") or {}).get("uid", "")), namespace, models
-        )
-        written = self.runtime.models_config_maps.setdefault(self.name, set())
-        wanted = None if body is None else (namespace, str(body["metadata"]["name"]))
-        if body is not None and wanted not in written:
-            await client.create_config_map(body)
-            written.add((namespace, str(body["metadata"]["name"])))
-        for stale in [key for key in written if key != wanted]:
-            await client.delete_config_map(*stale)
-            written.discard(stale)
-        return None if wanted is None else wanted[1]
-
-    async def resolve_models(
-        self, client: KubeClient, spec: ProfileSpec, now: float
-    ) -> ModelResolution:
-        """Check the spec's models, reading the ConfigMaps they name (cached for a while)."""
-        namespace = spec.namespace or self.runtime.config.namespace
-        needed = config_maps_needed(spec.models, namespace)
-        for key in list(self.config_maps):
-            if key not in needed or now - self.config_maps[key][0] > CONFIG_MAP_CACHE_SECONDS:
-                del self.config_maps[key]
-        missing = [key for key in needed if key not in self.config_maps]
-        found = await asyncio.gather(*(read_config_map(client, ns, name) for ns, name in missing))
-        for key, data in zip(missing, found, strict=True):
-            self.config_maps[key] = (now, data)
-        contents = {key: data for key, (_, data) in self.config_maps.items()}
-        check = asyncio.to_thread(resolve_models, spec.models, namespace, contents)
-        try:
-            return await asyncio.wait_for(check, MODEL_CHECK_SECONDS)
-        except asyncio.TimeoutError:
-            return timed_out(spec.models, MODEL_CHECK_SECONDS)
 
     def _input(
         self,
@@ -350,17 +298,6 @@ class ProfileLoop:
             return
         await client.patch_profile_status(self.name, patch)
         self.written = status
-
-
-async def read_config_map(
-    client: KubeClient, namespace: str, name: str
-) -> dict[str, str] | UnreadableConfigMap | None:
-    """A model's ConfigMap; a refused or failed read fails the models that need it, not the
-    round (which would publish nothing at all)."""
-    try:
-        return await client.get_config_map(namespace, name)
-    except ApiError as exc:
-        return UnreadableConfigMap(exc.status, exc.message)
 
 
 def batch_window(configured: float, round_seconds: float, timeout: float) -> float:

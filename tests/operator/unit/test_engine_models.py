@@ -16,7 +16,7 @@ from tests.operator.unit.model_builders import plan
 from tests.operator.unit.operator_builders import device, node, profile, succeeded_pod
 from tests.operator.unit.test_engine import RecordingClient, quiet_events  # noqa: F401
 
-from roofline_operator import engine
+from roofline_operator import model_delivery
 from roofline_operator.config import load_config
 from roofline_operator.engine import ProfileLoop, release_profile
 from roofline_operator.kubeapi import ApiError
@@ -143,7 +143,7 @@ async def test_a_changed_config_map_reprofiles_the_nodes() -> None:
     first = pod_facts(client.created[0]).spec_hash
     larger = {**TINY_LLAMA, "num_hidden_layers": 4}
     client.config_maps[("ns", "cfg")] = {"config.json": json.dumps(larger)}
-    loop.config_maps.clear()
+    loop.models.config_maps.clear()
     await loop.round({"a": node("a"), "b": node("b")}, [], {})
     assert pod_facts(client.created[-1]).node == "b"
     assert pod_facts(client.created[-1]).spec_hash != first
@@ -341,8 +341,8 @@ async def test_checking_the_models_runs_off_the_event_loop_with_a_time_bound(
         time.sleep(0.5)
         raise AssertionError("the round must not wait for this")
 
-    monkeypatch.setattr(engine, "resolve_models", slow)
-    monkeypatch.setattr(engine, "MODEL_CHECK_SECONDS", 0.2)
+    monkeypatch.setattr(model_delivery, "resolve_models", slow)
+    monkeypatch.setattr(model_delivery, "MODEL_CHECK_SECONDS", 0.2)
     client = ModelClient({})
     loop = loop_with(client, {"models": MODELS[:1]}, ENV)
     ticks = 0
