@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from roofline_operator.cli import main
@@ -21,3 +23,22 @@ def test_help_lists_the_documented_flags(capsys: pytest.CaptureFixture[str]) -> 
     out = capsys.readouterr().out
     for flag in ("--namespace", "--metrics-port", "--standalone", "--peering", "--profiler-image"):
         assert flag in out
+
+
+def test_kopf_watches_pods_in_the_profiler_namespaces_only(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Namespaced Kopf: pods are watched in these namespaces (profiles and nodes, cluster-scoped,
+    cluster-wide all the same), so a look-alike pod elsewhere is never even seen."""
+    import kopf
+
+    from roofline_operator import cli
+    from roofline_operator.config import load_config
+
+    seen: dict[str, Any] = {}
+    monkeypatch.setattr(kopf, "run", lambda **kwargs: seen.update(kwargs))
+    monkeypatch.setattr(kopf, "configure", lambda **_: None)
+    flags = ["--namespace", "prof", "--extra-namespace", "team-a", "--verbose"]
+    cli.run_operator(load_config(flags, {}))
+    assert seen["namespaces"] == ["prof", "team-a"]
+    assert not seen.get("clusterwide")
