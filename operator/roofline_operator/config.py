@@ -20,7 +20,9 @@ from roofline_operator.pods import PodDefaults
 from roofline_operator.status import DEFAULT_STATUS_MAX_NODES
 
 SERVICE_ACCOUNT_NAMESPACE_FILE = Path("/var/run/secrets/kubernetes.io/serviceaccount/namespace")
-DEFAULT_PROFILER_IMAGE = f"ghcr.io/roofline-dev/roofline:{__version__}"
+#: What ``make images`` builds (the Dockerfile's ``profiler`` target); nothing publishes it, so
+#: a cluster sets its own registry (the chart's ``profiler.image``).
+DEFAULT_PROFILER_IMAGE = f"roofline:{__version__}"
 DEFAULT_METRICS_PORT = 9090
 #: Log level of ``--verbose``: between INFO and DEBUG, Kopf's own verbose mode.
 VERBOSE = (logging.DEBUG + logging.INFO) // 2
