@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 import yaml
 
-from .rendering import RULES_FILE, ROOT, render_objects, the_one
+from .rendering import ROOT, RULES_FILE, render_objects, the_one
 
 RUNBOOK = ROOT / "docs" / "runbook.md"
 RUNBOOK_BASE = "https://github.com/roofline-dev/roofline-operator/blob/main/docs/runbook.md"
