@@ -5,8 +5,8 @@
 #
 # torch is installed before the project so that the project's plain torch requirement never
 # pulls a second, multi-GB build. TORCH_SPEC picks the version, TORCH_INDEX_URL the build:
-#   make profile TORCH_INDEX_URL=https://download.pytorch.org/whl/rocm6.4    # ROCm
-#   make profile TORCH_INDEX_URL=https://download.pytorch.org/whl/cu128      # a CUDA 12.8 build
+#   make profile TORCH_SPEC=torch==2.9.0 TORCH_INDEX_URL=https://download.pytorch.org/whl/rocm6.4
+#   make profile TORCH_INDEX_URL=https://download.pytorch.org/whl/cu130      # a CUDA 13.0 build
 #   make profile TORCH_INDEX_URL=https://download.pytorch.org/whl/cpu        # CPU only
 
 PYTHON ?= python3

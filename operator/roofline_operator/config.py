@@ -11,7 +11,7 @@ import logging
 import os
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from roofline_operator import __version__
@@ -60,7 +60,7 @@ class OperatorConfig:
     #: node's publication is in its record annotation anyway. 0 lists none.
     status_max_nodes: int = DEFAULT_STATUS_MAX_NODES
     #: Pull secrets and service account of every profiler pod (profiles may add their own).
-    pod_defaults: PodDefaults = PodDefaults()
+    pod_defaults: PodDefaults = field(default_factory=PodDefaults)
 
 
 def _parser() -> argparse.ArgumentParser:

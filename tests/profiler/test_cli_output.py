@@ -15,12 +15,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from tests.profiler.synthetic import synthetic_result
 
 from roofline_profiler import cli, models, planning, runner
 from roofline_profiler.planning import PlanOptions, StepPrediction
 from roofline_profiler.report import markdown_report, text_summary
 from roofline_profiler.result import ProfileResult
+from tests.profiler.synthetic import synthetic_result
 
 GOLDEN = Path(__file__).parent / "golden"
 #: Made-up decode steps of Llama 3.1 8B at 4K context: flat while memory-bound, then rising.
@@ -156,6 +156,7 @@ def test_the_plot_reads_in_engineering_units_with_a_legend_for_every_line_style(
         assert roof.yaxis.get_major_formatter()(4e14, 0) == "400 TFLOP/s"
         assert per_token.yaxis.get_major_formatter()(0.01, 0) == "10 ms"
         assert itl.yaxis.get_major_formatter()(0.006, 0) == "6 ms"
+        assert throughput.yaxis.get_major_formatter()(5400.0, 0) == "5,400"
         ticks = [
             label.get_text()
             for axis in fig.axes
