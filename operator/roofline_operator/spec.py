@@ -28,8 +28,8 @@ from roofline_profiler import limits
 
 DEFAULT_GPU_RESOURCE = "nvidia.com/gpu"
 #: One GPU per pod by default: it schedules beside serving pods that leave one GPU free, and a
-#: node's GPUs are one product, so one answers what the labels describe; ``gpusPerNode: 8`` at
-#: bring-up measures every GPU (and finds the one that is degraded); 0 asks for all of them.
+#: node's GPUs are one product, so one answers what the labels describe. ``gpusPerNode: 0``
+#: (every allocatable GPU) on idle nodes at bring-up measures them all and finds a degraded one.
 DEFAULT_GPUS_PER_NODE = 1
 DEFAULT_DTYPE = "bfloat16"
 DEFAULT_MAX_PARALLEL = 4
