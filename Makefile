@@ -1,29 +1,40 @@
-# Two entry points on a fresh machine:
-#   make profile   set up, then profile this machine (no cluster needed); results in out/
-#   make test      set up, then lint, type-check and run the whole test suite
+# Entry points on a fresh machine:
+#   make profile         set up, then profile this machine (no cluster needed); results in out/
+#   make setup-operator  set up the operator too (roofline operator, against your kubeconfig)
+#   make test            set up, then lint, type-check and run the whole test suite
 #
 # torch is installed before the project so that the project's plain torch requirement never
-# pulls a second, multi-GB build. Override TORCH_SPEC for another build, e.g. a ROCm wheel.
+# pulls a second, multi-GB build. TORCH_SPEC picks the version, TORCH_INDEX_URL the build:
+#   make profile TORCH_SPEC=torch==2.9.0 TORCH_INDEX_URL=https://download.pytorch.org/whl/rocm6.4
+#   make profile TORCH_INDEX_URL=https://download.pytorch.org/whl/cu130      # a CUDA 13.0 build
+#   make profile TORCH_INDEX_URL=https://download.pytorch.org/whl/cpu        # CPU only
 
 PYTHON ?= python3
 VENV ?= .venv
 TORCH_SPEC ?= torch==2.13.0
+# A pip index with the torch build to install (empty: PyPI's default build).
+TORCH_INDEX_URL ?=
 OUT ?= out
 PROFILE_ARGS ?=
 BIN := $(VENV)/bin
 
-.PHONY: profile test lint typecheck unit setup setup-dev manifests clean
+.PHONY: profile test lint typecheck unit setup setup-operator setup-dev manifests clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 
 $(VENV)/.torch: | $(BIN)/python
-	$(BIN)/python -c "import torch" 2>/dev/null || $(BIN)/pip install --quiet "$(TORCH_SPEC)"
+	$(BIN)/python -c "import torch" 2>/dev/null || $(BIN)/pip install --quiet "$(TORCH_SPEC)" \
+		$(if $(TORCH_INDEX_URL),--index-url "$(TORCH_INDEX_URL)")
 	touch $@
 
 $(VENV)/.profiler: pyproject.toml $(VENV)/.torch
 	$(BIN)/pip install --quiet -e ".[profiler]"
+	touch $@
+
+$(VENV)/.operator: pyproject.toml $(VENV)/.torch
+	$(BIN)/pip install --quiet -e ".[profiler,operator]"
 	touch $@
 
 $(VENV)/.dev: pyproject.toml $(VENV)/.torch
@@ -31,6 +42,7 @@ $(VENV)/.dev: pyproject.toml $(VENV)/.torch
 	touch $@
 
 setup: $(VENV)/.profiler
+setup-operator: $(VENV)/.operator
 setup-dev: $(VENV)/.dev
 
 profile: setup

@@ -28,11 +28,24 @@ def profiler_commands() -> dict[str, str]:
     return {}
 
 
+def version() -> str:
+    """The installed distribution's version (the source tree's when run uninstalled)."""
+    from importlib.metadata import PackageNotFoundError
+    from importlib.metadata import version as distribution_version
+
+    try:
+        return distribution_version("roofline-operator")
+    except PackageNotFoundError:
+        from roofline_operator import __version__
+
+        return __version__
+
+
 def usage(commands: dict[str, str]) -> str:
     names = "|".join(commands)
     width = max(len(name) for name in commands)
     lines = [
-        f"usage: {PROG} {{{names}}} ...",
+        f"usage: {PROG} [--version] {{{names}}} ...",
         "",
         "Measure each GPU's decode roofline and publish it to Kubernetes.",
         "",
@@ -56,6 +69,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         return profiler_main(arguments)
     if command in ("-h", "--help"):
         sys.stdout.write(usage(commands))
+        return 0
+    if command in ("-V", "--version"):
+        print(f"{PROG} {version()}")
         return 0
     what = f"unknown command {command!r}" if command else "a command is required"
     print(f"{PROG}: error: {what} (choose from {', '.join(commands)})", file=sys.stderr)

@@ -11,15 +11,18 @@ import logging
 import os
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from roofline_operator import __version__
 from roofline_operator.node_features import BACKEND_NODE, BACKENDS
+from roofline_operator.pods import PodDefaults
 from roofline_operator.status import DEFAULT_STATUS_MAX_NODES
 
 SERVICE_ACCOUNT_NAMESPACE_FILE = Path("/var/run/secrets/kubernetes.io/serviceaccount/namespace")
-DEFAULT_PROFILER_IMAGE = f"ghcr.io/roofline-dev/roofline:{__version__}"
+#: What ``make images`` builds (the Dockerfile's ``profiler`` target); nothing publishes it, so
+#: a cluster sets its own registry (the chart's ``profiler.image``).
+DEFAULT_PROFILER_IMAGE = f"roofline:{__version__}"
 DEFAULT_METRICS_PORT = 9090
 #: Log level of ``--verbose``: between INFO and DEBUG, Kopf's own verbose mode.
 VERBOSE = (logging.DEBUG + logging.INFO) // 2
@@ -65,34 +68,79 @@ class OperatorConfig:
         listed and deleted (the chart grants pods there alone)."""
         return tuple(dict.fromkeys((self.namespace, *self.extra_namespaces)))
 
+    #: Pull secrets and service account of every profiler pod (profiles may add their own).
+    pod_defaults: PodDefaults = field(default_factory=PodDefaults)
+
 
 def _parser() -> argparse.ArgumentParser:
+    """Every flag says its default and the environment variable it overrides."""
     parser = argparse.ArgumentParser(
         prog="roofline operator",
         description="Profile the GPU nodes selected by RooflineProfile objects and publish "
-        "their decode roofline to status, node labels and Prometheus.",
+        "their decode roofline to status, node labels and Prometheus. Each flag overrides "
+        "the environment variable named in brackets.",
     )
-    parser.add_argument("--namespace", help="namespace of profiler pods [ROOFLINE_NAMESPACE]")
+    parser.add_argument(
+        "--namespace",
+        help="namespace of profiler pods for profiles without spec.namespace (default: the "
+        "operator's own namespace, else default) [ROOFLINE_NAMESPACE]",
+    )
     parser.add_argument(
         "--extra-namespace",
         action="append",
         metavar="NS",
-        help="another namespace profiles may name in spec.namespace; repeatable "
+        help="another namespace profiles may name in spec.namespace; repeatable (default: none) "
         "[ROOFLINE_EXTRA_NAMESPACES, comma-separated]",
     )
-    parser.add_argument("--metrics-host", help="metrics/health address [ROOFLINE_METRICS_HOST]")
-    parser.add_argument("--metrics-port", help="metrics/health port [ROOFLINE_METRICS_PORT]")
-    parser.add_argument("--profiler-image", help="default profiler image [ROOFLINE_PROFILER_IMAGE]")
+    parser.add_argument(
+        "--metrics-host",
+        help="address of the /metrics and /healthz server (default 0.0.0.0) "
+        "[ROOFLINE_METRICS_HOST]",
+    )
+    parser.add_argument(
+        "--metrics-port",
+        help=f"port of the /metrics and /healthz server (default {DEFAULT_METRICS_PORT}) "
+        "[ROOFLINE_METRICS_PORT]",
+    )
+    parser.add_argument(
+        "--profiler-image",
+        help="profiler image for profiles without spec.image "
+        f"(default {DEFAULT_PROFILER_IMAGE}) [ROOFLINE_PROFILER_IMAGE]",
+    )
+    parser.add_argument(
+        "--profiler-image-pull-secrets",
+        metavar="NAME[,NAME...]",
+        help="Secrets in the profiler namespace to pull the profiler image with (default: "
+        "none) [ROOFLINE_PROFILER_IMAGE_PULL_SECRETS]",
+    )
+    parser.add_argument(
+        "--profiler-service-account",
+        metavar="NAME",
+        help="service account of profiler pods for profiles without spec.serviceAccountName "
+        "(default: the namespace's default) [ROOFLINE_PROFILER_SERVICE_ACCOUNT]",
+    )
     peering = parser.add_mutually_exclusive_group()
     peering.add_argument("--standalone", action="store_true", help="no peering (the default)")
-    peering.add_argument("--peering", help="Kopf ClusterKopfPeering name [ROOFLINE_PEERING]")
-    parser.add_argument("--priority", default="0", help="peering priority")
-    parser.add_argument("--resync-seconds", help="longest pause between rounds")
-    parser.add_argument("--batch-window-seconds", help="event gathering window per round")
-    parser.add_argument("--api-concurrency", help="API requests in flight at once")
+    peering.add_argument(
+        "--peering", help="Kopf ClusterKopfPeering name (default: none) [ROOFLINE_PEERING]"
+    )
+    parser.add_argument("--priority", default="0", help="peering priority (default 0)")
+    parser.add_argument(
+        "--resync-seconds",
+        help="longest pause between two rounds of a profile (default 30) [ROOFLINE_RESYNC_SECONDS]",
+    )
+    parser.add_argument(
+        "--batch-window-seconds",
+        help="pause after a watch event that gathers a burst into one round (default 0.5) "
+        "[ROOFLINE_BATCH_WINDOW_SECONDS]",
+    )
+    parser.add_argument(
+        "--api-concurrency",
+        help="API requests in flight at once (default 32) [ROOFLINE_API_CONCURRENCY]",
+    )
     parser.add_argument(
         "--node-label-backend",
-        help="node (patch Nodes) or nodeFeature (NFD NodeFeature objects) "
+        help="node (patch Nodes) or nodeFeature (NFD NodeFeature objects) (default node) "
         "[ROOFLINE_NODE_LABEL_BACKEND]",
     )
     parser.add_argument(
@@ -109,6 +157,7 @@ def _parser() -> argparse.ArgumentParser:
     )
     level.add_argument("--debug", action="store_true", help="log everything, asyncio included")
     level.add_argument("--quiet", "-q", action="store_true", help="log warnings only")
+    parser.add_argument("--version", action="version", version=f"roofline operator {__version__}")
     return parser
 
 
@@ -218,6 +267,20 @@ def load_config(argv: Sequence[str], env: Mapping[str, str] | None = None) -> Op
             )
             if ns.strip()
         ),
+        pod_defaults=PodDefaults(
+            image_pull_secrets=_secret_names(
+                _pick(
+                    args.profiler_image_pull_secrets,
+                    env,
+                    "ROOFLINE_PROFILER_IMAGE_PULL_SECRETS",
+                    "",
+                )
+            ),
+            service_account=_object_name(
+                _pick(args.profiler_service_account, env, "ROOFLINE_PROFILER_SERVICE_ACCOUNT", ""),
+                "--profiler-service-account",
+            ),
+        ),
         status_max_nodes=int(
             _number(
                 _pick(
@@ -240,3 +303,23 @@ def _backend(text: str) -> str:
             f"--node-label-backend must be one of {', '.join(BACKENDS)}, got {text!r}"
         )
     return text
+
+
+_DNS_SUBDOMAIN = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*")
+
+
+def _object_name(text: str, flag: str) -> str | None:
+    text = text.strip()
+    if not text:
+        return None
+    if len(text) > 253 or not _DNS_SUBDOMAIN.fullmatch(text):
+        raise ConfigError(f"{flag} {text!r} is not a valid object name")
+    return text
+
+
+def _secret_names(text: str) -> tuple[str, ...]:
+    """Comma-separated Secret names (blanks around them ignored), each checked."""
+    names = [name.strip() for name in text.split(",") if name.strip()]
+    return tuple(
+        name for name in dict.fromkeys(names) if _object_name(name, "--profiler-image-pull-secrets")
+    )

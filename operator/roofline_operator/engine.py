@@ -196,6 +196,7 @@ class ProfileLoop:
             spec_hash=spec_hash,
             namespace=spec.namespace or self.runtime.config.namespace,
             image=self.runtime.config.profiler_image,
+            pod_defaults=self.runtime.config.pod_defaults,
             nodes=nodes,
             pods=pods,
             records=self.records,
@@ -223,6 +224,7 @@ class ProfileLoop:
             kopf.warn(cast(kopf.Body, self.body), reason=reason.value, message=message[:1000])
         self.announce_changes(plan)
         self.announce_held(plan)
+        self.announce_unschedulable(plan)
         if plan.profiled:
             names = ", ".join(plan.profiled[:5]) + (" ..." if len(plan.profiled) > 5 else "")
             message = f"Profiled {len(plan.profiled)} node(s): {names}"
@@ -249,6 +251,24 @@ class ProfileLoop:
             cast(kopf.Body, self.body),
             type="Warning" if degraded else "Normal",
             reason="DeviceChanged",
+            message=message[:1000],
+        )
+
+    def announce_unschedulable(self, plan: RoundPlan) -> None:
+        """One Normal ``Unschedulable`` Event per round naming the nodes whose pod could not be
+        scheduled: busy GPUs are the normal state of a serving fleet, not a failure."""
+        if not plan.unschedulable:
+            return
+        nodes = [node for node, _ in plan.unschedulable]
+        message = (
+            f"{len(nodes)} node(s) could not schedule a profiler pod ({', '.join(nodes[:5])}), "
+            f"tried again later: {plan.unschedulable[0][1].message}"
+        )
+        logger.info("Profile %s: %s", self.name, message)
+        kopf.event(
+            cast(kopf.Body, self.body),
+            type="Normal",
+            reason="Unschedulable",
             message=message[:1000],
         )
 

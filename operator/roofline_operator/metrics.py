@@ -24,7 +24,7 @@ from roofline_profiler.compact import CompactIntervals
 
 GPU_LABELS = ["profile", "node", "gpu", "product", "dtype"]
 NODE_LABELS = ["profile", "node"]
-NODE_CATEGORIES = ("profiled", "failed", "pending", "unavailable")
+NODE_CATEGORIES = ("profiled", "failed", "pending", "unschedulable", "unavailable")
 
 
 @dataclass(frozen=True)
@@ -48,6 +48,8 @@ class NodeSample:
     timestamp_seconds: float | None
     duration_seconds: float | None
     failed: bool
+    #: The latest pod could not be scheduled (busy GPUs); not a failure.
+    unschedulable: bool = False
 
 
 @dataclass(frozen=True)
@@ -80,6 +82,7 @@ def snapshot_from_records(
                 timestamp_seconds=result.profiled_at if result else None,
                 duration_seconds=result.duration_seconds if result else None,
                 failed=category == "failed",
+                unschedulable=category == "unschedulable",
             )
         )
         for gpu in result.gpus if result else ():
@@ -160,6 +163,11 @@ class RooflineCollector(Collector):
             "1 when the node's latest profiling attempt failed, else 0.",
             NODE_LABELS,
         )
+        unschedulable = _gauge(
+            "roofline_node_profile_unschedulable",
+            "1 when the node's latest profiler pod could not be scheduled (busy GPUs), else 0.",
+            NODE_LABELS,
+        )
         nodes = _gauge(
             "roofline_profile_nodes", "Nodes of a profile by state.", ["profile", "state"]
         )
@@ -174,9 +182,13 @@ class RooflineCollector(Collector):
                 if node.duration_seconds is not None:
                     duration.add_metric(labels, node.duration_seconds)
                 failed.add_metric(labels, 1.0 if node.failed else 0.0)
+                unschedulable.add_metric(labels, 1.0 if node.unschedulable else 0.0)
             for state, count in snapshot.counts.items():
                 nodes.add_metric([snapshot.profile, state], count)
-        families = [bandwidth, peak, ridge, min_batch, step, timestamp, duration, failed, nodes]
+        families = [
+            *(bandwidth, peak, ridge, min_batch, step, timestamp, duration),
+            *(failed, unschedulable, nodes),
+        ]
         return (
             families
             + list(intervals)

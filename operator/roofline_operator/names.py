@@ -68,6 +68,9 @@ class NodeState(str, enum.Enum):
     #: Still matching the selector but not schedulable now (NotReady, cordoned or tainted, no
     #: allocatable GPUs): its record and labels stay for ``spec.retainUnavailableFor``.
     UNAVAILABLE = "Unavailable"
+    #: The pod stayed Pending unbound past ``pendingTimeoutSeconds`` (the node's GPUs are busy,
+    #: a taint or a missing runtime class): not a failure, it is tried again later.
+    UNSCHEDULABLE = "Unschedulable"
 
 
 class FailureReason(str, enum.Enum):
@@ -76,7 +79,8 @@ class FailureReason(str, enum.Enum):
     POD_FAILED = "PodFailed"
     OOM_KILLED = "OOMKilled"
     TIMEOUT = "Timeout"
-    UNSCHEDULABLE = "Unschedulable"
+    #: Bound to the node but its container never started (image pull, runtime class, volume).
+    NOT_STARTED = "NotStarted"
     INVALID_RESULT = "InvalidResult"
     POD_REJECTED = "PodRejected"
     POD_GONE = "PodGone"

@@ -35,7 +35,18 @@ class Failed:
     message: str
 
 
-Outcome = InFlight | Succeeded | Failed
+@dataclass(frozen=True)
+class Unschedulable:
+    """The pod stayed Pending without a node past ``pendingTimeoutSeconds``.
+
+    Not a failure: on a serving node the GPUs are simply taken. ``message`` is the scheduler's
+    own verdict (``0/1 nodes are available: 1 Insufficient nvidia.com/gpu.``).
+    """
+
+    message: str
+
+
+Outcome = InFlight | Succeeded | Failed | Unschedulable
 
 
 def _succeeded(pod: PodFacts) -> Outcome:
@@ -66,8 +77,8 @@ def classify_pod(pod: PodFacts, spec: ProfileSpec, now: float) -> Outcome:
     """Judge ``pod`` at time ``now`` against the profile's time limits.
 
     ``timeoutSeconds`` counts from the container's start, ``pendingTimeoutSeconds`` from the pod's
-    creation: a pod that cannot get the node's GPUs (serving holds them) fails as Unschedulable and
-    frees its slot, instead of waiting forever.
+    creation: a pod that cannot get the node's GPUs (serving holds them) ends :class:`Unschedulable`
+    and frees its slot, instead of waiting forever.
     """
     if pod.phase == "Succeeded":
         return _succeeded(pod)
@@ -82,11 +93,18 @@ def classify_pod(pod: PodFacts, spec: ProfileSpec, now: float) -> Outcome:
     if pod.phase == "Pending" and pod.created_at is not None:
         waited = now - pod.created_at
         if waited > spec.pending_timeout_seconds:
-            why = pod.waiting_reason if pod.bound else pod.scheduler_message
-            detail = f": {first_line(why, '', MAX_MESSAGE_CHARS)}" if why else ""
-            where = "not started" if pod.bound else "not scheduled"
-            return Failed(
-                FailureReason.UNSCHEDULABLE,
-                f"pod {where} after {spec.pending_timeout_seconds}s{detail}",
-            )
+            return _pending_too_long(pod, spec)
     return InFlight()
+
+
+def _pending_too_long(pod: PodFacts, spec: ProfileSpec) -> Outcome:
+    """A pod the scheduler could not place is :class:`Unschedulable`; one bound to the node
+    whose container never started (an image it cannot pull) has failed."""
+    after = f"after {spec.pending_timeout_seconds}s"
+    if not pod.bound:
+        why = first_line(pod.scheduler_message, "", MAX_MESSAGE_CHARS)
+        return Unschedulable(f"pod not scheduled {after}" + (f": {why}" if why else ""))
+    why = first_line(pod.waiting_reason, "", MAX_MESSAGE_CHARS)
+    return Failed(
+        FailureReason.NOT_STARTED, f"pod not started {after}" + (f": {why}" if why else "")
+    )

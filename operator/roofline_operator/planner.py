@@ -22,8 +22,14 @@ from roofline_operator.labels import (
 )
 from roofline_operator.names import LABEL_PROFILE, FailureReason, NodeState
 from roofline_operator.nodes import NodeFacts, labels_match, select_nodes, unavailable_reason
-from roofline_operator.outcomes import Failed, InFlight, Succeeded, classify_pod
-from roofline_operator.pods import PodFacts, ProfileRef, build_profiler_pod, profiler_pod_name
+from roofline_operator.outcomes import Failed, InFlight, Succeeded, Unschedulable, classify_pod
+from roofline_operator.pods import (
+    PodDefaults,
+    PodFacts,
+    ProfileRef,
+    build_profiler_pod,
+    profiler_pod_name,
+)
 from roofline_operator.records import NodeRecord, record_annotation_key, record_to_annotation
 from roofline_operator.spec import ProfileSpec
 
@@ -92,6 +98,8 @@ class RoundInput:
     pod_lookups: PodLookups = field(default_factory=PodLookups)
     #: A record's annotation text (``records.record_to_annotation``, possibly memoized).
     annotation_of: Callable[[NodeRecord], str | None] = record_to_annotation
+    #: What the operator's configuration adds to every profiler pod (pull secrets, account).
+    pod_defaults: PodDefaults = field(default_factory=PodDefaults)
 
 
 @dataclass
@@ -114,6 +122,8 @@ class RoundPlan:
     #: backends that write the set rather than a patch (NFD ``NodeFeature`` objects).
     label_sets: dict[str, dict[str, str] | None] = field(default_factory=dict)
     failures: list[tuple[str, Failed]] = field(default_factory=list)
+    #: Nodes whose pod the scheduler could not place in time (busy GPUs): tried again later.
+    unschedulable: list[tuple[str, Unschedulable]] = field(default_factory=list)
     profiled: list[str] = field(default_factory=list)
     #: Nodes whose new profile changed a published number materially (``hysteresis.py``).
     changes: list[tuple[str, Publication]] = field(default_factory=list)
@@ -130,8 +140,9 @@ class RoundPlan:
 
 
 def fail_node(record: NodeRecord, failure: Failed, spec: ProfileSpec, now: float) -> NodeRecord:
-    """Record a failed attempt: retry after a doubling delay, or stop after ``maxAttempts``."""
-    exhausted = record.attempts >= spec.max_attempts
+    """Record a failed attempt: retry after a doubling delay, or stop after ``maxAttempts``
+    (attempts that could not be scheduled do not count)."""
+    exhausted = record.attempts - record.unschedulable >= spec.max_attempts
     return replace(
         record,
         state=NodeState.FAILED if exhausted else NodeState.RETRYING,
@@ -143,12 +154,30 @@ def fail_node(record: NodeRecord, failure: Failed, spec: ProfileSpec, now: float
     )
 
 
+def mark_unschedulable(
+    record: NodeRecord, outcome: Unschedulable, spec: ProfileSpec, now: float
+) -> NodeRecord:
+    """Record an attempt the scheduler could not place: try again after a doubling delay
+    (capped at an hour), never give up; the node's published result, if any, stays."""
+    unschedulable = record.unschedulable + 1
+    return replace(
+        record,
+        state=NodeState.UNSCHEDULABLE,
+        unschedulable=unschedulable,
+        pod=None,
+        pod_namespace=None,
+        reason=NodeState.UNSCHEDULABLE.value,
+        message=outcome.message,
+        next_attempt_at=now + spec.retry_delay(unschedulable),
+    )
+
+
 def _is_due(record: NodeRecord, inp: RoundInput, plan: RoundPlan) -> bool:
     """Whether a node that has no pod should get one now; registers its next deadline if not."""
     interval = inp.spec.reprofile_interval_seconds
     if record.cycle_hash != inp.spec_hash:
         return True
-    if record.state is NodeState.RETRYING:
+    if record.state in (NodeState.RETRYING, NodeState.UNSCHEDULABLE):
         due_at = record.next_attempt_at or inp.now
     elif record.state is NodeState.FAILED:
         if interval is None or record.last_attempt_at is None:
@@ -173,13 +202,16 @@ def _start_cycle_if_needed(record: NodeRecord, inp: RoundInput) -> NodeRecord:
             record,
             cycle_hash=inp.spec_hash,
             attempts=0,
+            unschedulable=0,
             state=NodeState.QUEUED,
             next_attempt_at=None,
             reason=None,
             message=None,
         )
     if record.state in (NodeState.PROFILED, NodeState.FAILED):
-        return replace(record, attempts=0, state=NodeState.QUEUED, next_attempt_at=None)
+        return replace(
+            record, attempts=0, unschedulable=0, state=NodeState.QUEUED, next_attempt_at=None
+        )
     return record
 
 
@@ -234,6 +266,9 @@ def _follow_pod(
             message=None,
             next_attempt_at=None,
         )
+    if isinstance(outcome, Unschedulable):
+        plan.unschedulable.append((record.name, outcome))
+        return mark_unschedulable(record, outcome, inp.spec, inp.now)
     plan.failures.append((record.name, outcome))
     return fail_node(record, outcome, inp.spec, inp.now)
 
@@ -283,6 +318,7 @@ def _launch(record: NodeRecord, inp: RoundInput, plan: RoundPlan) -> NodeRecord:
             namespace=inp.namespace,
             image=inp.image,
             models_config_map=inp.models_config_map,
+            defaults=inp.pod_defaults,
         )
     )
     return replace(

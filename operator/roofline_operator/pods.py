@@ -49,6 +49,16 @@ class ProfileRef:
     uid: str
 
 
+@dataclass(frozen=True)
+class PodDefaults:
+    """What the operator's configuration adds to every profiler pod (chart values)."""
+
+    #: Secrets (in the profiler pods' namespace) to pull the profiler image with.
+    image_pull_secrets: tuple[str, ...] = ()
+    #: Service account of profiler pods; ``None`` leaves the namespace's ``default``.
+    service_account: str | None = None
+
+
 def _slug(text: str, limit: int) -> str:
     slug = re.sub(r"[^a-z0-9-]+", "-", text.lower()).strip("-")
     return slug[:limit].strip("-") or "x"
@@ -113,6 +123,7 @@ def build_profiler_pod(
     namespace: str,
     image: str,
     models_config_map: str | None = None,
+    defaults: PodDefaults | None = None,
 ) -> dict[str, Any]:
     """The Pod that profiles ``node`` once.
 
@@ -208,8 +219,30 @@ def build_profiler_pod(
             },
             "containers": [container],
             "volumes": volumes,
+            **pod_placement(spec, defaults or PodDefaults()),
         },
     }
+
+
+def pod_placement(spec: ProfileSpec, defaults: PodDefaults) -> dict[str, Any]:
+    """Pull secrets, service account, priority and runtime class of a profiler pod.
+
+    Pull secrets are the operator's and the profile's together (a profile may name a registry
+    the chart does not know); the profile's service account replaces the operator's. The token
+    stays unmounted either way: the profiler never calls the API.
+    """
+    fields: dict[str, Any] = {}
+    secrets = list(dict.fromkeys([*defaults.image_pull_secrets, *spec.image_pull_secrets]))
+    if secrets:
+        fields["imagePullSecrets"] = [{"name": name} for name in secrets]
+    account = spec.service_account or defaults.service_account
+    if account:
+        fields["serviceAccountName"] = account
+    if spec.priority_class:
+        fields["priorityClassName"] = spec.priority_class
+    if spec.runtime_class:
+        fields["runtimeClassName"] = spec.runtime_class
+    return fields
 
 
 @dataclass(frozen=True)

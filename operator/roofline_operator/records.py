@@ -34,6 +34,9 @@ class NodeRecord:
     state: NodeState = NodeState.QUEUED
     #: Attempts in the current cycle (since the last success, spec change or re-profile).
     attempts: int = 0
+    #: Those of the attempts whose pod the scheduler could not place: they name pods like the
+    #: others but do not count against ``maxAttempts`` (a busy node is not a broken one).
+    unschedulable: int = 0
     #: Spec digest the current cycle's attempts measure.
     cycle_hash: str = ""
     pod: str | None = None
@@ -71,6 +74,7 @@ def record_to_status(record: NodeRecord) -> dict[str, Any]:
         "state": record.state.value,
         "gpus": record.gpus,
         "attempts": record.attempts,
+        "unschedulableAttempts": record.unschedulable or None,
         "cycleHash": record.cycle_hash,
         "pod": record.pod,
         "podNamespace": record.pod_namespace,
@@ -123,6 +127,7 @@ def record_from_status(raw: Mapping[str, Any]) -> NodeRecord | None:
             gpus=int(raw.get("gpus", 1)),
             state=NodeState(raw.get("state", NodeState.QUEUED.value)),
             attempts=int(raw.get("attempts", 0)),
+            unschedulable=int(raw.get("unschedulableAttempts", 0)),
             cycle_hash=str(raw.get("cycleHash", "")),
             pod=raw.get("pod"),
             pod_namespace=raw.get("podNamespace"),

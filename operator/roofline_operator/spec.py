@@ -27,6 +27,10 @@ from roofline_operator.model_spec import (
 from roofline_profiler import limits
 
 DEFAULT_GPU_RESOURCE = "nvidia.com/gpu"
+#: One GPU per pod by default: it schedules beside serving pods that leave one GPU free, and a
+#: node's GPUs are one product, so one answers what the labels describe. ``gpusPerNode: 0``
+#: (every allocatable GPU) on idle nodes at bring-up measures them all and finds a degraded one.
+DEFAULT_GPUS_PER_NODE = 1
 DEFAULT_DTYPE = "bfloat16"
 DEFAULT_MAX_PARALLEL = 4
 DEFAULT_TIMEOUT_SECONDS = 600
@@ -48,6 +52,9 @@ SELECTOR_OPERATORS = ("In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt")
 _DURATION_PART = re.compile(r"(\d+(?:\.\d+)?)(ms|s|m|h)")
 _DURATION_UNITS = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0}
 _NAMESPACE = re.compile(r"[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?")
+#: A DNS subdomain (RFC 1123): the names of Secrets, ServiceAccounts, PriorityClasses and
+#: RuntimeClasses.
+_DNS_SUBDOMAIN = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*")
 _RESOURCE_NAME = re.compile(
     r"([a-z0-9]([-a-z0-9.]*[a-z0-9])?/)?[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?"
 )
@@ -99,7 +106,8 @@ class NodeSelection:
     terms: tuple[tuple[MatchExpression, ...], ...] = ()
     tolerations: tuple[Toleration, ...] = ()
     gpu_resource: str = DEFAULT_GPU_RESOURCE
-    gpus_per_node: int | None = None
+    #: GPUs each pod requests; ``None`` requests all of the node's allocatable GPUs.
+    gpus_per_node: int | None = DEFAULT_GPUS_PER_NODE
 
 
 @dataclass(frozen=True)
@@ -131,6 +139,13 @@ class ProfileSpec:
     itl_slo_seconds: float | None = None
     itl_slo: str | None = None
     gpu_hour_cost: Decimal | None = None
+    #: Secrets to pull the profiler image with, besides the operator's own.
+    image_pull_secrets: tuple[str, ...] = ()
+    service_account: str | None = None
+    #: A priority class lets the pod preempt lower-priority serving pods on a busy node.
+    priority_class: str | None = None
+    #: A runtime class such as ``nvidia`` where the GPU runtime is not the default.
+    runtime_class: str | None = None
 
     def retry_delay(self, failed_attempts: int) -> float:
         """Exponential backoff: the base delay, doubled for every further failed attempt."""
@@ -319,6 +334,28 @@ def _optional_str(spec: Mapping[str, Any], key: str) -> str | None:
     return value
 
 
+def _object_name(spec: Mapping[str, Any], key: str) -> str | None:
+    value = _optional_str(spec, key)
+    if value is not None and (len(value) > 253 or not _DNS_SUBDOMAIN.fullmatch(value)):
+        raise SpecError(f"spec.{key} {value!r} is not a valid object name")
+    return value
+
+
+def _pull_secrets(raw: Any) -> tuple[str, ...]:
+    """``imagePullSecrets: [{name: regcred}]``, the form a Pod takes."""
+    if raw is None:
+        return ()
+    if not isinstance(raw, list):
+        raise SpecError("spec.imagePullSecrets must be a list of {name: ...}")
+    names = []
+    for i, item in enumerate(raw):
+        name = item.get("name") if isinstance(item, Mapping) else None
+        if not isinstance(name, str) or len(name) > 253 or not _DNS_SUBDOMAIN.fullmatch(name):
+            raise SpecError(f"spec.imagePullSecrets[{i}] needs the name of a Secret")
+        names.append(name)
+    return tuple(names)
+
+
 def parse_spec(spec: Mapping[str, Any]) -> ProfileSpec:
     """Validate ``spec`` (with the CRD's defaults filled in) into a :class:`ProfileSpec`."""
     gpu_resource = _optional_str(spec, "gpuResource") or DEFAULT_GPU_RESOURCE
@@ -362,7 +399,7 @@ def parse_spec(spec: Mapping[str, Any]) -> ProfileSpec:
             terms=_terms(spec.get("nodeSelectorTerms")),
             tolerations=tolerations,
             gpu_resource=gpu_resource,
-            gpus_per_node=_int(spec, "gpusPerNode", None, 1, 64),
+            gpus_per_node=_int(spec, "gpusPerNode", DEFAULT_GPUS_PER_NODE, 0, 64) or None,
         ),
         image=_optional_str(spec, "image"),
         resources=dict(resources),
@@ -388,6 +425,10 @@ def parse_spec(spec: Mapping[str, Any]) -> ProfileSpec:
         change_threshold_percent=_required_int(
             spec, "changeThresholdPercent", DEFAULT_CHANGE_THRESHOLD_PERCENT, 1, 100
         ),
+        image_pull_secrets=_pull_secrets(spec.get("imagePullSecrets")),
+        service_account=_object_name(spec, "serviceAccountName"),
+        priority_class=_object_name(spec, "priorityClassName"),
+        runtime_class=_object_name(spec, "runtimeClassName"),
         **_model_fields(spec),
     )
 

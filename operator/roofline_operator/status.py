@@ -1,7 +1,8 @@
 """The profile's status: per-node entries, the summary and the conditions.
 
-Counting rules: a node is *failed* while its latest attempt failed, otherwise *profiled* when it
-holds a result under the current spec, otherwise *pending*; the three add up to *matched*.
+Counting rules: a node is *failed* while its latest attempt failed, *unschedulable* while its
+latest pod could not be scheduled (busy GPUs: not a failure), otherwise *profiled* when it holds a
+result under the current spec, otherwise *pending*; the four add up to *matched*.
 
 ``status.nodes[]`` is bounded: a real API server stores at most about 1.5 MiB per object, and a
 full entry takes about 1 KiB for a single-GPU node with two models, up to about 6 KiB for eight
@@ -35,7 +36,14 @@ MAX_NODES_IN_MESSAGE = 5
 #: (8 GPUs, 8 models, a failure message: about 6 KiB each) take under 600 KiB.
 DEFAULT_STATUS_MAX_NODES = 100
 #: The order in which node categories claim the listed places (``listing_order``).
-LISTING_PRIORITY = {"failed": 0, "changed": 1, "unavailable": 2, "pending": 2, "profiled": 3}
+LISTING_PRIORITY = {
+    "failed": 0,
+    "unschedulable": 1,
+    "changed": 2,
+    "unavailable": 3,
+    "pending": 3,
+    "profiled": 4,
+}
 
 
 def node_category(record: NodeRecord, spec_hash: str) -> str:
@@ -43,6 +51,8 @@ def node_category(record: NodeRecord, spec_hash: str) -> str:
         return "failed"
     if record.state is NodeState.UNAVAILABLE:
         return "unavailable"
+    if record.state is NodeState.UNSCHEDULABLE:
+        return "unschedulable"
     if record.result is not None and record.result.spec_hash == spec_hash:
         return "profiled"
     return "pending"
@@ -61,6 +71,7 @@ def summarize(records: Mapping[str, NodeRecord], spec_hash: str) -> dict[str, An
         "profiled": counts["profiled"],
         "failed": counts["failed"],
         "pending": counts["pending"],
+        "unschedulable": counts["unschedulable"],
     }
     if counts["unavailable"]:
         summary["unavailable"] = counts["unavailable"]
@@ -134,6 +145,12 @@ def desired_conditions(
         ready = Condition("Ready", False, "NoMatchingNodes", "no Ready node matches the selector")
     elif counts["failed"]:
         ready = Condition("Ready", False, "NodesFailed", f"{counts['failed']} node(s) failed")
+    elif counts["unschedulable"]:
+        message = (
+            f"{counts['unschedulable']} node(s) could not schedule a profiler pod (see "
+            "status.nodes[].message); they are tried again later"
+        )
+        ready = Condition("Ready", False, "NodesUnschedulable", message)
     elif counts["pending"]:
         message = f"{counts['profiled']} of {len(records)} node(s) profiled"
         ready = Condition("Ready", False, "Profiling", message)

@@ -53,6 +53,20 @@ def _argument_type(parse: Callable[[str], _T], what: str) -> Callable[[str], _T]
     return convert
 
 
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("roofline-operator")
+    except PackageNotFoundError:
+        return "unknown"
+
+
+def wrote(paths: Sequence[Path | None]) -> str:
+    """One ``wrote PATH`` line per file written, in the order of the flags."""
+    return "".join(f"wrote {path}\n" for path in paths if path is not None)
+
+
 def _output_path(text: str | None, flag: str) -> Path | None:
     if text is None:
         return None
@@ -67,6 +81,7 @@ def _output_path(text: str | None, flag: str) -> Path | None:
 
 def build_parser() -> _Parser:
     parser = _Parser(prog=PROG, description=__doc__.split("\n\n")[0] if __doc__ else None)
+    parser.add_argument("--version", action="version", version=f"{PROG} {_version()}")
     sub = parser.add_subparsers(dest="command", parser_class=_Parser)
     sub.required = True
     p = sub.add_parser("profile", help="measure this machine's decode roofline")
@@ -133,7 +148,14 @@ def build_parser() -> _Parser:
         help="--models-json read from a file (how the operator's pods get it, from a ConfigMap)",
     )
     plan = sub.add_parser("plan", help="re-plan a model from a saved profile, without the device")
-    plan.add_argument("--from", dest="source", required=True, metavar="RESULT.json")
+    plan.add_argument(
+        "--from",
+        dest="source",
+        required=True,
+        metavar="RESULT.json",
+        help="the result document of an earlier roofline profile --json that measured the model "
+        "(required)",
+    )
     model_cli.add_model_arguments(plan, plan=True)
     plan.add_argument("--json", metavar="PATH", help="write the re-planned result document")
     plan.add_argument("--markdown", metavar="PATH", help="write a Markdown report")
@@ -141,10 +163,21 @@ def build_parser() -> _Parser:
     return parser
 
 
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
 def _write_atomic(path: Path, data: bytes) -> None:
-    """Write via a temporary file and rename, so a failure never leaves half a result."""
+    """Write via a temporary file and rename, so a failure never leaves half a result.
+
+    ``mkstemp`` creates the file ``0600``; it gets the mode any other file of the user gets
+    (``0666`` less the umask), as the plot written by matplotlib does.
+    """
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
     try:
+        os.fchmod(fd, 0o666 & ~_umask())
         with os.fdopen(fd, "wb") as f:
             f.write(data)
         os.replace(tmp, path)
@@ -256,6 +289,7 @@ def run_profile_command(args: argparse.Namespace) -> int:
     if outputs["--compact"] is not None:
         _write_plain(outputs["--compact"], encode_compact(result.to_compact()))
     sys.stdout.write(text_summary(result))
+    sys.stdout.write(wrote(list(outputs.values())))
     return 0
 
 

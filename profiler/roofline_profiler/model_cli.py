@@ -192,6 +192,7 @@ def run_plan_command(
 
         write_model_plot(planned, outputs["--plot"], options.itl_slo_seconds)
     print(text_summary(planned, models_only=True), end="")
+    print("".join(f"wrote {path}\n" for path in outputs.values() if path is not None), end="")
     return 0
 
 

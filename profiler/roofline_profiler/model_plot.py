@@ -13,8 +13,12 @@ def draw_model_panels(
 ) -> None:
     """Per device, model and context: ITL (step time) and tokens/s against batch, with the max
     batch by memory (dashed), the max batch by latency and the ITL SLO (dotted), and the
-    recommended range shaded."""
+    recommended range shaded; the legend says which is which."""
     import matplotlib.pyplot as plt
+    from matplotlib.lines import Line2D
+    from matplotlib.patches import Patch
+
+    from roofline_profiler.plot import label_axis, plain_label, seconds_label
 
     colors = plt.rcParams["axes.prop_cycle"].by_key()["color"]
     i = 0
@@ -28,7 +32,7 @@ def draw_model_panels(
             batches = [p.batch for p in plan.predictions]
             itl.plot(
                 batches,
-                [p.step_seconds * 1e3 for p in plan.predictions],
+                [p.step_seconds for p in plan.predictions],
                 "o-",
                 color=color,
                 label=label,
@@ -63,32 +67,51 @@ def draw_model_panels(
                 )
     if itl_slo_seconds is not None:
         itl.axhline(
-            itl_slo_seconds * 1e3,
+            itl_slo_seconds,
             color="black",
             linestyle=":",
             linewidth=1,
-            label=f"ITL SLO {itl_slo_seconds * 1e3:g} ms",
+            label=f"ITL SLO {seconds_label(itl_slo_seconds)}",
         )
     itl.set(
         xscale="log",
         yscale="log",
         xlabel="batch (concurrent sequences)",
-        ylabel="inter-token latency = step time (ms)",
-        title="Predicted decode step; -- memory bound, : latency bound",
+        ylabel="inter-token latency (= decode step)",
+        title="Predicted inter-token latency",
     )
     throughput.set(
         xscale="log",
         yscale="log",
         xlabel="batch (concurrent sequences)",
-        ylabel="tokens/s (one replica)",
-        title="Predicted throughput; shaded: recommended",
+        ylabel="decode tokens/s (one replica)",
+        title="Predicted decode throughput",
     )
+    label_axis(itl.yaxis, seconds_label)
+    label_axis(throughput.yaxis, plain_label)
+    # What the line styles and the shading mean, once, in grey: the colours are the models'.
+    keys = [
+        Line2D([], [], color="grey", linestyle="--", linewidth=1, label="max batch by memory"),
+        Line2D([], [], color="grey", linestyle=":", linewidth=1.2, label="max batch by latency"),
+        Patch(color="grey", alpha=0.15, label="recommended batch range"),
+    ]
     for axis in (itl, throughput):
+        label_axis(axis.xaxis, plain_label)
         axis.grid(True, which="both", alpha=0.3)
-        axis.legend(fontsize=7)
+        handles, _ = axis.get_legend_handles_labels()
+        axis.legend(handles=[*handles, *keys], fontsize=7)
 
 
 def write_model_plot(result: ProfileResult, path: Path, slo_seconds: float | None = None) -> None:
+    import matplotlib.pyplot as plt
+
+    fig = model_figure(result, slo_seconds)
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def model_figure(result: ProfileResult, slo_seconds: float | None = None) -> Any:
+    """The figure :func:`write_model_plot` saves."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -97,5 +120,4 @@ def write_model_plot(result: ProfileResult, path: Path, slo_seconds: float | Non
     fig, (itl, throughput) = plt.subplots(1, 2, figsize=(13, 5.2))
     draw_model_panels(itl, throughput, result, slo_seconds)
     fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
+    return fig

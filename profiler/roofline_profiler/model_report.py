@@ -6,20 +6,46 @@ Pure module: no torch.
 from __future__ import annotations
 
 from roofline_profiler.planning import ModelPlan
+from roofline_profiler.units import format_bytes, format_rate, format_seconds, significant
 
 NO_FLAGS = "none (the model does not fit; see warnings)"
 ENGINE_NAMES = {"vllm": "vLLM", "sglang": "SGLang", "tgi": "TGI", "tensorrtLlm": "TensorRT-LLM"}
 
 
 def _bytes(value: float) -> str:
-    for scale, unit in ((1 << 30, "GiB"), (1 << 20, "MiB"), (1 << 10, "KiB")):
-        if value >= scale:
-            return f"{value / scale:.3g} {unit}"
-    return f"{value:.0f} B"
+    return format_bytes(value)
 
 
 def _ms(seconds: float) -> str:
-    return f"{seconds * 1e3:.3g} ms"
+    return format_seconds(seconds)
+
+
+def _batch_range(low: int, high: int) -> str:
+    return str(low) if low == high else f"{low}–{high}"
+
+
+def flags_batch(plan: ModelPlan) -> int:
+    """The batch the engine flags are written for: the recommended range's top, or, without a
+    range, the largest batch memory and latency allow (at least 1)."""
+    if plan.recommended_range is not None:
+        return plan.recommended_range[1]
+    by_latency = plan.max_batch_by_latency
+    high = (
+        plan.max_batch_by_memory
+        if by_latency is None
+        else min(plan.max_batch_by_memory, by_latency)
+    )
+    return max(1, high)
+
+
+def engine_note(plan: ModelPlan) -> str | None:
+    """Says when the engine flags are a fallback rather than the recommended range's top."""
+    if plan.recommended_range is not None or plan.max_batch_by_memory < 1:
+        return None
+    return (
+        f"no recommended range, so the engine flags below are a fallback for batch "
+        f"{flags_batch(plan)} (see warnings)"
+    )
 
 
 def _title(plan: ModelPlan) -> str:
@@ -46,14 +72,17 @@ def headline(plan: ModelPlan) -> list[tuple[str, str]]:
     ]
     if plan.recommended_range is not None and plan.tokens_per_second_at_range is not None:
         (low, high), (tps_low, tps_high) = plan.recommended_range, plan.tokens_per_second_at_range
-        rows.append(
-            (
-                "recommended batch",
-                f"{low}–{high}: {tps_low:.4g}–{tps_high:.4g} tokens/s",
-            )
+        rate = (
+            format_rate(tps_low)
+            if low == high
+            else f"{significant(tps_low)}–{format_rate(tps_high)}"
         )
+        rows.append(("recommended batch", f"{_batch_range(low, high)}: {rate}"))
     else:
         rows.append(("recommended batch", "none (see warnings)"))
+    note = engine_note(plan)
+    if note is not None:
+        rows.append(("engine flags", note))
     return rows
 
 
@@ -64,9 +93,9 @@ def _table(plan: ModelPlan) -> tuple[tuple[str, ...], list[tuple[str, ...]]]:
         header += ("cost / 1M tokens",)
     rows = []
     for p in plan.predictions:
-        row: tuple[str, ...] = (str(p.batch), _ms(p.step_seconds), f"{p.tokens_per_second:.4g}")
+        row: tuple[str, ...] = (str(p.batch), _ms(p.step_seconds), significant(p.tokens_per_second))
         if costs:
-            row += (f"{costs[p.batch]:.4g}",)
+            row += (significant(costs[p.batch]),)
         rows.append(row)
     return header, rows
 

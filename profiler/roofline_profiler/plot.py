@@ -2,12 +2,52 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from roofline_profiler.result import ProfileResult
+from roofline_profiler.units import format_seconds, format_si, significant
+
+
+def _leading_digit(value: float) -> int:
+    return int(f"{abs(value):e}"[0]) if value else 0
+
+
+def label_axis(axis: Any, text: Callable[[float], str]) -> None:
+    """Engineering-unit tick labels on a log axis (``400 TFLOP/s``, ``10 ms``, not ``4×10¹⁴``):
+    every decade, and 2× and 5× in between so that an axis spanning less than a decade still
+    reads."""
+    from matplotlib.ticker import FuncFormatter
+
+    axis.set_major_formatter(FuncFormatter(lambda value, _: text(value)))
+    axis.set_minor_formatter(
+        FuncFormatter(lambda value, _: text(value) if _leading_digit(value) in (2, 5) else "")
+    )
+
+
+def flops_label(value: float) -> str:
+    return format_si(value, "FLOP/s", trim=True)
+
+
+def seconds_label(value: float) -> str:
+    return format_seconds(value, trim=True)
+
+
+def plain_label(value: float) -> str:
+    return significant(value, trim=True)
 
 
 def write_plot(result: ProfileResult, path: Path, itl_slo_seconds: float | None = None) -> None:
+    import matplotlib.pyplot as plt
+
+    fig = roofline_figure(result, itl_slo_seconds)
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def roofline_figure(result: ProfileResult, itl_slo_seconds: float | None = None) -> Any:
+    """The figure :func:`write_plot` saves: roofline and time per token, model plans below."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -79,7 +119,7 @@ def write_plot(result: ProfileResult, path: Path, itl_slo_seconds: float | None 
             )
         per_token.plot(
             [e.point.batch for e in d.sweep],
-            [e.point.seconds_per_token * 1e3 for e in d.sweep],
+            [e.point.seconds_per_token for e in d.sweep],
             "o-",
             color=color,
             label=label,
@@ -95,21 +135,25 @@ def write_plot(result: ProfileResult, path: Path, itl_slo_seconds: float | None 
     roof.set(
         xscale="log",
         yscale="log",
-        xlabel="arithmetic intensity (FLOP/byte)",
-        ylabel="FLOP/s",
-        title=f"Decode roofline, W {result.shape_k}x{result.shape_n}, {result.dtype}",
+        xlabel="arithmetic intensity (FLOP per byte)",
+        ylabel="achieved matrix throughput",
+        title=f"Decode roofline, W {result.shape_k}×{result.shape_n}, {result.dtype} "
+        "(shaded: 95% intervals)",
     )
+    label_axis(roof.yaxis, flops_label)
+    label_axis(roof.xaxis, plain_label)
     roof.grid(True, which="both", alpha=0.3)
     roof.legend(fontsize=7)
     per_token.set(
         xscale="log",
         yscale="log",
         xlabel="batch B (tokens per step)",
-        ylabel="time per token (ms)",
+        ylabel="time per token",
         title="Decode step time per token",
     )
+    label_axis(per_token.yaxis, seconds_label)
+    label_axis(per_token.xaxis, plain_label)
     per_token.grid(True, which="both", alpha=0.3)
     per_token.legend(fontsize=7)
     fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
+    return fig

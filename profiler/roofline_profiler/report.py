@@ -4,21 +4,15 @@ from __future__ import annotations
 
 from roofline_profiler.model_report import markdown_lines, summary_lines
 from roofline_profiler.result import DeviceResult, ProfileResult
+from roofline_profiler.units import format_seconds, format_si
 
 
 def _si(value: float, unit: str) -> str:
-    for scale, prefix in ((1e15, "P"), (1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k")):
-        if abs(value) >= scale:
-            return f"{value / scale:.3g} {prefix}{unit}"
-    return f"{value:.3g} {unit}"
+    return format_si(value, unit)
 
 
 def _seconds(value: float) -> str:
-    if value >= 1:
-        return f"{value:.3f} s"
-    if value >= 1e-3:
-        return f"{value * 1e3:.3f} ms"
-    return f"{value * 1e6:.1f} µs"
+    return format_seconds(value)
 
 
 def _interval(low: float, high: float, unit: str) -> str:

@@ -57,3 +57,14 @@ def test_python_dash_m_runs_the_same_entry_point() -> None:
     )
     assert proc.returncode == 0, proc.stderr
     assert "operator" in proc.stdout
+
+
+def test_version_names_the_installed_distribution(capsys: pytest.CaptureFixture[str]) -> None:
+    from importlib.metadata import version
+
+    assert main(["--version"]) == 0
+    assert capsys.readouterr().out == f"roofline {version('roofline-operator')}\n"
+    with pytest.raises(SystemExit) as exited:
+        main(["operator", "--version"])
+    assert exited.value.code == 0
+    assert capsys.readouterr().out.startswith("roofline operator ")

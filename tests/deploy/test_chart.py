@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +18,7 @@ from .rendering import (
     CHART_DIR,
     CRD_FILE,
     NAMESPACE,
+    ROOT,
     SCENARIOS,
     kube_versions,
     objects_of_kind,
@@ -241,3 +243,60 @@ def test_the_install_notes_warn_when_monitoring_objects_lack_a_release_label() -
     labelled = notes({"serviceMonitor": {"enabled": True, "additionalLabels": {"release": "kps"}}})
     assert "WARNING" in unlabelled
     assert "WARNING" not in labelled
+
+
+@pytest.mark.parametrize(
+    "secrets",
+    [
+        pytest.param([{"name": "regcred"}, {"name": "mirror"}], id="pod-spec-form"),
+        pytest.param(["regcred", "mirror"], id="plain-names"),
+    ],
+)
+def test_pull_secrets_reach_the_operator_pod_and_every_profiler_pod(secrets: list[Any]) -> None:
+    values = {"imagePullSecrets": secrets, "profiler": {"serviceAccountName": "roofline-profiler"}}
+    pod = the_one(render_objects(values), "Deployment")["spec"]["template"]["spec"]
+    assert pod["imagePullSecrets"] == [{"name": "regcred"}, {"name": "mirror"}]
+    container = pod["containers"][0]
+    env = {e["name"]: e["value"] for e in container["env"] if "value" in e}
+    config = load_config(container["args"][1:], env=env)
+    assert config.pod_defaults.image_pull_secrets == ("regcred", "mirror")
+    assert config.pod_defaults.service_account == "roofline-profiler"
+
+
+def test_without_pull_secrets_neither_pod_names_any() -> None:
+    pod = the_one(render_objects(), "Deployment")["spec"]["template"]["spec"]
+    assert "imagePullSecrets" not in pod
+    names = {e["name"] for e in pod["containers"][0]["env"]}
+    assert "ROOFLINE_PROFILER_IMAGE_PULL_SECRETS" not in names
+
+
+def scale_bench_peak_rss_mib() -> tuple[int, float]:
+    """The largest node count of bench/results/operator_scale.md and its peak RSS (MiB)."""
+    text = (ROOT / "bench" / "results" / "operator_scale.md").read_text()
+    header = next(line for line in text.splitlines() if line.startswith("| nodes |"))
+    columns = [c.strip() for c in header.strip("|").split("|")]
+    rss = columns.index("operator peak RSS (MiB)")
+    rows = [
+        [c.strip() for c in line.strip("|").split("|")]
+        for line in text.splitlines()
+        if re.match(r"^\| \d+ \|", line)
+    ]
+    nodes, peak = max((int(r[0]), float(r[rss])) for r in rows)
+    return nodes, peak
+
+
+def mebibytes(quantity: str) -> float:
+    units = {"Ki": 1 / 1024, "Mi": 1.0, "Gi": 1024.0}
+    match = re.fullmatch(r"(\d+)(Ki|Mi|Gi)", quantity)
+    assert match, f"memory quantity {quantity!r} is not in Ki/Mi/Gi"
+    return int(match.group(1)) * units[match.group(2)]
+
+
+def test_the_default_memory_limit_holds_the_largest_scale_bench_with_headroom() -> None:
+    nodes, peak = scale_bench_peak_rss_mib()
+    assert nodes >= 10_000
+    resources = the_one(render_objects(), "Deployment")["spec"]["template"]["spec"]["containers"][
+        0
+    ]["resources"]
+    assert mebibytes(resources["limits"]["memory"]) >= 1.25 * peak
+    assert mebibytes(resources["requests"]["memory"]) >= peak / 2

@@ -84,6 +84,9 @@ def test_every_scenario_passes_the_schema(scenario: Path | None) -> None:
         pytest.param(
             with_value("rbac.extraProfilerNamespaces", ["a", "a"]), id="duplicate-namespaces"
         ),
+        pytest.param({"imagePullSecrets": [{"secret": "regcred"}]}, id="pull-secret-without-name"),
+        pytest.param({"imagePullSecrets": [{"name": "Reg_Cred"}]}, id="pull-secret-bad-name"),
+        pytest.param(with_value("profiler.serviceAccountName", "A B"), id="bad-account"),
     ],
 )
 def test_the_schema_rejects_bad_values(values: dict[str, Any]) -> None:

@@ -268,7 +268,7 @@ def test_chart_values_tune_the_thresholds_and_windows() -> None:
         assert by_name[name]["expr"].endswith(">= 5")
         assert (by_name[name]["for"], by_name[name]["labels"]["severity"]) == ("2h", "info")
     assert by_name["RooflineProfileFailed"]["for"] == "1h"
-    assert by_name["RooflineProfileStale"]["expr"].endswith("> 86400")
+    assert "roofline_profile_timestamp_seconds > 86400\n" in by_name["RooflineProfileStale"]["expr"]
     assert by_name["RooflineProfileStale"]["labels"]["severity"] == "warning"
     latency = by_name["RooflineOverfilledBatch/latency"]
     kv_cache = by_name["RooflineOverfilledBatch/kv-cache"]

@@ -33,12 +33,12 @@ def test_markdown_quotes_flags_as_code_and_lists_every_batch() -> None:
     lines = model_report.markdown_lines((_plan(80 * GIB, gpu_hour_cost=2.0),))
     assert any(line.startswith("| vLLM | `--max-num-seqs=") for line in lines)
     assert "| B | step (ITL) | tokens/s | cost / 1M tokens |" in lines
-    assert any(line.startswith("| 64 | 30 ms |") for line in lines)
+    assert any(line.startswith("| 64 | 30.0 ms |") for line in lines)
 
 
 def test_the_headline_says_when_no_slo_was_given() -> None:
     rows = dict(model_report.headline(_plan(80 * GIB)))
     assert rows["max batch by latency"] == "no SLO given"
     # 8,030,261,248 parameters in bf16: 14.96 GiB, to three significant digits.
-    assert rows["weights per device"] == "15 GiB"
+    assert rows["weights per device"] == "15.0 GiB"
     assert rows["KV cache per token"] == "128 KiB"

@@ -111,3 +111,19 @@ Refuse value combinations that render but cannot work.
 {{- fail "rbac.create with serviceAccount.create=false needs serviceAccount.name: the chart will not grant operator permissions to the namespace's default ServiceAccount" }}
 {{- end }}
 {{- end }}
+
+{{/*
+Names of the image pull secrets, which values.yaml takes as `[{name: x}]` (a pod spec's form) or
+as plain names.
+*/}}
+{{- define "roofline-operator.pullSecretNames" -}}
+{{- $names := list }}
+{{- range .Values.imagePullSecrets }}
+{{- if kindIs "string" . }}
+{{- $names = append $names . }}
+{{- else }}
+{{- $names = append $names .name }}
+{{- end }}
+{{- end }}
+{{- join "," $names }}
+{{- end }}

@@ -52,7 +52,9 @@ RooflineProfileFailed:
   for: {{ $failed.for }}
   severity: {{ $failed.severity }}
 RooflineProfileStale:
-  expr: time() - roofline_profile_timestamp_seconds > {{ int64 $stale.maxAgeSeconds }}
+  expr: |-
+    time() - roofline_profile_timestamp_seconds > {{ int64 $stale.maxAgeSeconds }}
+    unless on (profile, node) roofline_node_profile_unschedulable == 1
   for: {{ $stale.for }}
   severity: {{ $stale.severity }}
 {{- end }}

@@ -47,12 +47,6 @@ def profile_with_bad_node(
         pytest.param(
             FaultMode.HANG, "Timeout", {"timeoutSeconds": 5}, id="hangs", marks=pytest.mark.slow
         ),
-        pytest.param(
-            FaultMode.NEVER_SCHEDULE,
-            "Unschedulable",
-            {"pendingTimeoutSeconds": 1},
-            id="no-free-gpu",
-        ),
     ],
 )
 def test_a_failing_node_fails_with_its_reason_without_blocking_the_others(
@@ -86,6 +80,43 @@ def test_a_failing_node_fails_with_its_reason_without_blocking_the_others(
     logged = [ln for ln in shared_operator.log_text().splitlines() if line in ln]
     assert len(logged) == 1, "one failure is one log line"
     assert "WARNING" in logged[0]
+
+
+def test_a_node_without_a_free_gpu_is_unschedulable_not_failed_and_is_tried_again(
+    shared_cluster: Cluster, shared_operator: OperatorProcess
+) -> None:
+    suite = "busy"
+    good, busy = profile_with_bad_node(
+        shared_cluster,
+        suite,
+        FaultMode.NEVER_SCHEDULE,
+        maxAttempts=1,
+        pendingTimeoutSeconds=1,
+        retryBackoffSeconds=1,
+    )
+    entries = wait_for_nodes(
+        shared_cluster, suite, state_is("Unschedulable"), [busy], timeout=45, what="busy"
+    )
+    assert entries[busy]["reason"] == "Unschedulable"
+    assert "Insufficient nvidia.com/gpu" in entries[busy]["message"]
+    wait_for_nodes(shared_cluster, suite, profiled, [good])
+    status = profile_status(shared_cluster, suite)
+    assert status["summary"]["failed"] == 0
+    assert condition(status, "Degraded")["status"] == "False"
+    assert condition(status, "Ready")["reason"] == "NodesUnschedulable"
+    assert shared_operator.sample("roofline_node_profile_failed", profile=suite, node=busy) == 0
+    unschedulable = shared_operator.sample(
+        "roofline_node_profile_unschedulable", profile=suite, node=busy
+    )
+    assert unschedulable == 1
+    # maxAttempts=1 would have stopped a failing node; a busy one keeps being tried.
+    wait_for(
+        lambda: (node_entries(shared_cluster, suite)[busy].get("unschedulableAttempts") or 0) >= 2,
+        timeout=30,
+        what="a second attempt on the busy node",
+    )
+    shared_cluster.set_fault(busy, FaultMode.SUCCEED_INSTANTLY)
+    wait_for_nodes(shared_cluster, suite, profiled, [busy], timeout=45)
 
 
 def test_a_failed_attempt_is_retried_with_backoff_up_to_max_attempts(

@@ -65,6 +65,7 @@ def test_two_models_on_two_nodes_reach_status_metrics_and_kubectl(
     for node in nodes:
         shared_cluster.add_gpu_node(node, labels={"suite": "two"}, gpus=2)
     spec = {"models": TWO_MODELS, "slo": {"interTokenLatency": "50ms"}, "gpuHourCost": "2.50"}
+    spec["gpusPerNode"] = 0  # both GPUs of each node, so that each gets its own plan
     shared_cluster.create(PLURAL, example_profile("two", {"suite": "two"}, **spec), group=GROUP)
     names = [m["name"] for m in TWO_MODELS]
     wait_for_nodes(shared_cluster, "two", models_planned(names), nodes, timeout=45)

@@ -44,7 +44,7 @@ def test_applying_the_example_profiles_every_node_with_the_real_profiler(
     assert "created" in kubectl("apply", "-f", str(CRD_PATH)).stdout
     for node in NODES:
         cluster.add_gpu_node(node)
-    cluster.add_gpu_node("cpu-only", labels={"nvidia.com/gpu.product": "none"})
+    cluster.add_gpu_node("cpu-only", gpus=0)  # no GPU to request: the example passes it over
     operator = start_operator(cluster)
     manifest = write_manifest(tmp_path, example_profile("h200-decode"))
     assert "created" in kubectl("apply", "-f", str(manifest)).stdout
@@ -126,7 +126,8 @@ def test_profiler_pods_are_locked_down_pinned_and_carry_a_real_result(
     cluster.apply_manifest(CRD_PATH)
     cluster.add_gpu_node("gpu-solo", gpus=2)
     start_operator(cluster)
-    cluster.create("rooflineprofiles", example_profile("locked"), group="roofline.dev")
+    locked = example_profile("locked", gpusPerNode=0)  # every allocatable GPU
+    cluster.create("rooflineprofiles", locked, group="roofline.dev")
 
     def finished_pod() -> dict[str, Any] | None:
         pods = cluster.finished_pods(labels={"roofline.dev/profile": "locked"})

@@ -5,7 +5,8 @@ import logging
 import pytest
 
 from roofline_operator.cli import kopf_logging
-from roofline_operator.config import DEFAULT_PROFILER_IMAGE, ConfigError, load_config
+from roofline_operator.config import DEFAULT_PROFILER_IMAGE, ConfigError, _parser, load_config
+from roofline_operator.pods import PodDefaults
 from roofline_operator.status import DEFAULT_STATUS_MAX_NODES
 
 
@@ -54,6 +55,10 @@ def test_standalone_overrides_peering_from_the_environment() -> None:
         pytest.param(["--resync-seconds", "0"], "--resync-seconds", id="resync"),
         pytest.param(["--api-concurrency", "0"], "--api-concurrency", id="concurrency"),
         pytest.param(["--profiler-image", "two words"], "image", id="image"),
+        pytest.param(
+            ["--profiler-image-pull-secrets", "ok,Not_OK"], "Not_OK", id="pull-secret-name"
+        ),
+        pytest.param(["--profiler-service-account", "A"], "service-account", id="account"),
     ],
 )
 def test_bad_settings_fail_fast_with_one_line(argv: list[str], fragment: str) -> None:
@@ -104,3 +109,25 @@ def test_the_profiler_namespaces_are_the_namespace_and_each_extra_one() -> None:
     assert load_config([], env).profiler_namespaces == ("prof", "team-a", "team-b")
     with pytest.raises(ConfigError, match="not a valid Kubernetes namespace"):
         load_config(["--extra-namespace", "Team_A"], {})
+
+
+def test_profiler_pull_secrets_and_account_come_from_flags_or_the_environment() -> None:
+    assert load_config([], {}).pod_defaults == PodDefaults()
+    env = {
+        "ROOFLINE_PROFILER_IMAGE_PULL_SECRETS": " regcred , mirror,regcred",
+        "ROOFLINE_PROFILER_SERVICE_ACCOUNT": "roofline-profiler",
+    }
+    from_env = load_config([], env).pod_defaults
+    assert from_env == PodDefaults(("regcred", "mirror"), "roofline-profiler")
+    flagged = load_config(["--profiler-image-pull-secrets", "other"], env).pod_defaults
+    assert flagged.image_pull_secrets == ("other",)
+
+
+def test_every_operator_flag_has_help_that_names_its_default() -> None:
+    parser = _parser()
+    for action in parser._actions:
+        if action.dest in ("help", "version"):
+            continue
+        assert action.help, f"{action.option_strings} has no help"
+        switch = action.nargs == 0
+        assert switch or "default" in action.help, f"{action.option_strings} shows no default"

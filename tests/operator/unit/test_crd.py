@@ -143,9 +143,32 @@ def test_the_example_validates_against_the_schema(
 
 def test_the_example_passes_the_operators_own_checks(example: dict[str, Any]) -> None:
     parsed = parse_spec(example["spec"])
-    assert parsed.shape == (8192, 8192)
+    assert parsed.shape is None, "the profiler's default shape"
+    assert parsed.selection.gpus_per_node == 1
     interval = parse_duration(example["spec"]["reprofileInterval"])
-    assert interval > example["spec"]["timeoutSeconds"]  # the CEL rule's cross-field check
+    assert interval > parsed.timeout_seconds  # the CEL rule's cross-field check
+
+
+@pytest.fixture
+def full_example(example: dict[str, Any]) -> dict[str, Any]:
+    """The example with the optional fields the bad cases below spoil filled in."""
+    full = copy.deepcopy(example)
+    full["spec"].update(
+        shape={"k": 8192, "n": 8192},
+        resources={"requests": {"cpu": "2", "memory": "8Gi"}, "limits": {"memory": "16Gi"}},
+        maxParallel=2,
+        dtype="bfloat16",
+        batches=[1, 2, 4],
+        minBatchEfficiencyPercent=50,
+        labelNodes=True,
+    )
+    return full
+
+
+def test_the_full_example_validates_against_the_schema(
+    version: dict[str, Any], full_example: dict[str, Any]
+) -> None:
+    validate(version, full_example)
 
 
 @pytest.mark.parametrize(
@@ -164,9 +187,9 @@ def test_the_example_passes_the_operators_own_checks(example: dict[str, Any]) ->
     ],
 )
 def test_bad_examples_are_rejected(
-    version: dict[str, Any], example: dict[str, Any], path: tuple[str, ...], value: Any
+    version: dict[str, Any], full_example: dict[str, Any], path: tuple[str, ...], value: Any
 ) -> None:
-    bad = copy.deepcopy(example)
+    bad = copy.deepcopy(full_example)
     target = bad["spec"]
     for key in path[:-1]:
         target = target[key]

@@ -16,7 +16,7 @@ from roofline_operator.config import load_config
 from roofline_operator.engine import ProfileLoop, batch_window, first_of
 from roofline_operator.kubeapi import ApiError
 from roofline_operator.metrics import OperatorMetrics
-from roofline_operator.names import LABEL_PROFILE, NodeState
+from roofline_operator.names import LABEL_PROFILE, FailureReason, NodeState
 from roofline_operator.nodes import NodeFacts
 from roofline_operator.planner import POD_APPEARANCE_GRACE_SECONDS
 from roofline_operator.pods import PodFacts, Terminated, pod_facts
@@ -438,3 +438,30 @@ async def test_an_extra_namespace_lets_a_profile_run_its_pods_there() -> None:
     loop.runtime = replace(loop.runtime, config=config)
     await loop.round({"a": node("a")}, [], {})
     assert [p["metadata"]["namespace"] for p in client.created] == ["tenant-a"]
+
+
+@pytest.mark.asyncio
+async def test_an_unscheduled_pod_posts_a_normal_event_and_counts_no_failure(
+    quiet_events: list[tuple[str, str]],
+) -> None:
+    client = RecordingClient()
+    loop = loop_with(client, {"pendingTimeoutSeconds": 30, "retryBackoffSeconds": 60})
+    await loop.round({"a": node("a")}, [], {})
+    pending = replace(
+        pod_facts(client.created[0]),
+        created_at=0.0,
+        bound=False,
+        scheduler_message="0/1 nodes are available: 1 Insufficient nvidia.com/gpu.",
+    )
+    await loop.round({"a": node("a")}, [pending], {})
+    assert loop.records["a"].state is NodeState.UNSCHEDULABLE
+    ((reason, message),) = quiet_events
+    assert reason == "Unschedulable"
+    assert "1 node(s) could not schedule a profiler pod (a)" in message
+    registry = loop.runtime.metrics.registry
+    for failure in FailureReason:
+        labels = {"profile": "fleet", "reason": failure.value}
+        assert registry.get_sample_value("roofline_profile_failures_total", labels) == 0
+    (status,) = [s for s in client.statuses if "summary" in s][-1:]
+    assert status["summary"]["unschedulable"] == 1
+    assert status["nodes"][0]["message"].endswith("1 Insufficient nvidia.com/gpu.")

@@ -28,6 +28,7 @@ def fleet() -> dict[str, NodeRecord]:
         ),
         "gpu-b": NodeRecord(name="gpu-b", gpus=1, state=NodeState.RETRYING, reason="Timeout"),
         "gpu-c": NodeRecord(name="gpu-c", gpus=1, state=NodeState.QUEUED),
+        "gpu-d": NodeRecord(name="gpu-d", gpus=1, state=NodeState.UNSCHEDULABLE),
     }
 
 
@@ -69,9 +70,27 @@ def test_per_node_gauges_mark_failures_and_profile_times(
         state: registry.get_sample_value(
             "roofline_profile_nodes", {"profile": "fleet", "state": state}
         )
-        for state in ("matched", "profiled", "failed", "pending", "unavailable")
+        for state in ("matched", "profiled", "failed", "pending", "unschedulable", "unavailable")
     }
-    assert counts == {"matched": 3, "profiled": 1, "failed": 1, "pending": 1, "unavailable": 0}
+    assert counts == {
+        "matched": 4,
+        "profiled": 1,
+        "failed": 1,
+        "pending": 1,
+        "unschedulable": 1,
+        "unavailable": 0,
+    }
+
+
+def test_a_node_whose_pod_cannot_be_scheduled_is_unschedulable_and_not_failed(
+    registry: CollectorRegistry, metrics: OperatorMetrics
+) -> None:
+    metrics.collector.update(snapshot_from_records("fleet", fleet(), "h"))
+    node_b = {"profile": "fleet", "node": "gpu-b"}
+    node_d = {"profile": "fleet", "node": "gpu-d"}
+    assert registry.get_sample_value("roofline_node_profile_failed", node_d) == 0
+    assert registry.get_sample_value("roofline_node_profile_unschedulable", node_d) == 1
+    assert registry.get_sample_value("roofline_node_profile_unschedulable", node_b) == 0
 
 
 def test_a_node_that_leaves_disappears_from_the_next_scrape(

@@ -39,10 +39,11 @@ def test_selection_needs_labels_readiness_and_a_gpu() -> None:
     assert select_nodes(nodes, spec().selection) == {"match": 1}
 
 
-def test_each_node_gets_all_its_gpus_unless_the_spec_names_a_count() -> None:
+def test_each_node_gets_one_gpu_unless_the_spec_names_a_count_or_all() -> None:
     nodes = [node("eight", gpus=8), node("two", gpus=2)]
-    assert select_nodes(nodes, spec().selection) == {"eight": 8, "two": 2}
+    assert select_nodes(nodes, spec().selection) == {"eight": 1, "two": 1}
     assert select_nodes(nodes, spec(gpusPerNode=4).selection) == {"eight": 4}
+    assert select_nodes(nodes, spec(gpusPerNode=0).selection) == {"eight": 8, "two": 2}
 
 
 def test_cordoned_nodes_are_skipped_unless_the_cordon_is_tolerated() -> None:

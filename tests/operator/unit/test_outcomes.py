@@ -11,6 +11,7 @@ from roofline_operator.outcomes import (
     Failed,
     InFlight,
     Succeeded,
+    Unschedulable,
     classify_pod,
 )
 from roofline_operator.pods import PodFacts, Terminated
@@ -80,7 +81,7 @@ def test_a_running_pod_is_in_flight_until_its_timeout() -> None:
     assert outcome.reason is FailureReason.TIMEOUT
 
 
-def test_a_pod_pending_too_long_is_unschedulable_with_the_schedulers_reason() -> None:
+def test_a_pod_pending_unbound_too_long_is_unschedulable_with_the_schedulers_reason() -> None:
     pending = pod(
         phase="Pending",
         created_at=1000.0,
@@ -89,10 +90,23 @@ def test_a_pod_pending_too_long_is_unschedulable_with_the_schedulers_reason() ->
         scheduler_message="0/1 nodes are available: 1 Insufficient nvidia.com/gpu.",
     )
     assert classify_pod(pending, SPEC, now=1029.0) == InFlight()
-    outcome = classify_pod(pending, SPEC, now=1031.0)
-    assert isinstance(outcome, Failed)
-    assert outcome.reason is FailureReason.UNSCHEDULABLE
-    assert "Insufficient nvidia.com/gpu" in outcome.message
+    assert classify_pod(pending, SPEC, now=1031.0) == Unschedulable(
+        "pod not scheduled after 30s: 0/1 nodes are available: 1 Insufficient nvidia.com/gpu."
+    )
+
+
+def test_a_pod_bound_but_never_started_fails_as_not_started_with_the_waiting_reason() -> None:
+    pulling = pod(
+        phase="Pending",
+        created_at=1000.0,
+        bound=True,
+        terminated=None,
+        waiting_reason="ImagePullBackOff",
+    )
+    assert classify_pod(pulling, SPEC, now=1029.0) == InFlight()
+    assert classify_pod(pulling, SPEC, now=1031.0) == Failed(
+        FailureReason.NOT_STARTED, "pod not started after 30s: ImagePullBackOff"
+    )
 
 
 def test_a_long_failure_message_is_shortened_to_one_status_line() -> None:

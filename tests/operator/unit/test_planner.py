@@ -369,7 +369,8 @@ def test_a_pending_pod_wakes_the_round_at_its_pending_deadline() -> None:
     late = plan_round(
         world([node("a")], the_spec=slow, pods=[pod], records=first.records, now=NOW + 31)
     )
-    assert [f.reason for _, f in late.failures] == [FailureReason.UNSCHEDULABLE]
+    assert late.failures == []
+    assert [node for node, _ in late.unschedulable] == ["a"]
     assert late.deletes == [("roofline-system", pod.name)]
 
 
@@ -436,3 +437,56 @@ def test_a_node_deleted_or_no_longer_matching_is_cleaned_up_at_once() -> None:
     plan = plan_round(world([moved], records=done.records))
     assert plan.records == {}
     assert plan.label_patches["a"][LABEL_PROFILE] is None
+
+
+def unscheduled(pod: PodFacts) -> PodFacts:
+    return replace(
+        pod,
+        bound=False,
+        scheduler_message="0/1 nodes are available: 1 Insufficient nvidia.com/gpu.",
+    )
+
+
+def test_a_pod_that_cannot_be_scheduled_makes_the_node_unschedulable_not_failed() -> None:
+    busy = spec(pendingTimeoutSeconds=30, retryBackoffSeconds=10, maxAttempts=1)
+    first = plan_round(world([node("a")], the_spec=busy))
+    (pod,) = created_pods(first)
+    late = plan_round(
+        world(
+            [node("a")], the_spec=busy, pods=[unscheduled(pod)], records=first.records, now=NOW + 31
+        )
+    )
+    record = late.records["a"]
+    assert record.state is NodeState.UNSCHEDULABLE
+    assert record.reason == "Unschedulable"
+    assert record.message == (
+        "pod not scheduled after 30s: 0/1 nodes are available: 1 Insufficient nvidia.com/gpu."
+    )
+    assert record.next_attempt_at == NOW + 31 + 10
+    assert late.failures == []
+    assert late.wake_in == pytest.approx(10.0)
+
+
+def test_unschedulable_attempts_never_exhaust_the_attempts_nor_count_against_failures() -> None:
+    busy = spec(pendingTimeoutSeconds=30, retryBackoffSeconds=10, maxAttempts=1)
+    plan = plan_round(world([node("a")], the_spec=busy))
+    now = NOW
+    for _ in range(3):
+        (pod,) = created_pods(plan, at=now)
+        now += 31
+        plan = plan_round(
+            world(
+                [node("a")], the_spec=busy, pods=[unscheduled(pod)], records=plan.records, now=now
+            )
+        )
+        assert plan.records["a"].state is NodeState.UNSCHEDULABLE
+        now = plan.records["a"].next_attempt_at or now
+        plan = plan_round(world([node("a")], the_spec=busy, records=plan.records, now=now))
+        assert plan.records["a"].state is NodeState.PROFILING
+    assert (plan.records["a"].attempts, plan.records["a"].unschedulable) == (4, 3)
+    (pod,) = created_pods(plan, at=now)
+    crashed = finished(pod, phase="Failed", terminated=Terminated(1, "Error", "boom"))
+    failed = plan_round(
+        world([node("a")], the_spec=busy, pods=[crashed], records=plan.records, now=now + 1)
+    )
+    assert failed.records["a"].state is NodeState.FAILED, "one real failure of maxAttempts=1"

@@ -2,13 +2,16 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
 from harness.selectors import compile_selectors
+from kubernetes_validate import utils as kubernetes_validate
 from tests.operator.unit.operator_builders import GPU, spec
 
 from roofline_operator.labels import LABEL_VALUE, label_safe
 from roofline_operator.names import parse_time
 from roofline_operator.pods import (
     MAX_NODES_PER_COLLECTION,
+    PodDefaults,
     PodFacts,
     ProfileRef,
     build_profiler_pod,
@@ -25,7 +28,11 @@ LONG_PROFILE = "h200-decode-" + "fleet-" * 15 + "bf16"
 
 
 def build(
-    owner: ProfileRef = OWNER, node: str = "gpu-7", attempt: int = 2, **fields: Any
+    owner: ProfileRef = OWNER,
+    node: str = "gpu-7",
+    attempt: int = 2,
+    defaults: PodDefaults | None = None,
+    **fields: Any,
 ) -> dict[str, Any]:
     return build_profiler_pod(
         profile=owner,
@@ -36,6 +43,7 @@ def build(
         spec_hash="abc123",
         namespace="roofline-system",
         image="registry.local/roofline:1",
+        defaults=defaults,
     )
 
 
@@ -291,3 +299,44 @@ def test_pod_mounts_the_models_and_passes_the_slo_and_the_price_only_with_models
     assert command[command.index("--itl-slo") + 1] == "0.05s"
     assert command[command.index("--gpu-hour-cost") + 1] == "2.5"
     assert command[-2:] == ["--compact", "/dev/termination-log"]
+
+
+def test_pod_pulls_with_the_operators_and_the_profiles_secrets_and_runs_as_the_account() -> None:
+    pod = build(
+        defaults=PodDefaults(image_pull_secrets=("regcred",), service_account="roofline"),
+        imagePullSecrets=[{"name": "team-registry"}, {"name": "regcred"}],
+    )
+    assert pod["spec"]["imagePullSecrets"] == [{"name": "regcred"}, {"name": "team-registry"}]
+    assert pod["spec"]["serviceAccountName"] == "roofline"
+    assert pod["spec"]["automountServiceAccountToken"] is False
+    own = build(defaults=PodDefaults(service_account="roofline"), serviceAccountName="mine")
+    assert own["spec"]["serviceAccountName"] == "mine"
+
+
+def test_pod_without_secrets_or_classes_names_none() -> None:
+    spec = build()["spec"]
+    for field in (
+        "imagePullSecrets",
+        "serviceAccountName",
+        "priorityClassName",
+        "runtimeClassName",
+    ):
+        assert field not in spec
+
+
+def test_pod_carries_the_priority_and_runtime_class_of_the_spec() -> None:
+    pod = build(priorityClassName="gpu-profiling", runtimeClassName="nvidia")
+    assert pod["spec"]["priorityClassName"] == "gpu-profiling"
+    assert pod["spec"]["runtimeClassName"] == "nvidia"
+
+
+@pytest.mark.parametrize("version", ["1.29", "1.37"])
+def test_a_pod_with_every_field_validates_against_the_kubernetes_pod_schema(version: str) -> None:
+    pod = build(
+        defaults=PodDefaults(image_pull_secrets=("regcred",), service_account="roofline"),
+        priorityClassName="gpu-profiling",
+        runtimeClassName="nvidia",
+        tolerations=[{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}],
+        resources={"requests": {"cpu": "2"}},
+    )
+    kubernetes_validate.validate(pod, version, strict=True)

@@ -31,7 +31,7 @@ def test_malformed_durations_are_rejected(text: str) -> None:
 def test_an_empty_spec_gets_the_crd_defaults() -> None:
     spec = parse_spec({})
     assert spec.selection.gpu_resource == "nvidia.com/gpu"
-    assert spec.selection.gpus_per_node is None
+    assert spec.selection.gpus_per_node == 1
     assert spec.dtype == "bfloat16"
     assert spec.max_parallel == 4
     assert spec.label_nodes is True
@@ -69,6 +69,12 @@ def test_an_empty_spec_gets_the_crd_defaults() -> None:
             id="gt-non-integer",
         ),
         pytest.param({"tolerations": [{"operator": "Equal", "value": "x"}]}, "key", id="keyless"),
+        pytest.param({"imagePullSecrets": ["regcred"]}, "imagePullSecrets", id="bare-secret"),
+        pytest.param({"imagePullSecrets": [{"name": "Reg_Cred"}]}, "Secret", id="bad-secret"),
+        pytest.param({"priorityClassName": "High!"}, "priorityClassName", id="bad-priority"),
+        pytest.param({"runtimeClassName": "NVIDIA"}, "runtimeClassName", id="bad-runtime"),
+        pytest.param({"serviceAccountName": "a b"}, "serviceAccountName", id="bad-account"),
+        pytest.param({"gpusPerNode": -1}, "gpusPerNode", id="negative-gpus"),
     ],
 )
 def test_invalid_specs_fail_with_a_message_naming_the_field(
@@ -94,3 +100,26 @@ def test_only_measurement_fields_change_the_measurement_hash() -> None:
     assert parse_spec({"batches": [1, 2], "timeoutSeconds": 60}).measurement_hash() == base
     assert parse_spec({"batches": [1, 4]}).measurement_hash() != base
     assert parse_spec({"batches": [1, 2], "dtype": "float16"}).measurement_hash() != base
+
+
+def test_pod_placement_fields_parse_and_do_not_change_the_measurement_hash() -> None:
+    placed = parse_spec(
+        {
+            "imagePullSecrets": [{"name": "regcred"}, {"name": "mirror.creds"}],
+            "serviceAccountName": "profiler",
+            "priorityClassName": "gpu-profiling",
+            "runtimeClassName": "nvidia",
+        }
+    )
+    assert placed.image_pull_secrets == ("regcred", "mirror.creds")
+    assert (placed.service_account, placed.priority_class, placed.runtime_class) == (
+        "profiler",
+        "gpu-profiling",
+        "nvidia",
+    )
+    assert placed.measurement_hash() == parse_spec({}).measurement_hash()
+
+
+def test_zero_gpus_per_node_asks_for_every_allocatable_gpu() -> None:
+    assert parse_spec({"gpusPerNode": 0}).selection.gpus_per_node is None
+    assert parse_spec({"gpusPerNode": 8}).selection.gpus_per_node == 8

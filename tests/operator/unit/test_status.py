@@ -50,12 +50,14 @@ def test_summary_counts_nodes_and_recommends_the_largest_min_batch() -> None:
         "c": profiled("c", 180.0, 128),
         "d": NodeRecord(name="d", gpus=1, state=NodeState.FAILED, reason="Timeout"),
         "e": NodeRecord(name="e", gpus=1, state=NodeState.PROFILING),
+        "f": NodeRecord(name="f", gpus=1, state=NodeState.UNSCHEDULABLE, reason="Unschedulable"),
     }
     assert summarize(records, "h") == {
-        "matched": 5,
+        "matched": 6,
         "profiled": 3,
         "failed": 1,
         "pending": 1,
+        "unschedulable": 1,
         "minRidgePoint": 150.0,
         "medianRidgePoint": 180.0,
         "maxRidgePoint": 200.0,
@@ -98,6 +100,11 @@ def test_ready_when_every_matched_node_is_profiled() -> None:
             {"a": NodeRecord(name="a", gpus=1, state=NodeState.FAILED, reason="OOMKilled")},
             "NodesFailed",
             id="failed",
+        ),
+        pytest.param(
+            {"a": NodeRecord(name="a", gpus=1, state=NodeState.UNSCHEDULABLE)},
+            "NodesUnschedulable",
+            id="unschedulable",
         ),
     ],
 )
@@ -240,3 +247,10 @@ def test_status_of_10000_nodes_with_8_gpus_and_8_models_stays_far_below_the_obje
     assert len(status["nodes"]) == DEFAULT_STATUS_MAX_NODES
     assert status["summary"]["omitted"] == 10_000 - DEFAULT_STATUS_MAX_NODES
     assert [(m["name"], m["nodes"]) for m in status["models"]] == [(n, 10_000) for n in names]
+
+
+def test_an_unschedulable_node_does_not_degrade_the_profile() -> None:
+    busy = {
+        "a": NodeRecord(name="a", gpus=1, state=NodeState.UNSCHEDULABLE, reason="Unschedulable")
+    }
+    assert conditions(busy)["Degraded"]["status"] == "False"
