@@ -2,6 +2,7 @@
 #   make profile         set up, then profile this machine (no cluster needed); results in out/
 #   make setup-operator  set up the operator too (roofline operator, against your kubeconfig)
 #   make test            set up, then lint, type-check and run the whole test suite
+# and `make images`: both container images with buildah, no Docker engine (docs/deploy.md).
 #
 # torch is installed before the project so that the project's plain torch requirement never
 # pulls a second, multi-GB build. TORCH_SPEC picks the version, TORCH_INDEX_URL the build:
@@ -18,7 +19,7 @@ OUT ?= out
 PROFILE_ARGS ?=
 BIN := $(VENV)/bin
 
-.PHONY: profile test lint typecheck unit setup setup-operator setup-dev manifests clean
+.PHONY: profile test lint typecheck unit setup setup-operator setup-dev manifests images clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -65,6 +66,9 @@ test: lint typecheck unit
 
 manifests: setup-dev
 	$(BIN)/python scripts/generate-manifests.py
+
+images:
+	scripts/build-images.sh
 
 clean:
 	rm -rf $(VENV) $(OUT) .pytest_cache .mypy_cache .ruff_cache

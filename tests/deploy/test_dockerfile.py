@@ -88,7 +88,8 @@ def test_base_images_are_pinned_by_tag_and_digest(arg: str) -> None:
 
 def test_the_profiler_starts_from_a_cuda_pytorch_image_and_keeps_its_torch() -> None:
     assert re.match(
-        r"pytorch/pytorch:[\d.]+-cuda\d+\.\d+-cudnn\d+-runtime@", default_arg("PYTORCH_IMAGE")
+        r"docker\.io/pytorch/pytorch:[\d.]+-cuda\d+\.\d+-cudnn\d+-runtime@",
+        default_arg("PYTORCH_IMAGE"),
     )
     profiler = stages()["profiler"]
     assert profiler.startswith("FROM ${PYTORCH_IMAGE} AS profiler")
@@ -131,6 +132,24 @@ def test_runtime_images_carry_the_oci_labels(stage: str) -> None:
     body = stages()[stage]
     for label in ("title", "description", "version", "licenses", "base.name"):
         assert f"org.opencontainers.image.{label}=" in body, label
+
+
+@pytest.mark.parametrize(
+    ("stage", "arg"), [("operator", "PYTHON_IMAGE"), ("profiler", "PYTORCH_IMAGE")]
+)
+def test_the_base_name_label_names_the_base_the_stage_was_built_from(stage: str, arg: str) -> None:
+    body = stages()[stage]
+    assert body.startswith(f"FROM ${{{arg}}} AS {stage}")
+    assert re.search(rf"^ARG {arg}$", body, re.MULTILINE), "the stage must see the build argument"
+    assert f'org.opencontainers.image.base.name="${{{arg}}}"' in body
+    assert default_arg(arg).startswith("docker.io/"), "fully qualified, as OCI asks of base.name"
+
+
+@pytest.mark.parametrize("stage", ["operator", "profiler"])
+def test_runtime_images_uninstall_pip_once_the_wheel_is_in(stage: str) -> None:
+    run = stages()[stage].split("\nRUN ", 1)[1]
+    assert re.search(r"python -m pip uninstall --yes --quiet pip\b", run)
+    assert run.index("pip uninstall") > run.rindex("pip install")
 
 
 def test_the_build_context_holds_what_the_wheel_is_built_from() -> None:
