@@ -112,9 +112,11 @@ standin_python() {
     ref="localhost/roofline-standin-python:$SUITE-$key"
     if [ "$(image_label "$ref" dev.roofline.standin-key)" != "$key" ]; then
         log "making the Python stand-in base $ref"
+        local start=$SECONDS
         ctr="$(debian_python_container)"
         commit_standin "$ctr" "$ref" "$key" "docker.io/library/python:3.11-slim-bookworm" \
             "Debian $SUITE minbase with Debian's Python 3.11 in /opt/venv"
+        log "made $ref in $((SECONDS - start)) s"
     fi
     echo "$ref"
 }
@@ -125,6 +127,7 @@ standin_pytorch() {
     ref="localhost/roofline-standin-pytorch:$SUITE-$key"
     if [ "$(image_label "$ref" dev.roofline.standin-key)" != "$key" ]; then
         log "making the PyTorch stand-in base $ref"
+        local start=$SECONDS
         ctr="$(debian_python_container)"
         # Wheels are kept in $STORE/wheels: the torch build and its CUDA libraries are GBs, and a
         # rebuilt base installs them from there without downloading them again.
@@ -135,6 +138,7 @@ standin_pytorch() {
         bh run --isolation chroot "$ctr" -- python -c "import torch; print('stand-in torch', torch.__version__, 'cuda', torch.version.cuda)" >&2
         commit_standin "$ctr" "$ref" "$key" "docker.io/pytorch/pytorch (CUDA runtime)" \
             "Debian $SUITE minbase with Debian's Python 3.11 and ${TORCH_REQUIREMENTS[*]} from PyPI in /opt/venv"
+        log "made $ref in $((SECONDS - start)) s"
     fi
     echo "$ref"
 }
@@ -183,7 +187,14 @@ for target in operator profiler; do
         --label "dev.roofline.context-digest=$digest" --tag "$ref" --file Dockerfile . >&2
     log "built $ref in $((SECONDS - start)) s"
 done
-# Older builds of the same names are left untagged; drop them and the stages' leftovers.
+# Older builds of the same names are left untagged, older stand-ins under other keys: drop them
+# (a profiler image or its base holds GBs) and the stages' leftovers.
+if [ "$BASES" = standin ]; then
+    bh images --format '{{.Name}}:{{.Tag}}' \
+        | grep -E '^localhost/roofline-standin-(python|pytorch):' \
+        | grep -vxF -e "$python_base" -e "$pytorch_base" \
+        | while read -r stale; do bh rmi "$stale" >/dev/null && log "removed $stale"; done || true
+fi
 bh rmi --prune >/dev/null 2>&1 || true
 
 echo "root=$STORE/storage"

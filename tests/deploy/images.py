@@ -13,6 +13,7 @@ import os
 import re
 import shutil
 import subprocess
+import uuid
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -33,7 +34,7 @@ def unavailable_reason() -> str | None:
         return f"{SKIP_VARIABLE}=1"
     if os.geteuid() != 0:
         return "building and running images with buildah's vfs storage needs root"
-    for tool, package in (("buildah", "buildah"), ("debootstrap", "debootstrap"), ("crun", "crun")):
+    for tool, package in (("buildah", "buildah"), ("debootstrap", "debootstrap"), ("runc", "runc")):
         if shutil.which(tool) is None:
             return f"{tool} not found (apt-get install {package}; .ci/run installs it)"
     return None
@@ -129,10 +130,25 @@ def image_user_problem(config: ImageConfig) -> str | None:
     return None
 
 
+#: Working containers of the tests are named after this, so that leftovers can be found.
+CONTAINER_PREFIX = "roofline-image-test-"
+
+
+def remove_leftover_containers(images: Images) -> list[str]:
+    """Remove working containers an interrupted test session left (each a full root file system
+    with vfs: GBs for the profiler). One image-test session per store at a time."""
+    names = images.buildah("containers", "--format", "{{.ContainerName}}").split()
+    leftovers = [name for name in names if name.startswith(CONTAINER_PREFIX)]
+    for name in leftovers:
+        images.buildah("rm", name)
+    return leftovers
+
+
 @contextlib.contextmanager
 def working_container(images: Images, ref: str) -> Iterator[str]:
     """A working container of ``ref``, removed afterwards; yields its name."""
-    name = images.buildah("from", "--pull-never", "--quiet", ref).strip()
+    name = f"{CONTAINER_PREFIX}{uuid.uuid4().hex[:12]}"
+    images.buildah("from", "--pull-never", "--quiet", "--name", name, ref)
     try:
         yield name
     finally:

@@ -7,13 +7,14 @@ operator's own decoder. Image facts (numeric non-root USER, OCI labels, no compi
 manager) are read from the built images, and a deliberately broken variant shows that a root
 USER or a wrong ENTRYPOINT fails these checks.
 
-Needs root, buildah, debootstrap and crun (.ci/run installs them), else skipped with the reason.
+Needs root, buildah, debootstrap and runc (.ci/run installs them), else skipped with the reason.
 The first run builds everything (minutes, see docs/testing-operator.md); later runs reuse the
 images until the Dockerfile, the sources or the build script change.
 """
 
 from __future__ import annotations
 
+import copy
 import json
 import re
 import time
@@ -60,7 +61,9 @@ def images() -> img.Images:
     reason = img.unavailable_reason()
     if reason is not None:
         pytest.skip(reason)
-    return img.build_images()
+    images = img.build_images()
+    img.remove_leftover_containers(images)
+    return images
 
 
 @pytest.fixture(scope="module")
@@ -82,9 +85,9 @@ def profiler_rootfs(images: img.Images) -> Iterator[Path]:
 
 
 def deployment_pod_spec() -> dict[str, Any]:
-    """The operator pod exactly as the chart renders it with its defaults."""
+    """The operator pod exactly as the chart renders it with its defaults (a copy to change)."""
     deployment = the_one(render_objects(), "Deployment")
-    spec: dict[str, Any] = deployment["spec"]["template"]["spec"]
+    spec: dict[str, Any] = copy.deepcopy(deployment["spec"]["template"]["spec"])
     return spec
 
 
