@@ -56,6 +56,10 @@ image_label() {
 
 sha() { sha256sum | cut -c1-16; }
 
+# A stand-in build that was interrupted leaves its working container (a whole root file system).
+bh containers --format '{{.ContainerName}}' | grep '^roofline-standin-build-' \
+    | while read -r stale; do bh rm "$stale" >/dev/null; done || true
+
 # The Debian mirror apt uses here, so that debootstrap reaches what apt reaches.
 debian_mirror() {
     if [ -n "${DEBIAN_MIRROR:-}" ]; then
@@ -73,7 +77,7 @@ debian_mirror() {
 debian_python_container() {
     local ctr mnt
     command -v debootstrap >/dev/null || die "debootstrap not found (apt-get install debootstrap)"
-    ctr="$(bh from scratch)"
+    ctr="$(bh from --name "roofline-standin-build-$$-$RANDOM" scratch)"
     mnt="$(bh mount "$ctr")"
     log "debootstrap $SUITE into $ctr from $(debian_mirror)"
     debootstrap --variant=minbase --include=python3,python3-venv "$SUITE" "$mnt" "$(debian_mirror)" \
