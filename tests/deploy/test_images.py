@@ -182,6 +182,7 @@ def test_the_profiler_pod_runs_in_its_image_and_the_operator_reads_its_result(
     )
     assert run.exit_code == 0, run.stderr[-3000:]
     assert (run.uid, run.gid) == (PROFILER_UID, PROFILER_UID)
+    assert config.user == f"{PROFILER_UID}:{PROFILER_UID}", "the pod's user is the image's"
     assert 0 < len(run.termination_message.encode()) <= TERMINATION_MESSAGE_LIMIT_BYTES
     # The pod as the kubelet reports it when the container ends, through the operator's reading.
     finished = {
