@@ -2,7 +2,7 @@
 #   make profile         set up, then profile this machine (no cluster needed); results in out/
 #   make setup-operator  set up the operator too (roofline operator, against your kubeconfig)
 #   make test            set up, then lint, type-check and run the whole test suite
-# and `make images`: both container images with buildah, no Docker engine (docs/deploy.md).
+#   make images          both container images with buildah, no Docker engine (docs/deploy.md)
 #
 # torch is installed before the project so that the project's plain torch requirement never
 # pulls a second, multi-GB build. TORCH_SPEC picks the version, TORCH_INDEX_URL the build:

@@ -66,8 +66,7 @@ def test_every_make_command_in_the_readme_names_a_target() -> None:
     targets = make_targets()
     used = set(re.findall(r"`?make ([a-z][\w-]*)", README.read_text()))
     assert used
-    # `make images` comes with the image build; until then the README also gives the docker way.
-    missing = used - targets - {"images"}
+    missing = used - targets
     assert not missing, missing
 
 
