@@ -49,10 +49,16 @@ class Unschedulable:
 Outcome = InFlight | Succeeded | Failed | Unschedulable
 
 
-def _succeeded(pod: PodFacts) -> Outcome:
+def _succeeded(pod: PodFacts, spec: ProfileSpec, now: float, gpus: int | None) -> Outcome:
+    """The pod's result, read through the validating decoder: every number plausible, its
+    time near ``now``, one device per requested GPU, its sweep the one the spec asked for.
+    Anything else fails this node alone, with a message naming the field."""
     message = pod.terminated.message if pod.terminated else None
     try:
-        return Succeeded(from_compact(decode_compact(message or ""), pod.spec_hash))
+        profile = decode_compact(message or "", now=now, gpus=gpus)
+        if spec.batches and not set(profile.batches) <= set(spec.batches):
+            raise CompactDecodeError("result: field 'b' holds batches the spec did not ask for")
+        return Succeeded(from_compact(profile, pod.spec_hash))
     except CompactDecodeError as exc:
         return Failed(
             FailureReason.INVALID_RESULT, first_line(exc, "invalid result", MAX_MESSAGE_CHARS)
@@ -73,15 +79,16 @@ def _failed(pod: PodFacts) -> Outcome:
     )
 
 
-def classify_pod(pod: PodFacts, spec: ProfileSpec, now: float) -> Outcome:
-    """Judge ``pod`` at time ``now`` against the profile's time limits.
+def classify_pod(pod: PodFacts, spec: ProfileSpec, now: float, gpus: int | None = None) -> Outcome:
+    """Judge ``pod`` at time ``now`` against the profile's time limits; a result must list
+    ``gpus`` devices (the GPUs the pod requested), when given.
 
     ``timeoutSeconds`` counts from the container's start, ``pendingTimeoutSeconds`` from the pod's
     creation: a pod that cannot get the node's GPUs (serving holds them) ends :class:`Unschedulable`
     and frees its slot, instead of waiting forever.
     """
     if pod.phase == "Succeeded":
-        return _succeeded(pod)
+        return _succeeded(pod, spec, now, gpus)
     if pod.phase == "Failed":
         return _failed(pod)
     if pod.phase == "Running" and pod.started_at is not None:

@@ -241,7 +241,7 @@ def _follow_pod(
     """Advance a PROFILING record by what its pod shows."""
     if pod is None:
         return _follow_unseen_pod(record, inp, plan)
-    outcome = classify_pod(pod, inp.spec, inp.now)
+    outcome = classify_pod(pod, inp.spec, inp.now, record.gpus)
     if isinstance(outcome, InFlight):
         _register_pod_deadline(pod, inp, plan)
         return record

@@ -24,13 +24,17 @@ Pure module: no torch, no Kubernetes.
 
 from __future__ import annotations
 
+import itertools
 import json
 import math
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
+from roofline_profiler import plausibility
 from roofline_profiler.errors import first_line
+from roofline_profiler.limits import DTYPE_NAMES
 
 COMPACT_VERSION = 2
 #: Older versions :func:`decode_compact` still reads.
@@ -76,6 +80,10 @@ PLAN_FIELDS = (
     "step at max batch",
     "step times",
 )
+
+
+#: The dtypes a result may name: those the profiler measures.
+_DTYPE = re.compile(f"^({'|'.join(DTYPE_NAMES)})$")
 
 
 class CompactDecodeError(ValueError):
@@ -333,28 +341,52 @@ def _field(obj: dict[str, Any], key: str, kind: type | tuple[type, ...], where: 
     return _check(obj[key], kind, key, where)
 
 
-def _positive(value: Any, name: str, where: str) -> float:
-    number = float(_check(value, (int, float), name, where))
-    if not math.isfinite(number) or number <= 0:
-        raise CompactDecodeError(f"{where}: field {name!r} must be a positive number")
-    return number
+def _measured(value: Any, quantity: str, name: str, where: str, unit: float = 1.0) -> float:
+    """A measured number in base units, inside the plausibility table's range of ``quantity``."""
+    try:
+        return plausibility.number(value, quantity, name, unit)
+    except plausibility.ImplausibleValue as exc:
+        raise CompactDecodeError(f"{where}: {exc}") from None
 
 
-def _positive_int(value: Any, name: str, where: str) -> int:
-    number = int(_check(value, int, name, where))
-    if number <= 0:
-        raise CompactDecodeError(f"{where}: field {name!r} must be a positive integer")
-    return number
+def _whole(value: Any, quantity: str, name: str, where: str) -> int:
+    """An integer inside the plausibility table's range of ``quantity``."""
+    try:
+        return plausibility.integer(value, quantity, name)
+    except plausibility.ImplausibleValue as exc:
+        raise CompactDecodeError(f"{where}: {exc}") from None
+
+
+def _string(value: Any, pattern: re.Pattern[str], name: str, where: str) -> str:
+    try:
+        return plausibility.text(value, pattern, name)
+    except plausibility.ImplausibleValue as exc:
+        raise CompactDecodeError(f"{where}: {exc}") from None
+
+
+def _list(value: Any, name: str, where: str, most: int) -> list[Any]:
+    items: list[Any] = _check(value, list, name, where)
+    if len(items) > most:
+        raise CompactDecodeError(f"{where}: field {name!r} has more than {most} entries")
+    return items
 
 
 def _batches(raw: Any, name: str, where: str) -> tuple[int, ...]:
-    return tuple(_positive_int(b, name, where) for b in _check(raw, list, name, where))
+    batches = tuple(
+        _whole(b, "batch", name, where) for b in _list(raw, name, where, plausibility.MAX_BATCHES)
+    )
+    if any(a >= b for a, b in itertools.pairwise(batches)):
+        raise CompactDecodeError(f"{where}: field {name!r} is not strictly increasing")
+    return batches
 
 
 def _steps(
     raw: Any, name: str, where: str, batches: Sequence[int], unit: float
 ) -> tuple[float, ...]:
-    steps = tuple(_positive(s, name, where) * unit for s in _check(raw, list, name, where))
+    steps = tuple(
+        _measured(s, "step", name, where, unit)
+        for s in _list(raw, name, where, plausibility.MAX_BATCHES)
+    )
     if steps and len(steps) != len(batches):
         raise CompactDecodeError(f"{where}: sweep batches and step times differ in length")
     return steps
@@ -366,12 +398,14 @@ def _decode_device_v2(raw: Any, position: int, batches: Sequence[int]) -> Compac
         raise CompactDecodeError(f"{where}: not an array of {len(GPU_FIELDS)} fields")
     index, name, bandwidth, peak, ridge, min_batch, steps = raw
     return CompactDevice(
-        index=int(_check(index, int, "index", where)),
-        name=str(_check(name, str, "name", where)),
-        bandwidth_bytes_per_second=_positive(bandwidth, "bandwidth", where) * BANDWIDTH_UNIT,
-        peak_flops_per_second=_positive(peak, "peak", where) * PEAK_UNIT,
-        ridge_point=_positive(ridge, "ridge point", where),
-        recommended_min_batch=_positive_int(min_batch, "min batch", where),
+        index=_whole(index, "device index", "index", where),
+        name=_string(name, plausibility.DEVICE_NAME, "name", where),
+        bandwidth_bytes_per_second=_measured(
+            bandwidth, "bandwidth", "bandwidth", where, BANDWIDTH_UNIT
+        ),
+        peak_flops_per_second=_measured(peak, "peak", "peak", where, PEAK_UNIT),
+        ridge_point=_measured(ridge, "ridge point", "ridge point", where),
+        recommended_min_batch=_whole(min_batch, "min batch", "min batch", where),
         step_seconds=_steps(steps, "step times", where, batches, STEP_UNIT),
     )
 
@@ -384,39 +418,42 @@ def _decode_device_v1(raw: Any, position: int, batches: Sequence[int]) -> Compac
     own_batches = _batches(_field(raw, "b", list, where), "b", f"{where} sweep")
     steps = _steps(_field(raw, "st", list, where), "st", f"{where} sweep", own_batches, 1.0)
     return CompactDevice(
-        index=int(_field(raw, "i", int, where)),
-        name=str(_field(raw, "nm", str, where)),
-        bandwidth_bytes_per_second=_positive(_field(raw, "bw", object, where), "bw", where),
-        peak_flops_per_second=_positive(_field(raw, "pk", object, where), "pk", where),
-        ridge_point=_positive(_field(raw, "rp", object, where), "rp", where),
-        recommended_min_batch=_positive_int(_field(raw, "mb", object, where), "mb", where),
+        index=_whole(_field(raw, "i", object, where), "device index", "i", where),
+        name=_string(_field(raw, "nm", object, where), plausibility.DEVICE_NAME, "nm", where),
+        bandwidth_bytes_per_second=_measured(
+            _field(raw, "bw", object, where), "bandwidth", "bw", where
+        ),
+        peak_flops_per_second=_measured(_field(raw, "pk", object, where), "peak", "pk", where),
+        ridge_point=_measured(_field(raw, "rp", object, where), "ridge point", "rp", where),
+        recommended_min_batch=_whole(_field(raw, "mb", object, where), "min batch", "mb", where),
         step_seconds=steps if own_batches == tuple(batches) else (),
     )
+
+
+def _device_list(raw: dict[str, Any], key: str) -> list[Any]:
+    devices = _list(_field(raw, key, list, "result"), key, "result", plausibility.MAX_DEVICES)
+    if not devices:
+        raise CompactDecodeError("result has no devices")
+    return devices
 
 
 def _decode_devices(
     raw: dict[str, Any], version: int
 ) -> tuple[tuple[int, ...], tuple[CompactDevice, ...]]:
     if version == 1:
-        devices_raw = _field(raw, "d", list, "result")
-        if not devices_raw:
-            raise CompactDecodeError("result has no devices")
+        devices_raw = _device_list(raw, "d")
         first = devices_raw[0] if isinstance(devices_raw[0], dict) else {}
         batches = tuple(b for b in first.get("b") or [] if isinstance(b, int))
         devices = tuple(_decode_device_v1(d, i, batches) for i, d in enumerate(devices_raw))
         return (batches if any(d.step_seconds for d in devices) else ()), devices
     batches = _batches(_field(raw, "b", list, "result"), "b", "result")
-    devices_raw = _field(raw, "g", list, "result")
-    if not devices_raw:
-        raise CompactDecodeError("result has no devices")
+    devices_raw = _device_list(raw, "g")
     return batches, tuple(_decode_device_v2(d, i, batches) for i, d in enumerate(devices_raw))
 
 
 def _interval(value: float, below: Any, above: Any, name: str, where: str) -> tuple[float, float]:
-    low_pct = float(_check(below, (int, float), f"{name} below", where))
-    high_pct = float(_check(above, (int, float), f"{name} above", where))
-    if not (math.isfinite(low_pct) and math.isfinite(high_pct)) or low_pct > 100:
-        raise CompactDecodeError(f"{where}: the {name} interval is out of range")
+    low_pct = _measured(below, "width below", f"{name} below", where)
+    high_pct = _measured(above, "width above", f"{name} above", where)
     if low_pct + high_pct < 0:
         raise CompactDecodeError(f"{where}: the {name} interval ends below its start")
     return (value * (1 - low_pct / 100), value * (1 + high_pct / 100))
@@ -430,8 +467,8 @@ def _decode_intervals(raw: Any, position: int, device: CompactDevice) -> Compact
         raise CompactDecodeError(f"{where}: not an array of {len(INTERVAL_FIELDS)} fields")
     bw_below, bw_above, pk_below, pk_above, rp_below, rp_above, mb_low, mb_high = raw
     batches = (
-        _positive_int(mb_low, "min batch low", where),
-        _positive_int(mb_high, "min batch high", where),
+        _whole(mb_low, "min batch", "min batch low", where),
+        _whole(mb_high, "min batch", "min batch high", where),
     )
     if batches[0] > batches[1]:
         raise CompactDecodeError(f"{where}: the min batch interval ends below its start")
@@ -473,39 +510,34 @@ def _attach_warnings(
     attached = []
     for position, (codes, device) in enumerate(zip(per_device, devices, strict=True)):
         where = f"device #{position} warnings"
-        codes = _check(codes, list, "warnings", where)
-        if len(codes) > MAX_WARNINGS:
-            raise CompactDecodeError(f"{where}: more than {MAX_WARNINGS} codes")
+        codes = _list(codes, "warnings", where, MAX_WARNINGS)
         for code in codes:
-            text = _check(code, str, "warning", where)
-            if not text or len(text) > MAX_WARNING_CHARS:
-                raise CompactDecodeError(f"{where}: a code is empty or too long")
+            _string(code, plausibility.WARNING_CODE, "warning", where)
         attached.append(replace(device, warnings=tuple(dict.fromkeys(codes))))
     return tuple(attached)
 
 
-def _count(value: Any, name: str, where: str) -> int:
-    number = int(_check(value, int, name, where))
-    if number < 0:
-        raise CompactDecodeError(f"{where}: field {name!r} must not be negative")
-    return number
-
-
 def _decode_models(raw: Any) -> list[tuple[str, int, int]]:
     models = []
-    for position, model in enumerate(_check(raw, list, "m", "result")):
+    for position, model in enumerate(_list(raw, "m", "result", plausibility.MAX_MODELS)):
         where = f"model #{position}"
         if not isinstance(model, list) or len(model) != len(MODEL_FIELDS):
             raise CompactDecodeError(f"{where}: not an array of {len(MODEL_FIELDS)} fields")
         name, context, tp = model
         models.append(
             (
-                str(_check(name, str, "name", where)),
-                _positive_int(context, "context", where),
-                _positive_int(tp, "tensor parallel", where),
+                _string(name, plausibility.LABEL_VALUE, "name", where),
+                _whole(context, "context", "context", where),
+                _whole(tp, "tensor parallel", "tensor parallel", where),
             )
         )
+    if len({name for name, _, _ in models}) != len(models):
+        raise CompactDecodeError("result: a model is named twice")
     return models
+
+
+def _decoded_step(value: Any, name: str, where: str) -> float | None:
+    return None if value is None else _measured(value, "step", name, where, STEP_UNIT)
 
 
 def _decode_plan(
@@ -516,7 +548,8 @@ def _decode_plan(
     min_batch, by_memory, by_latency, step_low, step_high, *rest = raw
     steps = rest[0] if rest else []
     step_times = tuple(
-        _positive(s, "step times", where) * STEP_UNIT for s in _check(steps, list, "steps", where)
+        _measured(s, "step", "step times", where, STEP_UNIT)
+        for s in _list(steps, "steps", where, plausibility.MAX_BATCHES)
     )
     if len(step_times) > len(batches):
         raise CompactDecodeError(f"{where}: more step times than sweep batches")
@@ -524,17 +557,15 @@ def _decode_plan(
         name=model[0],
         context_tokens=model[1],
         tensor_parallel=model[2],
-        min_batch=None if min_batch is None else _positive_int(min_batch, "min batch", where),
-        max_batch_by_memory=_count(by_memory, "max batch by memory", where),
+        min_batch=None if min_batch is None else _whole(min_batch, "min batch", "min batch", where),
+        max_batch_by_memory=_whole(by_memory, "batch bound", "max batch by memory", where),
         max_batch_by_latency=(
-            None if by_latency is None else _count(by_latency, "max batch by latency", where)
+            None
+            if by_latency is None
+            else _whole(by_latency, "batch bound", "max batch by latency", where)
         ),
-        step_seconds_at_min_batch=(
-            None if step_low is None else _positive(step_low, "step at min", where) * STEP_UNIT
-        ),
-        step_seconds_at_max_batch=(
-            None if step_high is None else _positive(step_high, "step at max", where) * STEP_UNIT
-        ),
+        step_seconds_at_min_batch=_decoded_step(step_low, "step at min", where),
+        step_seconds_at_max_batch=_decoded_step(step_high, "step at max", where),
         step_seconds=step_times,
     )
 
@@ -563,20 +594,41 @@ def _attach_plans(
     return tuple(attached)
 
 
-def decode_compact(text: str) -> CompactProfile:
+def _created_at(raw: dict[str, Any], now: float | None) -> float:
+    try:
+        return plausibility.timestamp(
+            _field(raw, "t", object, "result"), "t", now, plausibility.MAX_RESULT_AGE_SECONDS
+        )
+    except plausibility.ImplausibleValue as exc:
+        raise CompactDecodeError(f"result: {exc}") from None
+
+
+def _check_devices(devices: tuple[CompactDevice, ...], expected: int | None) -> None:
+    if expected is not None and len(devices) != expected:
+        raise CompactDecodeError(
+            f"result: field 'g' lists {len(devices)} devices, the pod requested {expected} GPU(s)"
+        )
+    if len({d.index for d in devices}) != len(devices):
+        raise CompactDecodeError("result: field 'g' lists a device index twice")
+
+
+def decode_compact(
+    text: str, *, now: float | None = None, gpus: int | None = None
+) -> CompactProfile:
     """Parse and validate a compact result; raise :class:`CompactDecodeError` on any defect.
 
-    A truncated message (the kubelet cuts at 4096 bytes) fails as invalid JSON.
+    Every number must be finite and physically plausible (``plausibility.py``); given ``now``,
+    the result's time must lie within a window of it, and given ``gpus`` (the GPUs the pod
+    requested) the result must list exactly that many. A truncated message (the kubelet cuts at
+    4096 bytes) fails as invalid JSON; so does one nested too deep for a recursive parser.
     """
     if not text or not text.strip():
         raise CompactDecodeError("empty result")
-    if len(text.encode("utf-8", errors="replace")) > MAX_COMPACT_BYTES:
-        raise CompactDecodeError(f"result longer than {MAX_COMPACT_BYTES} bytes")
     try:
-        raw = json.loads(text)
-    except json.JSONDecodeError as exc:
-        snippet = first_line(text, max_chars=120)
-        raise CompactDecodeError(f"not a JSON result ({exc.msg}): {snippet!r}") from None
+        raw = plausibility.load_json(text, MAX_COMPACT_BYTES, "result")
+    except plausibility.ImplausibleValue as exc:
+        snippet = first_line(text, max_chars=60)
+        raise CompactDecodeError(f"{exc}: {snippet!r}") from None
     if not isinstance(raw, dict):
         raise CompactDecodeError("result is not a JSON object")
     version = _field(raw, "v", int, "result")
@@ -585,16 +637,17 @@ def decode_compact(text: str) -> CompactProfile:
             f"unsupported result version {version} (expected one of {READABLE_VERSIONS})"
         )
     batches, devices = _decode_devices(raw, version)
+    _check_devices(devices, gpus)
     if version >= 2:
         devices = _attach_intervals(raw, devices)
         devices = _attach_warnings(raw, devices)
     devices = _attach_plans(raw, batches, devices)
     return CompactProfile(
-        dtype=str(_field(raw, "dt", str, "result")),
-        shape_k=_positive_int(_field(raw, "k", object, "result"), "k", "result"),
-        shape_n=_positive_int(_field(raw, "n", object, "result"), "n", "result"),
-        created_at=float(_field(raw, "t", (int, float), "result")),
-        duration_seconds=float(_field(raw, "s", (int, float), "result")),
+        dtype=_string(_field(raw, "dt", object, "result"), _DTYPE, "dt", "result"),
+        shape_k=_whole(_field(raw, "k", object, "result"), "dimension", "k", "result"),
+        shape_n=_whole(_field(raw, "n", object, "result"), "dimension", "n", "result"),
+        created_at=_created_at(raw, now),
+        duration_seconds=_measured(_field(raw, "s", object, "result"), "duration", "s", "result"),
         batches=batches,
         devices=devices,
         version=version,

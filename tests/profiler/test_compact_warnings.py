@@ -69,9 +69,9 @@ def _with_w(w: object) -> str:
     ("text", "reason"),
     [
         pytest.param(_with_w([]), "warnings and devices differ", id="count"),
-        pytest.param(_with_w([[1]]), "wrong type", id="number"),
-        pytest.param(_with_w([[""]]), "empty or too long", id="empty"),
-        pytest.param(_with_w([["W" * 41]]), "empty or too long", id="long"),
+        pytest.param(_with_w([[1]]), "'warning' is not a string", id="number"),
+        pytest.param(_with_w([[""]]), "is not an allowed string", id="empty"),
+        pytest.param(_with_w([["W" * 41]]), "is not an allowed string", id="long"),
         pytest.param(_with_w([["W"] * 17]), "more than 16", id="many"),
         pytest.param(_with_w({"0": []}), "wrong type", id="object"),
     ],

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import Mapping
 from typing import Any
 
@@ -75,7 +76,9 @@ def spec(**fields: Any) -> ProfileSpec:
 def succeeded_pod(
     name: str, node_name: str, spec_hash: str, attempt: int = 1, **kw: Any
 ) -> PodFacts:
-    message = kw.pop("message", None) or encode_compact(profile())
+    """A finished pod; its default result was measured a second after the pod was created."""
+    created_at = kw.pop("created_at", 1000.0)
+    message = kw.pop("message", None) or encode_compact(profile(created_at=created_at + 1.0))
     return PodFacts(
         name=name,
         namespace="roofline-system",
@@ -84,9 +87,16 @@ def succeeded_pod(
         attempt=attempt,
         spec_hash=spec_hash,
         phase="Succeeded",
-        created_at=kw.pop("created_at", 1000.0),
-        started_at=1001.0,
+        created_at=created_at,
+        started_at=created_at + 1.0,
         bound=True,
         terminated=Terminated(exit_code=0, reason="Completed", message=message),
         **kw,
     )
+
+
+def fresh_succeeded_pod(
+    name: str, node_name: str, spec_hash: str, attempt: int = 1, **kw: Any
+) -> PodFacts:
+    """:func:`succeeded_pod` created just now, for rounds that run on the wall clock."""
+    return succeeded_pod(name, node_name, spec_hash, attempt, created_at=time.time(), **kw)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Mapping
 from dataclasses import replace
 from typing import Any
@@ -10,7 +11,7 @@ from typing import Any
 import kopf
 import pytest
 from prometheus_client import CollectorRegistry
-from tests.operator.unit.operator_builders import node, succeeded_pod
+from tests.operator.unit.operator_builders import node, fresh_succeeded_pod
 
 from roofline_operator.config import load_config
 from roofline_operator.engine import ProfileLoop, batch_window, first_of
@@ -123,7 +124,7 @@ def loop_with(client: RecordingClient, spec: Mapping[str, Any], status: Any = No
 def succeeded(client: RecordingClient, index: int = 0) -> PodFacts:
     """The ``index``-th pod the loop created, as the watch shows it once it succeeded."""
     pod = pod_facts(client.created[index])
-    return succeeded_pod(pod.name, pod.node, pod.spec_hash, pod.attempt)
+    return fresh_succeeded_pod(pod.name, pod.node, pod.spec_hash, pod.attempt)
 
 
 @pytest.mark.asyncio
@@ -179,7 +180,7 @@ async def test_finished_pods_are_collected_before_the_round_creates_pods() -> No
     first = pod_facts(client.created[0])
     assert first.node == "a"
     client.calls.clear()
-    await loop.round(nodes, [succeeded_pod(first.name, "a", first.spec_hash)], {})
+    await loop.round(nodes, [fresh_succeeded_pod(first.name, "a", first.spec_hash)], {})
     assert client.calls == ["collect", "create", "patch node"]
     assert pod_facts(client.created[1]).node == "b"
 
@@ -194,10 +195,10 @@ async def test_a_refused_collection_falls_back_to_one_delete_per_finished_pod(
     await loop.round(nodes, [], {})
     a, b = (pod_facts(p) for p in client.created)
     with caplog.at_level(logging.WARNING, logger="roofline_operator.engine"):
-        await loop.round(nodes, [succeeded_pod(a.name, "a", a.spec_hash)], {})
+        await loop.round(nodes, [fresh_succeeded_pod(a.name, "a", a.spec_hash)], {})
     assert client.deleted == [("roofline-system", a.name)]
     assert "deletecollection" in caplog.text
-    await loop.round(nodes, [succeeded_pod(b.name, "b", b.spec_hash)], {})
+    await loop.round(nodes, [fresh_succeeded_pod(b.name, "b", b.spec_hash)], {})
     assert client.deleted[-1] == ("roofline-system", b.name)
     assert client.calls.count("collect") == 1, "a refused collection is not tried again"
 

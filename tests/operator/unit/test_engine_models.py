@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import logging
+import time
 from collections.abc import AsyncIterator, Mapping
 from dataclasses import replace
 from typing import Any
@@ -13,7 +14,7 @@ import pytest
 from prometheus_client import CollectorRegistry
 from tests.model_configs import TINY_LLAMA
 from tests.operator.unit.model_builders import plan
-from tests.operator.unit.operator_builders import device, node, profile, succeeded_pod
+from tests.operator.unit.operator_builders import device, node, profile, fresh_succeeded_pod
 from tests.operator.unit.test_engine import RecordingClient, quiet_events  # noqa: F401
 
 from roofline_operator import model_delivery
@@ -156,8 +157,10 @@ async def test_plans_reach_status_and_a_removed_model_leaves_it() -> None:
     loop = loop_with(client, spec, ENV)
     await loop.round({"a": node("a")}, [], {})
     pod = pod_facts(client.created[0])
-    message = encode_compact(profile(replace(device(), models=(plan("tiny"),))))
-    done = succeeded_pod(pod.name, pod.node, pod.spec_hash, pod.attempt, message=message)
+    message = encode_compact(
+        profile(replace(device(), models=(plan("tiny"),)), created_at=time.time())
+    )
+    done = fresh_succeeded_pod(pod.name, pod.node, pod.spec_hash, pod.attempt, message=message)
     await loop.round({"a": node("a")}, [done], {})
     status = client.statuses[-1]
     (entry,) = status["nodes"][0]["models"]
@@ -179,7 +182,7 @@ async def test_the_node_feature_backend_writes_objects_instead_of_patching_nodes
     nodes = {"a": node("a")}
     await loop.round(nodes, [], {})
     pod = pod_facts(client.created[0])
-    done = succeeded_pod(pod.name, pod.node, pod.spec_hash, pod.attempt)
+    done = fresh_succeeded_pod(pod.name, pod.node, pod.spec_hash, pod.attempt)
     await loop.round(nodes, [done], {})
     await loop.round(nodes, [], {})  # nfd-master has not labelled the node yet: no rewrite
     assert client.labelled == []
@@ -202,7 +205,7 @@ async def test_with_the_node_feature_backend_a_restart_rebuilds_records_from_the
     nodes = {"a": node("a")}
     await loop.round(nodes, [], {})
     pod = pod_facts(client.created[0])
-    await loop.round(nodes, [succeeded_pod(pod.name, pod.node, pod.spec_hash, pod.attempt)], {})
+    await loop.round(nodes, [fresh_succeeded_pod(pod.name, pod.node, pod.spec_hash, pod.attempt)], {})
 
     restarted = loop_with(client, {}, env)
     await restarted.restore(client)  # type: ignore[arg-type]

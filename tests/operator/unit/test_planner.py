@@ -158,7 +158,7 @@ def test_a_result_is_recorded_labelled_and_its_pod_deleted() -> None:
     first = plan_round(world([node("a", gpus=2)]))
     (pod,) = created_pods(first)
     devices = (device(0, min_batch=64), device(1, min_batch=512, ridge=210.0))
-    done = finished(pod, message=encode_compact(profile(*devices)))
+    done = finished(pod, message=encode_compact(profile(*devices, created_at=NOW)))
     plan = plan_round(world([node("a", gpus=2)], pods=[done], records=first.records))
     record = plan.records["a"]
     assert record.state is NodeState.PROFILED
