@@ -65,7 +65,7 @@ class ProfileLoop:
         self.body = body
         self.logger = logger
         status = dict(body.get("status") or {})
-        self.records: dict[str, NodeRecord] = records_from_status(status)
+        self.records: dict[str, NodeRecord] = records_from_status(status, time.time())
         #: Whether the records were completed from the node annotations (once the caches are).
         self.restored = False
         self.annotations = AnnotationMemo()
@@ -124,7 +124,7 @@ class ProfileLoop:
             )
             self.applier.found_node_features({f.node: f.name for f in found})
             carriers = [f.carrier for f in found]
-        self.records = restore_records(self.records, carriers, self.name)
+        self.records = restore_records(self.records, carriers, self.name, time.time())
         self.restored = True
 
     async def round(

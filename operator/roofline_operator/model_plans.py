@@ -15,6 +15,7 @@ import math
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+from roofline_profiler import plausibility
 from roofline_profiler.compact import CompactModelPlan
 
 #: Significant digits of the decimals in a status entry: the precision of the compact result,
@@ -96,24 +97,36 @@ def plan_to_status(plan: CompactModelPlan) -> dict[str, Any]:
     return {k: v for k, v in fields.items() if v is not None}
 
 
-def _optional(entry: Mapping[str, Any], key: str, kind: type[int] | type[float]) -> Any:
+def _optional(entry: Mapping[str, Any], key: str, quantity: str) -> Any:
     value = entry.get(key)
-    return None if value is None else kind(value)
+    if value is None:
+        return None
+    if quantity == "step":
+        return plausibility.number(value, quantity, key)
+    return plausibility.integer(value, quantity, key)
 
 
 def plan_from_status(entry: Mapping[str, Any]) -> CompactModelPlan | None:
-    """The plan kept in a status entry; ``None`` for an entry without numbers (a failure)."""
+    """The plan kept in a status entry; ``None`` for an entry without numbers (a failure).
+
+    Raises ``ValueError`` for a number outside the plausibility table (a step of 0 would divide
+    by zero in tokens per second, a negative batch is no label value).
+    """
     if "maxBatchByMemory" not in entry or "name" not in entry:
         return None
     return CompactModelPlan(
-        name=str(entry["name"]),
-        context_tokens=int(entry.get("contextTokens", 1)),
-        tensor_parallel=int(entry.get("tensorParallel", 1)),
-        min_batch=_optional(entry, "minBatch", int),
-        max_batch_by_memory=int(entry["maxBatchByMemory"]),
-        max_batch_by_latency=_optional(entry, "maxBatchByLatency", int),
-        step_seconds_at_min_batch=_optional(entry, "stepSecondsAtMinBatch", float),
-        step_seconds_at_max_batch=_optional(entry, "stepSecondsAtMaxBatch", float),
+        name=plausibility.text(entry["name"], plausibility.LABEL_VALUE, "name"),
+        context_tokens=plausibility.integer(entry.get("contextTokens", 1), "context", "context"),
+        tensor_parallel=plausibility.integer(
+            entry.get("tensorParallel", 1), "tensor parallel", "tensorParallel"
+        ),
+        min_batch=_optional(entry, "minBatch", "min batch"),
+        max_batch_by_memory=plausibility.integer(
+            entry["maxBatchByMemory"], "batch bound", "maxBatchByMemory"
+        ),
+        max_batch_by_latency=_optional(entry, "maxBatchByLatency", "batch bound"),
+        step_seconds_at_min_batch=_optional(entry, "stepSecondsAtMinBatch", "step"),
+        step_seconds_at_max_batch=_optional(entry, "stepSecondsAtMaxBatch", "step"),
     )
 
 
@@ -122,7 +135,7 @@ def plans_from_status(raw: Any) -> tuple[CompactModelPlan, ...]:
     if not isinstance(raw, list):
         return ()
     plans = []
-    for entry in raw:
+    for entry in raw[: plausibility.MAX_MODELS]:
         if not isinstance(entry, Mapping):
             continue
         try:

@@ -20,11 +20,13 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
-from roofline_operator import results
+from roofline_operator import results, sizes
 from roofline_operator.labels import label_safe
-from roofline_operator.names import ANNOTATION_RECORD_PREFIX, NodeState, format_time, parse_time
+from roofline_operator.names import ANNOTATION_RECORD_PREFIX, NodeState, format_time
 from roofline_operator.nodes import NodeFacts
 from roofline_operator.results import Headline, NodeResult
+from roofline_profiler import plausibility
+from roofline_profiler.compact import MAX_WARNINGS
 
 
 @dataclass(frozen=True)
@@ -115,42 +117,71 @@ def _publication_to_status(record: NodeRecord, result: NodeResult) -> dict[str, 
     return fields
 
 
-def record_from_status(raw: Mapping[str, Any]) -> NodeRecord | None:
-    """Rebuild a record from its status entry; ``None`` for an entry too damaged to trust."""
+#: Longest record annotation read back: four budgets, so records written whole by an older
+#: version (up to 7.6 KB) still restore.
+MAX_RECORD_ANNOTATION_BYTES = 4 * sizes.RECORD_ANNOTATION_BUDGET_BYTES
+#: Longest free text a restored record keeps (a failure message, a material change).
+MAX_RESTORED_TEXT_CHARS = 1000
+
+
+def record_from_status(raw: Mapping[str, Any], now: float | None = None) -> NodeRecord | None:
+    """Rebuild a record from its status entry (or record annotation); ``None`` for an entry too
+    damaged to trust: every number, time and string is read through the plausibility table."""
     try:
-        result = results.from_status(raw)
-        measured = results.headline_from_status(raw.get("measured"))
-        if measured is None and result is not None:
-            measured = results.headline_of(result)
-        return NodeRecord(
-            name=str(raw["name"]),
-            gpus=int(raw.get("gpus", 1)),
-            state=NodeState(raw.get("state", NodeState.QUEUED.value)),
-            attempts=int(raw.get("attempts", 0)),
-            unschedulable=int(raw.get("unschedulableAttempts", 0)),
-            cycle_hash=str(raw.get("cycleHash", "")),
-            pod=raw.get("pod"),
-            pod_namespace=raw.get("podNamespace"),
-            last_attempt_at=parse_time(raw.get("lastAttemptTime")),
-            next_attempt_at=parse_time(raw.get("nextAttemptTime")),
-            reason=raw.get("reason"),
-            message=raw.get("message"),
-            result=result,
-            measured=measured,
-            previous=results.headline_from_status(raw.get("previous")),
-            published_at=parse_time(raw.get("publishedTime")),
-            change=raw.get("materialChange"),
-            warnings=tuple(str(code) for code in raw.get("warnings") or ()),
-            held=raw.get("heldBack") is True,
-            unavailable_since=parse_time(raw.get("unavailableSince")),
-        )
+        return _record_from_status(raw, now)
     except (KeyError, TypeError, ValueError):
         return None
 
 
-def records_from_status(status: Mapping[str, Any] | None) -> dict[str, NodeRecord]:
+def _record_from_status(raw: Mapping[str, Any], now: float | None) -> NodeRecord:
+    result = results.from_status(raw, now)
+    measured = results.headline_from_status(raw.get("measured"), now)
+    if measured is None and result is not None:
+        measured = results.headline_of(result)
+    warnings = raw.get("warnings") or []
+    if not isinstance(warnings, list) or len(warnings) > MAX_WARNINGS:
+        raise plausibility.ImplausibleValue("field 'warnings' is not a list of codes")
+
+    def text(key: str) -> str | None:
+        return plausibility.optional_text(raw.get(key), key, MAX_RESTORED_TEXT_CHARS)
+
+    return NodeRecord(
+        name=plausibility.optional_text(raw["name"], "name", 253) or "",
+        gpus=plausibility.integer(raw.get("gpus", 1), "gpus", "gpus"),
+        state=NodeState(raw.get("state", NodeState.QUEUED.value)),
+        attempts=plausibility.integer(raw.get("attempts", 0), "attempts", "attempts"),
+        unschedulable=plausibility.integer(
+            raw.get("unschedulableAttempts", 0), "attempts", "unschedulableAttempts"
+        ),
+        cycle_hash=text("cycleHash") or "",
+        pod=text("pod"),
+        pod_namespace=text("podNamespace"),
+        last_attempt_at=results.restored_time(raw.get("lastAttemptTime"), "lastAttempt", now),
+        next_attempt_at=results.restored_time(raw.get("nextAttemptTime"), "nextAttempt", None),
+        reason=text("reason"),
+        message=text("message"),
+        result=result,
+        measured=measured,
+        previous=results.headline_from_status(raw.get("previous"), now),
+        published_at=results.restored_time(raw.get("publishedTime"), "publishedTime", now),
+        change=text("materialChange"),
+        warnings=tuple(
+            plausibility.text(code, plausibility.WARNING_CODE, "warnings") for code in warnings
+        ),
+        held=raw.get("heldBack") is True,
+        unavailable_since=results.restored_time(
+            raw.get("unavailableSince"), "unavailableSince", now
+        ),
+    )
+
+
+def records_from_status(
+    status: Mapping[str, Any] | None, now: float | None = None
+) -> dict[str, NodeRecord]:
     entries = (status or {}).get("nodes") or []
-    records = (record_from_status(e) for e in entries if isinstance(e, Mapping))
+    if not isinstance(entries, list):
+        return {}
+    records = (record_from_status(e, now) for e in entries if isinstance(e, Mapping))
     return {r.name: r for r in records if r is not None}
 
 
@@ -164,12 +195,14 @@ def record_to_annotation(record: NodeRecord) -> str | None:
     """The publication of ``record`` as compact JSON; ``None`` while it holds no result.
 
     The same fields as its ``status.nodes[]`` entry, minus the attempt's (state, attempts, pod,
-    reason, times): those belong to one operator's round, a restart starts them afresh.
+    reason, times): those belong to one operator's round, a restart starts them afresh. Fitted to
+    :data:`~roofline_operator.sizes.RECORD_ANNOTATION_BUDGET_BYTES` (``sizes.py``).
     """
     if record.result is None:
         return None
     entry = {**results.to_status(record.result), **_publication_to_status(record, record.result)}
     entry = {k: v for k, v in entry.items() if v is not None}
+    entry = sizes.fit(entry, sizes.RECORD_ANNOTATION_BUDGET_BYTES)
     return json.dumps(entry, separators=(",", ":"), sort_keys=True)
 
 
@@ -195,15 +228,21 @@ class AnnotationMemo:
         return text
 
 
-def record_from_annotation(name: str, gpus: int, text: str) -> NodeRecord | None:
-    """A ``Profiled`` record rebuilt from :func:`record_to_annotation`; ``None`` if damaged."""
+def record_from_annotation(
+    name: str, gpus: int, text: str, now: float | None = None
+) -> NodeRecord | None:
+    """A ``Profiled`` record rebuilt from :func:`record_to_annotation`; ``None`` if damaged.
+
+    Whoever may patch the Node (its own kubelet included) may write this text, so it is read
+    like a profiler's result: bounded in size and depth, every field plausible.
+    """
     try:
-        raw = json.loads(text)
+        raw = plausibility.load_json(text, MAX_RECORD_ANNOTATION_BYTES, "record annotation")
     except ValueError:
         return None
     if not isinstance(raw, Mapping):
         return None
-    restored = record_from_status({**raw, "name": name, "gpus": gpus})
+    restored = record_from_status({**raw, "name": name, "gpus": gpus}, now)
     if restored is None or restored.result is None:
         return None
     return replace(
@@ -215,7 +254,10 @@ def record_from_annotation(name: str, gpus: int, text: str) -> NodeRecord | None
 
 
 def restore_records(
-    from_status: Mapping[str, NodeRecord], nodes: Iterable[NodeFacts], profile: str
+    from_status: Mapping[str, NodeRecord],
+    nodes: Iterable[NodeFacts],
+    profile: str,
+    now: float | None = None,
 ) -> dict[str, NodeRecord]:
     """A restarted operator's records: ``status.nodes[]`` entries, and every node annotation of
     ``profile``; where both hold a result, the annotation's publication is taken when its result
@@ -228,7 +270,7 @@ def restore_records(
             continue
         known = restored.get(node.name)
         gpus = known.gpus if known is not None else 1
-        annotated = record_from_annotation(node.name, gpus, text)
+        annotated = record_from_annotation(node.name, gpus, text, now)
         if annotated is None or annotated.result is None:
             continue
         if known is None:

@@ -14,6 +14,7 @@ from typing import Any
 
 from roofline_operator import model_plans
 from roofline_operator.names import format_time, parse_time
+from roofline_profiler import plausibility
 from roofline_profiler.compact import CompactIntervals, CompactModelPlan, CompactProfile
 
 
@@ -153,15 +154,23 @@ def intervals_from_status(raw: Mapping[str, Any]) -> CompactIntervals | None:
     if not all(isinstance(raw.get(k), Mapping) for k in (*keys, "recommendedMinBatchInterval")):
         return None
 
-    def pair(key: str) -> tuple[float, float]:
-        return (float(raw[key]["low"]), float(raw[key]["high"]))
+    def pair(key: str, quantity: str) -> tuple[float, float]:
+        low = plausibility.interval_end(raw[key]["low"], quantity, f"{key}.low")
+        high = plausibility.interval_end(raw[key]["high"], quantity, f"{key}.high")
+        if low > high:
+            raise plausibility.ImplausibleValue(f"field {key!r} ends below its start")
+        return (low, high)
 
     batches = raw["recommendedMinBatchInterval"]
+    low = plausibility.integer(batches["low"], "min batch", "recommendedMinBatchInterval.low")
+    high = plausibility.integer(batches["high"], "min batch", "recommendedMinBatchInterval.high")
+    if low > high:
+        raise plausibility.ImplausibleValue("field 'recommendedMinBatchInterval' ends below")
     return CompactIntervals(
-        bandwidth=pair("bandwidthInterval"),
-        peak=pair("peakInterval"),
-        ridge_point=pair("ridgePointInterval"),
-        recommended_min_batch=(int(batches["low"]), int(batches["high"])),
+        bandwidth=pair("bandwidthInterval", "bandwidth"),
+        peak=pair("peakInterval", "peak"),
+        ridge_point=pair("ridgePointInterval", "ridge point"),
+        recommended_min_batch=(low, high),
     )
 
 
@@ -202,20 +211,40 @@ def headline_to_status(headline: Headline) -> dict[str, Any]:
     }
 
 
-def headline_from_status(raw: Any) -> Headline | None:
+def restored_time(raw: Any, field: str, now: float | None) -> float | None:
+    """A status or record time (RFC 3339) as unix seconds inside the plausibility window of
+    ``now``; ``None`` when absent. A time in the future would postpone a re-profile forever."""
+    seconds = parse_time(raw)
+    return None if seconds is None else plausibility.timestamp(seconds, field, now)
+
+
+def headline_from_status(raw: Any, now: float | None = None) -> Headline | None:
     """The block written by :func:`headline_to_status`; ``None`` when absent.
 
-    Raises ``KeyError``, ``TypeError`` or ``ValueError`` for a block too damaged to trust.
+    Raises ``KeyError``, ``TypeError`` or ``ValueError`` for a block too damaged to trust: every
+    number is read through the plausibility table, as the profiler's own results are.
     """
     if not isinstance(raw, Mapping):
         return None
     return Headline(
-        profiled_at=parse_time(raw.get("profiledTime")) or 0.0,
-        bandwidth_bytes_per_second=float(raw["bandwidthBytesPerSecond"]),
-        peak_flops_per_second=float(raw["peakFlopsPerSecond"]),
-        ridge_point=float(raw["ridgePoint"]),
-        recommended_min_batch=int(raw["recommendedMinBatch"]),
+        profiled_at=restored_time(raw.get("profiledTime"), "profiledTime", now) or 0.0,
+        **_headline_numbers(raw),
     )
+
+
+def _headline_numbers(raw: Mapping[str, Any]) -> dict[str, Any]:
+    return {
+        "bandwidth_bytes_per_second": plausibility.number(
+            raw["bandwidthBytesPerSecond"], "bandwidth", "bandwidthBytesPerSecond"
+        ),
+        "peak_flops_per_second": plausibility.number(
+            raw["peakFlopsPerSecond"], "peak", "peakFlopsPerSecond"
+        ),
+        "ridge_point": plausibility.number(raw["ridgePoint"], "ridge point", "ridgePoint"),
+        "recommended_min_batch": plausibility.integer(
+            raw["recommendedMinBatch"], "min batch", "recommendedMinBatch"
+        ),
+    }
 
 
 def to_status(result: NodeResult) -> dict[str, Any]:
@@ -242,39 +271,61 @@ def to_status(result: NodeResult) -> dict[str, Any]:
     return fields
 
 
-def _gpu_from_status(raw: Mapping[str, Any], index: int, product: str) -> GpuResult:
+def _gpu_from_status(raw: Mapping[str, Any]) -> GpuResult:
+    product = raw.get("product") or "unknown"
     return GpuResult(
-        index=index,
-        product=product,
-        bandwidth_bytes_per_second=float(raw["bandwidthBytesPerSecond"]),
-        peak_flops_per_second=float(raw["peakFlopsPerSecond"]),
-        ridge_point=float(raw["ridgePoint"]),
-        recommended_min_batch=int(raw["recommendedMinBatch"]),
+        index=plausibility.integer(raw["index"], "device index", "index"),
+        product=plausibility.text(product, plausibility.DEVICE_NAME, "product"),
+        **_headline_numbers(raw),
         intervals=intervals_from_status(raw),
     )
 
 
-def from_status(entry: Mapping[str, Any]) -> NodeResult | None:
-    """The result kept in a ``status.nodes[]`` entry; ``None`` when the entry holds none.
+def _shape(text: Any) -> tuple[int, int]:
+    k, _, n = str(text).partition("x")
+    if not (k.isdigit() and n.isdigit() and len(k) + len(n) <= 16):
+        raise plausibility.ImplausibleValue(f"field 'shape' = {str(text)[:20]!r} is not KxN")
+    return (
+        plausibility.integer(int(k), "dimension", "shape"),
+        plausibility.integer(int(n), "dimension", "shape"),
+    )
 
-    Raises ``KeyError``, ``TypeError`` or ``ValueError`` for an entry too damaged to trust.
+
+def from_status(entry: Mapping[str, Any], now: float | None = None) -> NodeResult | None:
+    """The result kept in a ``status.nodes[]`` entry or a record annotation; ``None`` when the
+    entry holds none.
+
+    Raises ``KeyError``, ``TypeError`` or ``ValueError`` for an entry too damaged to trust:
+    anyone who may patch a Node may edit its record annotation, so every field is read through
+    the plausibility table, with times no later than ``now`` (plus clock skew).
     """
     if "specHash" not in entry or "ridgePoint" not in entry:
         return None
-    gpus = entry.get("devices") or [
-        {**entry, "index": int(entry.get("gpu", "0")), "product": entry.get("product", "")}
-    ]
-    shape_k, _, shape_n = str(entry.get("shape", "1x1")).partition("x")
+    devices = entry.get("devices")
+    if devices is not None and not (
+        isinstance(devices, list) and 0 < len(devices) <= plausibility.MAX_DEVICES
+    ):
+        raise plausibility.ImplausibleValue("field 'devices' is not a list of devices")
+    gpus = devices or [{**entry, "index": _index(entry.get("gpu", "0"))}]
+    shape_k, shape_n = _shape(entry.get("shape", "1x1"))
     return NodeResult(
-        spec_hash=str(entry["specHash"]),
-        profiled_at=parse_time(entry.get("profiledTime")) or 0.0,
-        duration_seconds=float(entry.get("durationSeconds", 0.0)),
-        dtype=str(entry.get("dtype", "")),
-        shape_k=int(shape_k or 1),
-        shape_n=int(shape_n or 1),
-        gpus=tuple(_gpu_from_status(g, int(g["index"]), str(g.get("product", ""))) for g in gpus),
+        spec_hash=plausibility.text(entry["specHash"], plausibility.TOKEN, "specHash"),
+        profiled_at=restored_time(entry.get("profiledTime"), "profiledTime", now) or 0.0,
+        duration_seconds=plausibility.number(
+            entry.get("durationSeconds", 0.0), "duration", "durationSeconds"
+        ),
+        dtype=plausibility.dtype(entry.get("dtype", "bfloat16")),
+        shape_k=shape_k,
+        shape_n=shape_n,
+        gpus=tuple(_gpu_from_status(g) for g in gpus),
         restored_models=model_plans.plans_from_status(entry.get("models")),
     )
+
+
+def _index(text: Any) -> int:
+    if not isinstance(text, str) or not text.isdigit() or len(text) > 2:
+        raise plausibility.ImplausibleValue(f"field 'gpu' = {str(text)[:20]!r} is not an index")
+    return int(text)
 
 
 #: A published bandwidth, peak or ridge point is provisional while its 95% interval reaches

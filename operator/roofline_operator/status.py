@@ -5,8 +5,8 @@ latest pod could not be scheduled (busy GPUs: not a failure), otherwise *profile
 result under the current spec, otherwise *pending*; the four add up to *matched*.
 
 ``status.nodes[]`` is bounded: a real API server stores at most about 1.5 MiB per object, and a
-full entry takes about 1 KiB for a single-GPU node with two models, up to about 6 KiB for eight
-GPUs, eight models and a failure message. It lists full entries for at most ``max_nodes`` nodes,
+full entry takes about 1 KiB for a single-GPU node with two models, up to 8.4 KB for eight GPUs,
+eight models and a failure message, which ``sizes.py`` trims to its 6 KiB budget. It lists full entries for at most ``max_nodes`` nodes,
 those that need attention first (failed, then materially changed, then pending), then the rest
 by name; the summary says how many are listed and how many omitted. The aggregates
 (``summary``, ``status.models[]``, the conditions) always cover every node. Every node's
@@ -22,7 +22,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from roofline_operator import model_status
+from roofline_operator import model_status, sizes
 from roofline_operator.model_status import ModelsView
 from roofline_operator.names import NodeState, format_time
 from roofline_operator.records import NodeRecord, record_to_status
@@ -32,8 +32,8 @@ from roofline_operator.records import NodeRecord, record_to_status
 RIDGE_POINT_DECIMALS = 2
 #: Nodes named in a condition message before the rest is summed up as "and N more".
 MAX_NODES_IN_MESSAGE = 5
-#: Default of the operator setting ``--status-max-nodes``: 100 full entries of the largest kind
-#: (8 GPUs, 8 models, a failure message: about 6 KiB each) take under 600 KiB.
+#: Default of the operator setting ``--status-max-nodes``: 100 full entries of at most 6 KiB
+#: each (``sizes.STATUS_ENTRY_BUDGET_BYTES``) take at most 600 KiB.
 DEFAULT_STATUS_MAX_NODES = 100
 #: The order in which node categories claim the listed places (``listing_order``).
 LISTING_PRIORITY = {
@@ -241,6 +241,9 @@ def build_status(
         "conditions": [],
     }
     _add_models(status, records, spec_hash, models or ModelsView(), conditions)
+    status["nodes"] = [
+        sizes.fit(entry, sizes.STATUS_ENTRY_BUDGET_BYTES) for entry in status["nodes"]
+    ]
     status["conditions"] = merge_conditions(previous_conditions, conditions, generation, now)
     if generation is not None:
         status["observedGeneration"] = generation

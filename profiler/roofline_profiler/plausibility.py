@@ -172,17 +172,32 @@ def _is_number(value: Any) -> bool:
 
 def number(value: Any, quantity: str, field: str, scale: float = 1.0) -> float:
     """``value × scale`` as a float inside :data:`RANGES` ``[quantity]``."""
+    scaled = _finite(value, field, scale)
+    bound = RANGES[quantity]
+    if not bound.low <= scaled <= bound.high or (bound.positive and scaled <= 0):
+        raise ImplausibleValue(f"field {field!r} = {scaled:.4g} is outside {bound.describe()}")
+    return scaled
+
+
+def interval_end(value: Any, quantity: str, field: str) -> float:
+    """One end of a 95% interval around a ``quantity``: from 0 (a width of 100% below) to the
+    widest width above (:data:`RANGES` ``["width above"]``) past the quantity's own range."""
+    end = _finite(value, field, 1.0)
+    high = RANGES[quantity].high * (1 + RANGES["width above"].high / 100)
+    if not 0 <= end <= high:
+        raise ImplausibleValue(f"field {field!r} = {end:.4g} is outside 0 ≤ x ≤ {high:g}")
+    return end
+
+
+def _finite(value: Any, field: str, scale: float) -> float:
     if not _is_number(value):
         raise ImplausibleValue(f"field {field!r} is not a number")
-    bound = RANGES[quantity]
     try:
         scaled = float(value) * scale
     except OverflowError:
         scaled = math.inf
     if not math.isfinite(scaled):
         raise ImplausibleValue(f"field {field!r} is not a finite number")
-    if not bound.low <= scaled <= bound.high or (bound.positive and scaled <= 0):
-        raise ImplausibleValue(f"field {field!r} = {scaled:.4g} is outside {bound.describe()}")
     return scaled
 
 
@@ -214,6 +229,15 @@ def text(value: Any, pattern: re.Pattern[str], field: str) -> str:
         raise ImplausibleValue(f"field {field!r} is not a string")
     if not pattern.match(value):
         raise ImplausibleValue(f"field {field!r} = {value[:40]!r} is not an allowed string")
+    return value
+
+
+def optional_text(value: Any, field: str, max_chars: int) -> str | None:
+    """``None``, or a string of at most ``max_chars`` characters (a message, a pod's name)."""
+    if value is None:
+        return None
+    if not isinstance(value, str) or len(value) > max_chars:
+        raise ImplausibleValue(f"field {field!r} is not a string of at most {max_chars} chars")
     return value
 
 

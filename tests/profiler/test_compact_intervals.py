@@ -97,9 +97,19 @@ def _with_u(u: object) -> str:
         pytest.param(_with_u([[1, 1]]), "not an array of 8 fields", id="short"),
         pytest.param(_with_u([[1, 1, 1, 1, 1, 1, 128, 64]]), "ends below", id="batches-reversed"),
         pytest.param(_with_u([[1, -2, 1, 1, 1, 1, 64, 64]]), "ends below", id="bandwidth-reversed"),
-        pytest.param(_with_u([[150, 1, 1, 1, 1, 1, 64, 64]]), "'bandwidth below' = 150 is outside", id="below-zero"),
-        pytest.param(_with_u([["x", 1, 1, 1, 1, 1, 64, 64]]), "'bandwidth below' is not a number", id="string"),
-        pytest.param(_with_u([[1, 1, 1, 1, 1, 1, 0, 64]]), "'min batch low' = 0 is outside", id="zero-batch"),
+        pytest.param(
+            _with_u([[150, 1, 1, 1, 1, 1, 64, 64]]),
+            "'bandwidth below' = 150 is outside",
+            id="below-zero",
+        ),
+        pytest.param(
+            _with_u([["x", 1, 1, 1, 1, 1, 64, 64]]),
+            "'bandwidth below' is not a number",
+            id="string",
+        ),
+        pytest.param(
+            _with_u([[1, 1, 1, 1, 1, 1, 0, 64]]), "'min batch low' = 0 is outside", id="zero-batch"
+        ),
         pytest.param(_with_u({"0": []}), "wrong type", id="object"),
     ],
 )

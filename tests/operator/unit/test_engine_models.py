@@ -205,7 +205,9 @@ async def test_with_the_node_feature_backend_a_restart_rebuilds_records_from_the
     nodes = {"a": node("a")}
     await loop.round(nodes, [], {})
     pod = pod_facts(client.created[0])
-    await loop.round(nodes, [fresh_succeeded_pod(pod.name, pod.node, pod.spec_hash, pod.attempt)], {})
+    await loop.round(
+        nodes, [fresh_succeeded_pod(pod.name, pod.node, pod.spec_hash, pod.attempt)], {}
+    )
 
     restarted = loop_with(client, {}, env)
     await restarted.restore(client)  # type: ignore[arg-type]
