@@ -11,6 +11,7 @@ nodes or the profiles, whichever comes first.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import time
 from collections import defaultdict
@@ -20,6 +21,7 @@ from typing import Any, cast
 
 import kopf
 
+from roofline_operator import provenance
 from roofline_operator.apply import PlanApplier
 from roofline_operator.kubeapi import ApiError, KubeClient
 from roofline_operator.labels import LabelClaim, label_patch, label_safe
@@ -77,6 +79,7 @@ class ProfileLoop:
         self.applier = PlanApplier(name, runtime.metrics, logger, features)
         written = runtime.models_config_maps.setdefault(name, set())
         self.models = ModelDelivery(name, written)
+        self.foreign = provenance.ForeignPodLog()
         runtime.metrics.start_profile(name)
 
     async def run(
@@ -149,6 +152,7 @@ class ProfileLoop:
         spec_hash = spec.measurement_hash(models.digest() if uses_config_maps else "")
         uid = str((self.body.get("metadata") or {}).get("uid", ""))
         models_config_map = await self.models.deliver(client, uid, namespace, models)
+        pods = self.own_pods(spec, pods, now)
         deleted = self.applier.observe(pods)
         profiling = {r.pod for r in self.records.values() if r.pod is not None}
         lookups = self.applier.pod_lookups(profiling)
@@ -178,6 +182,35 @@ class ProfileLoop:
         retries = [at - now for at in retry_times(plan, rejected)]
         return min([w for w in (plan.wake_in, *retries) if w is not None], default=None)
 
+    def own_pods(self, spec: ProfileSpec, pods: list[PodFacts], now: float) -> list[PodFacts]:
+        """The pods this operator created for this profile (``provenance.py``); the others are
+        counted once each, and reported in at most one Warning Event an hour."""
+        found = provenance.partition(pods, self.profile_ref(), self.pod_namespaces(spec))
+        if found.foreign:
+            new, announce = self.foreign.record(found.foreign, now)
+            self.runtime.metrics.foreign_pods.labels(self.name).inc(new)
+            if announce:
+                message = (
+                    f"ignored {len(found.foreign)} pod(s) that carry this profile's labels but "
+                    f"were not created by the operator: {provenance.describe(found.foreign)}"
+                )
+                logger.warning("Profile %s: %s", self.name, message)
+                kopf.warn(
+                    cast(kopf.Body, self.body), reason="ForeignPodIgnored", message=message[:1000]
+                )
+        return found.own
+
+    def profile_ref(self) -> ProfileRef:
+        metadata = self.body.get("metadata") or {}
+        return ProfileRef(name=self.name, uid=str(metadata.get("uid", "")))
+
+    def pod_namespaces(self, spec: ProfileSpec) -> set[str]:
+        """The profiler namespace, and any namespace a record's pod was launched in (a spec
+        that moved the namespace leaves pods behind in the old one)."""
+        namespaces = {spec.namespace or self.runtime.config.namespace}
+        namespaces.update(r.pod_namespace for r in self.records.values() if r.pod_namespace)
+        return namespaces
+
     def _input(
         self,
         spec: ProfileSpec,
@@ -190,7 +223,7 @@ class ProfileLoop:
     ) -> RoundInput:
         metadata = self.body.get("metadata") or {}
         return RoundInput(
-            profile=ProfileRef(name=self.name, uid=str(metadata.get("uid", ""))),
+            profile=self.profile_ref(),
             created_at=parse_time(metadata.get("creationTimestamp")) or 0.0,
             spec=spec,
             spec_hash=spec_hash,
@@ -393,14 +426,29 @@ async def list_node_features(
     return found
 
 
-async def release_profile(runtime: Runtime, name: str) -> None:
+def release_namespaces(runtime: Runtime, body: Mapping[str, Any]) -> set[str]:
+    """Where a profile being deleted may have pods: the configured namespace, its spec's, and
+    those its status names."""
+    namespaces = {runtime.config.namespace}
+    with contextlib.suppress(SpecError):
+        namespaces.add(parse_spec(body.get("spec") or {}).namespace or runtime.config.namespace)
+    records = records_from_status(body.get("status") or {})
+    namespaces.update(r.pod_namespace for r in records.values() if r.pod_namespace)
+    return namespaces
+
+
+async def release_profile(runtime: Runtime, name: str, body: Mapping[str, Any]) -> None:
     """Delete a profile's pods, remove the node labels it owns and its record annotations
-    (the finalizer's work)."""
+    (the finalizer's work). Only pods the operator created are deleted (``provenance.py``)."""
     client = await runtime.client()
     caches = runtime.caches
     await caches.prime(client, runtime.config.profiler_namespaces)
+    uid = str((body.get("metadata") or {}).get("uid", ""))
+    own = provenance.partition(
+        caches.pods_of(name), ProfileRef(name, uid), release_namespaces(runtime, body)
+    ).own
     jobs: list[Awaitable[Any]] = [
-        client.delete_pod(p.namespace, p.name) for p in caches.pods_of(name) if not p.deleting
+        client.delete_pod(p.namespace, p.name) for p in own if not p.deleting
     ]
     config = runtime.config
     if config.node_label_backend == BACKEND_NODE_FEATURE:

@@ -127,5 +127,5 @@ async def reconcile_profile(
 
 
 @kopf.on.delete(GROUP, VERSION, PLURAL)
-async def release(name: str, memo: Runtime, **_: Any) -> None:
-    await release_profile(memo, name)
+async def release(name: str, body: kopf.Body, memo: Runtime, **_: Any) -> None:
+    await release_profile(memo, name, body)

@@ -282,6 +282,12 @@ class OperatorMetrics:
             ["profile"],
             registry=registry,
         )
+        self.foreign_pods = Counter(
+            "roofline_foreign_pods_ignored",
+            "Pods carrying a profile's labels that the operator did not create, ignored.",
+            ["profile"],
+            registry=registry,
+        )
         self.reconcile_errors = Counter(
             "roofline_reconcile_errors",
             "Reconcile rounds that ended in an error.",
@@ -298,6 +304,7 @@ class OperatorMetrics:
         self.pods_launched.labels(profile)
         self.reconcile_errors.labels(profile)
         self.held_back.labels(profile)
+        self.foreign_pods.labels(profile)
         for reason in FailureReason:
             self.failures.labels(profile, reason.value)
         for quantity in MATERIAL_QUANTITIES:
@@ -311,3 +318,4 @@ class OperatorMetrics:
         self.failures.remove_by_labels({"profile": profile})
         self.device_changes.remove_by_labels({"profile": profile})
         self.held_back.remove(profile)
+        self.foreign_pods.remove(profile)

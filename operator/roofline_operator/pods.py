@@ -271,6 +271,8 @@ class PodFacts:
     scheduler_message: str | None = None
     waiting_reason: str | None = None
     terminated: Terminated | None = None
+    #: UIDs of the RooflineProfiles its owner references name (``provenance.py`` checks them).
+    owner_uids: tuple[str, ...] = ()
 
 
 def _container_status(status: Mapping[str, Any]) -> Mapping[str, Any]:
@@ -297,6 +299,7 @@ def pod_facts(body: Mapping[str, Any]) -> PodFacts:
     except ValueError:
         attempt = 1
     running = state.get("running") or {}
+    owners = metadata.get("ownerReferences") or []
     return PodFacts(
         name=str(metadata.get("name", "")),
         namespace=str(metadata.get("namespace", "")),
@@ -318,6 +321,11 @@ def pod_facts(body: Mapping[str, Any]) -> PodFacts:
             exit_code=terminated.get("exitCode"),
             reason=terminated.get("reason"),
             message=terminated.get("message"),
+        ),
+        owner_uids=tuple(
+            str(ref.get("uid"))
+            for ref in owners
+            if isinstance(ref, Mapping) and ref.get("kind") == KIND and ref.get("uid")
         ),
     )
 

@@ -81,7 +81,7 @@ def succeeded_pod(
     message = kw.pop("message", None) or encode_compact(profile(created_at=created_at + 1.0))
     return PodFacts(
         name=name,
-        namespace="roofline-system",
+        namespace=kw.pop("namespace", "roofline-system"),
         profile="fleet",
         node=node_name,
         attempt=attempt,
@@ -91,6 +91,7 @@ def succeeded_pod(
         started_at=created_at + 1.0,
         bound=True,
         terminated=Terminated(exit_code=0, reason="Completed", message=message),
+        owner_uids=kw.pop("owner_uids", ("u",)),
         **kw,
     )
 
@@ -98,5 +99,7 @@ def succeeded_pod(
 def fresh_succeeded_pod(
     name: str, node_name: str, spec_hash: str, attempt: int = 1, **kw: Any
 ) -> PodFacts:
-    """:func:`succeeded_pod` created just now, for rounds that run on the wall clock."""
+    """:func:`succeeded_pod` created just now in the namespace the engine's tests configure
+    (``default``), for rounds that run on the wall clock."""
+    kw.setdefault("namespace", "default")
     return succeeded_pod(name, node_name, spec_hash, attempt, created_at=time.time(), **kw)

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import logging
-import time
 from collections.abc import Mapping
 from dataclasses import replace
 from typing import Any
@@ -11,7 +10,7 @@ from typing import Any
 import kopf
 import pytest
 from prometheus_client import CollectorRegistry
-from tests.operator.unit.operator_builders import node, fresh_succeeded_pod
+from tests.operator.unit.operator_builders import fresh_succeeded_pod, node
 
 from roofline_operator.config import load_config
 from roofline_operator.engine import ProfileLoop, batch_window, first_of
@@ -159,7 +158,7 @@ async def test_results_become_labels_and_the_pod_is_deleted_exactly_once(
     assert client.deleted == []
     assert client.collections == [
         (
-            "roofline-system",
+            "default",
             "app.kubernetes.io/managed-by=roofline-operator,roofline.dev/profile=fleet,"
             "roofline.dev/node in (a)",
             "status.phase!=Pending,status.phase!=Running",
@@ -196,10 +195,10 @@ async def test_a_refused_collection_falls_back_to_one_delete_per_finished_pod(
     a, b = (pod_facts(p) for p in client.created)
     with caplog.at_level(logging.WARNING, logger="roofline_operator.engine"):
         await loop.round(nodes, [fresh_succeeded_pod(a.name, "a", a.spec_hash)], {})
-    assert client.deleted == [("roofline-system", a.name)]
+    assert client.deleted == [("default", a.name)]
     assert "deletecollection" in caplog.text
     await loop.round(nodes, [fresh_succeeded_pod(b.name, "b", b.spec_hash)], {})
-    assert client.deleted[-1] == ("roofline-system", b.name)
+    assert client.deleted[-1] == ("default", b.name)
     assert client.calls.count("collect") == 1, "a refused collection is not tried again"
 
 

@@ -14,7 +14,7 @@ import pytest
 from prometheus_client import CollectorRegistry
 from tests.model_configs import TINY_LLAMA
 from tests.operator.unit.model_builders import plan
-from tests.operator.unit.operator_builders import device, node, profile, fresh_succeeded_pod
+from tests.operator.unit.operator_builders import device, fresh_succeeded_pod, node, profile
 from tests.operator.unit.test_engine import RecordingClient, quiet_events  # noqa: F401
 
 from roofline_operator import model_delivery
@@ -160,7 +160,9 @@ async def test_plans_reach_status_and_a_removed_model_leaves_it() -> None:
     message = encode_compact(
         profile(replace(device(), models=(plan("tiny"),)), created_at=time.time())
     )
-    done = fresh_succeeded_pod(pod.name, pod.node, pod.spec_hash, pod.attempt, message=message)
+    done = fresh_succeeded_pod(
+        pod.name, pod.node, pod.spec_hash, pod.attempt, namespace=pod.namespace, message=message
+    )
     await loop.round({"a": node("a")}, [done], {})
     status = client.statuses[-1]
     (entry,) = status["nodes"][0]["models"]
@@ -182,7 +184,9 @@ async def test_the_node_feature_backend_writes_objects_instead_of_patching_nodes
     nodes = {"a": node("a")}
     await loop.round(nodes, [], {})
     pod = pod_facts(client.created[0])
-    done = fresh_succeeded_pod(pod.name, pod.node, pod.spec_hash, pod.attempt)
+    done = fresh_succeeded_pod(
+        pod.name, pod.node, pod.spec_hash, pod.attempt, namespace=pod.namespace
+    )
     await loop.round(nodes, [done], {})
     await loop.round(nodes, [], {})  # nfd-master has not labelled the node yet: no rewrite
     assert client.labelled == []
@@ -206,7 +210,13 @@ async def test_with_the_node_feature_backend_a_restart_rebuilds_records_from_the
     await loop.round(nodes, [], {})
     pod = pod_facts(client.created[0])
     await loop.round(
-        nodes, [fresh_succeeded_pod(pod.name, pod.node, pod.spec_hash, pod.attempt)], {}
+        nodes,
+        [
+            fresh_succeeded_pod(
+                pod.name, pod.node, pod.spec_hash, pod.attempt, namespace=pod.namespace
+            )
+        ],
+        {},
     )
 
     restarted = loop_with(client, {}, env)
