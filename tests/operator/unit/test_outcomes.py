@@ -1,9 +1,13 @@
 from __future__ import annotations
 
+import json
+import math
 from dataclasses import replace
+from typing import Any
 
 import pytest
-from tests.operator.unit.operator_builders import spec, succeeded_pod
+from tests.operator.unit.model_builders import plan
+from tests.operator.unit.operator_builders import device, profile, spec, succeeded_pod
 
 from roofline_operator.names import FailureReason
 from roofline_operator.outcomes import (
@@ -15,6 +19,7 @@ from roofline_operator.outcomes import (
     classify_pod,
 )
 from roofline_operator.pods import PodFacts, Terminated
+from roofline_profiler.compact import encode_compact
 
 SPEC = spec(timeoutSeconds=60, pendingTimeoutSeconds=30)
 
@@ -118,3 +123,77 @@ def test_a_long_failure_message_is_shortened_to_one_status_line() -> None:
     assert isinstance(outcome, Failed)
     assert len(outcome.message) == MAX_MESSAGE_CHARS
     assert outcome.message.endswith("...")
+
+
+def _valid_wire(now: float) -> dict[str, Any]:
+    """A valid one-GPU result with one model plan, measured a minute before ``now``."""
+    with_plan = replace(device(), models=(plan("llama"),))
+    return json.loads(encode_compact(profile(with_plan, created_at=now - 60)))
+
+
+def _tampered(path: tuple[Any, ...], value: Any, now: float = 2000.0) -> str:
+    """The valid result with the field at ``path`` replaced by ``value``, as JSON text (``NaN``
+    and ``Infinity`` written as Python's encoder writes them)."""
+    wire = _valid_wire(now)
+    target = wire
+    for key in path[:-1]:
+        target = target[key]
+    target[path[-1]] = value
+    return json.dumps(wire, separators=(",", ":"))
+
+
+@pytest.mark.parametrize(
+    ("message", "named"),
+    [
+        pytest.param("[" * 4096, "nests deeper", id="4096-bytes-of-brackets"),
+        pytest.param(_tampered(("t",), math.nan), "'t'", id="time-nan"),
+        pytest.param(_tampered(("t",), math.inf), "'t'", id="time-inf"),
+        pytest.param(_tampered(("t",), -math.inf), "'t'", id="time-minus-inf"),
+        pytest.param(_tampered(("t",), 1e20), "'t'", id="time-1e20"),
+        pytest.param(_tampered(("t",), -1e12), "'t'", id="time-minus-1e12"),
+        pytest.param(_tampered(("t",), 1e9), "'t'", id="time-years-old"),
+        pytest.param(_tampered(("t",), 2000.0 + 3600), "'t'", id="time-an-hour-ahead"),
+        pytest.param(_tampered(("g", 0, 2), 1e300), "'bandwidth'", id="bandwidth-1e300"),
+        pytest.param(_tampered(("g", 0, 3), math.nan), "'peak'", id="peak-nan"),
+        pytest.param(_tampered(("g", 0, 4), 1e100), "'ridge point'", id="ridge-1e100"),
+        pytest.param(_tampered(("g", 0, 5), 10**63), "'min batch'", id="min-batch-64-digits"),
+        pytest.param(_tampered(("g", 0, 5), -3), "'min batch'", id="min-batch-negative"),
+        pytest.param(_tampered(("p", 0, 0, 1), 10**400), "'max batch by memory'", id="bound-1e400"),
+        pytest.param(_tampered(("p", 0, 0, 3), 0), "'step at min'", id="model-step-zero"),
+        pytest.param(_tampered(("m", 0, 0), "a b/c"), "'name'", id="model-name-not-a-label"),
+        pytest.param(_tampered(("g", 0, 1), "x" * 65), "'name'", id="device-name-too-long"),
+        pytest.param(_tampered(("dt",), "float8"), "'dt'", id="unknown-dtype"),
+    ],
+)
+def test_an_implausible_result_fails_its_node_with_a_message_naming_the_field(
+    message: str, named: str
+) -> None:
+    outcome = classify_pod(pod(terminated=Terminated(0, "Completed", message)), SPEC, now=2000.0)
+    assert isinstance(outcome, Failed)
+    assert outcome.reason is FailureReason.INVALID_RESULT
+    assert named in outcome.message
+    assert len(outcome.message) <= MAX_MESSAGE_CHARS
+
+
+def test_a_result_listing_more_devices_than_the_pod_requested_is_invalid() -> None:
+    wire = _valid_wire(2000.0)
+    wire["g"] = [[i, *wire["g"][0][1:]] for i in range(16)]
+    wire["p"] = wire["p"] * 16
+    message = json.dumps(wire, separators=(",", ":"))
+    assert len(message) < 4096
+    outcome = classify_pod(
+        pod(terminated=Terminated(0, "Completed", message)), SPEC, now=2000.0, gpus=1
+    )
+    assert isinstance(outcome, Failed)
+    assert outcome.reason is FailureReason.INVALID_RESULT
+    assert "16 devices, the pod requested 1 GPU(s)" in outcome.message
+
+
+def test_a_result_with_batches_the_spec_did_not_ask_for_is_invalid() -> None:
+    message = _tampered(("b",), [1, 3])
+    asked = spec(batches=[1, 256])
+    wire_steps = json.loads(message)
+    assert len(wire_steps["b"]) == len(wire_steps["g"][0][6])
+    outcome = classify_pod(pod(terminated=Terminated(0, "Completed", message)), asked, 2000.0)
+    assert isinstance(outcome, Failed)
+    assert "'b'" in outcome.message

@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any
@@ -490,3 +491,30 @@ def test_unschedulable_attempts_never_exhaust_the_attempts_nor_count_against_fai
         world([node("a")], the_spec=busy, pods=[crashed], records=plan.records, now=now + 1)
     )
     assert failed.records["a"].state is NodeState.FAILED, "one real failure of maxAttempts=1"
+
+
+def test_an_overflowing_result_fails_its_node_alone_and_the_round_goes_on() -> None:
+    nodes = [node("good"), node("huge"), node("deep")]
+    first = plan_round(world(nodes, the_spec=spec(maxParallel=3, maxAttempts=2)))
+    by_node = {p.node: p for p in created_pods(first)}
+    huge = json.loads(encode_compact(profile(device(), created_at=NOW)))
+    huge["g"][0][2] = 1e300
+    pods = [
+        finished(by_node["good"], message=encode_compact(profile(device(), created_at=NOW))),
+        finished(by_node["huge"], message=json.dumps(huge)),
+        finished(by_node["deep"], message="[" * 4096),
+    ]
+    plan = plan_round(
+        world(nodes, the_spec=spec(maxParallel=3, maxAttempts=2), pods=pods, records=first.records)
+    )
+    assert plan.records["good"].state is NodeState.PROFILED
+    assert set(plan.label_patches) == {"good"}
+    failed = dict(plan.failures)
+    assert set(failed) == {"huge", "deep"}
+    assert all(f.reason is FailureReason.INVALID_RESULT for f in failed.values())
+    assert "'bandwidth'" in failed["huge"].message
+    assert {p.name for p in plan.finished} == {p.name for p in pods}, "every pod is deleted"
+    for name in ("huge", "deep"):
+        assert plan.records[name].state is NodeState.RETRYING
+        assert plan.records[name].result is None
+        assert plan.annotation_texts[name] is None

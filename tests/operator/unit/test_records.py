@@ -1,7 +1,12 @@
 from __future__ import annotations
 
+import json
+import math
 from dataclasses import replace
+from typing import Any
 
+import pytest
+from tests.operator.unit.model_builders import plan
 from tests.operator.unit.operator_builders import device, profile
 
 from roofline_operator.names import NodeState
@@ -157,3 +162,66 @@ def test_the_annotation_memo_encodes_a_publication_once() -> None:
     first = memo.text_of(record)
     assert memo.text_of(replace(record, attempts=2)) is first
     assert memo.text_of(replace(record, change=None)) != first
+
+
+def _published_annotation() -> dict[str, Any]:
+    """A sound record annotation of a one-GPU node with one model plan."""
+    result = from_compact(profile(replace(device(), models=(plan("llama"),))), "h")
+    record = NodeRecord(name="a", gpus=1, state=NodeState.PROFILED, result=result)
+    text = record_to_annotation(record)
+    assert text is not None
+    loaded: dict[str, Any] = json.loads(text)
+    return loaded
+
+
+def _edited(path: tuple[Any, ...], value: Any) -> str:
+    raw = _published_annotation()
+    target = raw
+    for key in path[:-1]:
+        target = target[key]
+    target[path[-1]] = value
+    return json.dumps(raw)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        pytest.param("[" * 5000, id="deep-nesting"),
+        pytest.param('{"a":' * 3000 + "1" + "}" * 3000, id="deep-objects"),
+        pytest.param(_edited(("ridgePoint",), math.nan), id="ridge-nan"),
+        pytest.param(_edited(("ridgePoint",), math.inf), id="ridge-inf"),
+        pytest.param(_edited(("ridgePoint",), -180.0), id="ridge-negative"),
+        pytest.param(_edited(("ridgePoint",), 1e100), id="ridge-1e100"),
+        pytest.param(_edited(("recommendedMinBatch",), -3), id="min-batch-negative"),
+        pytest.param(_edited(("recommendedMinBatch",), 10**63), id="min-batch-64-digits"),
+        pytest.param(_edited(("bandwidthBytesPerSecond",), 10**400), id="bandwidth-huge-int"),
+        pytest.param(_edited(("profiledTime",), "9999-12-31T00:00:00Z"), id="time-far-future"),
+        pytest.param(_edited(("publishedTime",), "9999-12-31T00:00:00Z"), id="published-future"),
+        pytest.param(_edited(("product",), "x" * 5000), id="product-too-long"),
+        pytest.param(_edited(("warnings",), ["not a code!"]), id="warning-not-a-code"),
+        pytest.param(_edited(("shape",), "9" * 40 + "x1"), id="shape-huge"),
+        pytest.param(_edited(("devices",), [{}] * 200), id="too-many-devices"),
+    ],
+)
+def test_a_corrupted_record_annotation_restores_as_no_record_without_raising(text: str) -> None:
+    now = 1_700_000_100.0
+    assert record_from_annotation("a", 1, text, now) is None
+    node = NodeFacts(name="a", records={record_annotation_key("fleet"): text})
+    assert restore_records({}, [node], "fleet", now) == {}
+
+
+def test_a_model_step_of_zero_drops_that_plan_and_keeps_the_record() -> None:
+    raw = _published_annotation()
+    raw["models"] = [{**raw["models"][0], "stepSecondsAtMinBatch": 0}]
+    restored = record_from_annotation("a", 1, json.dumps(raw), 1_700_000_100.0)
+    assert restored is not None
+    assert restored.result is not None
+    assert restored.result.restored_models == ()
+    assert "models" not in record_to_status(restored), "no tokens per second from a zero step"
+
+
+def test_a_sound_record_annotation_restores_with_the_plausibility_checks_on() -> None:
+    restored = record_from_annotation("a", 1, json.dumps(_published_annotation()), 1.8e9)
+    assert restored is not None
+    assert restored.result is not None
+    assert restored.result.worst_gpu().ridge_point == 180.0
