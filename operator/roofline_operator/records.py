@@ -118,7 +118,7 @@ def _publication_to_status(record: NodeRecord, result: NodeResult) -> dict[str, 
 
 
 #: Longest record annotation read back: four budgets, so records written whole by an older
-#: version (up to 7.6 KB) still restore.
+#: version (up to 7.7 KB) still restore.
 MAX_RECORD_ANNOTATION_BYTES = 4 * sizes.RECORD_ANNOTATION_BUDGET_BYTES
 #: Longest free text a restored record keeps (a failure message, a material change).
 MAX_RESTORED_TEXT_CHARS = 1000

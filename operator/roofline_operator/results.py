@@ -271,8 +271,9 @@ def to_status(result: NodeResult) -> dict[str, Any]:
     return fields
 
 
-def _gpu_from_status(raw: Mapping[str, Any]) -> GpuResult:
-    product = raw.get("product") or "unknown"
+def _gpu_from_status(raw: Mapping[str, Any], node_product: Any) -> GpuResult:
+    """One GPU's entry; without a product of its own (``sizes.py`` may drop it), the node's."""
+    product = raw.get("product") or node_product or "unknown"
     return GpuResult(
         index=plausibility.integer(raw["index"], "device index", "index"),
         product=plausibility.text(product, plausibility.DEVICE_NAME, "product"),
@@ -317,7 +318,7 @@ def from_status(entry: Mapping[str, Any], now: float | None = None) -> NodeResul
         dtype=plausibility.dtype(entry.get("dtype", "bfloat16")),
         shape_k=shape_k,
         shape_n=shape_n,
-        gpus=tuple(_gpu_from_status(g) for g in gpus),
+        gpus=tuple(_gpu_from_status(g, entry.get("product")) for g in gpus),
         restored_models=model_plans.plans_from_status(entry.get("models")),
     )
 

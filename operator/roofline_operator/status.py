@@ -5,7 +5,7 @@ latest pod could not be scheduled (busy GPUs: not a failure), otherwise *profile
 result under the current spec, otherwise *pending*; the four add up to *matched*.
 
 ``status.nodes[]`` is bounded: a real API server stores at most about 1.5 MiB per object, and a
-full entry takes about 1 KiB for a single-GPU node with two models, up to 8.4 KB for eight GPUs,
+full entry takes about 1 KiB for a single-GPU node with two models, up to 8.5 KB for eight GPUs,
 eight models and a failure message, which ``sizes.py`` trims to its 6 KiB budget. It lists
 full entries for at most ``max_nodes`` nodes, those that need attention first (failed, then
 materially changed, then pending), then the rest by name; the summary says how many are listed

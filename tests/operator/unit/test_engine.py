@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Mapping
 from dataclasses import replace
 from typing import Any
@@ -10,7 +11,7 @@ from typing import Any
 import kopf
 import pytest
 from prometheus_client import CollectorRegistry
-from tests.operator.unit.operator_builders import fresh_succeeded_pod, node
+from tests.operator.unit.operator_builders import device, fresh_succeeded_pod, node, profile
 
 from roofline_operator.config import load_config
 from roofline_operator.engine import ProfileLoop, batch_window, first_of
@@ -19,9 +20,10 @@ from roofline_operator.metrics import OperatorMetrics
 from roofline_operator.names import LABEL_PROFILE, FailureReason, NodeState
 from roofline_operator.nodes import NodeFacts
 from roofline_operator.planner import POD_APPEARANCE_GRACE_SECONDS
-from roofline_operator.pods import PodFacts, Terminated, pod_facts
+from roofline_operator.pods import PodFacts, Terminated, pod_facts, profiler_pod_name
 from roofline_operator.results import to_status
 from roofline_operator.runtime import Runtime
+from roofline_profiler.compact import encode_compact
 
 
 class RecordingClient:
@@ -465,3 +467,41 @@ async def test_an_unscheduled_pod_posts_a_normal_event_and_counts_no_failure(
     (status,) = [s for s in client.statuses if "summary" in s][-1:]
     assert status["summary"]["unschedulable"] == 1
     assert status["nodes"][0]["message"].endswith("1 Insufficient nvidia.com/gpu.")
+
+
+@pytest.mark.asyncio
+async def test_a_look_alike_pod_in_a_tenant_namespace_cannot_move_a_nodes_labels(
+    quiet_events: list[tuple[str, str]],
+) -> None:
+    client = RecordingClient()
+    loop = loop_with(client, {"reprofileInterval": "1h"})
+    await loop.round({"a": node("a")}, [], {})
+    await loop.round({"a": node("a")}, [succeeded(client)], {})
+    labelled = as_patched(node("a"), client)
+    genuine = dict(labelled.labels)
+    assert genuine["roofline.dev/ridge-point"] == "180"
+    client.labelled.clear()
+    # Everything a tenant can copy from the status and the profile: attempt, spec digest, the
+    # profile's UID as owner, even the name the operator would derive; only the namespace differs.
+    record = loop.records["a"]
+    forged_result = encode_compact(
+        profile(device(ridge=1.0, bandwidth=9.999e12), created_at=time.time())
+    )
+    name = profiler_pod_name("fleet", "a", record.cycle_hash, 99)
+    forged = fresh_succeeded_pod(
+        name, "a", record.cycle_hash, 99, namespace="tenant-a", message=forged_result
+    )
+    for _ in range(3):
+        await loop.round({"a": labelled}, [forged], {})
+    assert client.labelled == [], "the forged result moved no label"
+    assert ("tenant-a", name) not in client.deleted, "a pod that is not ours is left alone"
+    assert not any(ns == "tenant-a" for ns, _, _ in client.collections)
+    assert loop.records["a"].result is not None
+    assert loop.records["a"].result.worst_gpu().ridge_point == 180.0
+    ignored = loop.runtime.metrics.registry.get_sample_value(
+        "roofline_foreign_pods_ignored_total", {"profile": "fleet"}
+    )
+    assert ignored == 1.0, "counted once, however many rounds see it"
+    warnings = [m for reason, m in quiet_events if reason == "ForeignPodIgnored"]
+    assert len(warnings) == 1
+    assert "tenant-a/" in warnings[0]
