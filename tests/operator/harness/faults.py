@@ -35,6 +35,9 @@ class FaultMode(enum.Enum):
     TRUNCATED_MESSAGE = "truncated-message"  # a valid result cut in the middle
     GARBAGE_MESSAGE = "garbage-message"  # exit 0 but the message is not a result
     NEVER_SCHEDULE = "never-schedule"  # the node's GPUs are all held by someone else
+    OVERFLOWING_RESULT = "overflowing-result"  # a result whose bandwidth is 1e300 GB/s
+    DEEP_NESTING = "deep-nesting"  # 4096 bytes of "[", which exhaust a recursive JSON parser
+    FORGED_RESULT = "forged-result"  # a sound-looking result claiming a ridge point of 1
 
 
 @dataclass(frozen=True)
@@ -205,3 +208,18 @@ def synthetic_message(
     node: str, command: Sequence[str], gpus: Sequence[SyntheticGpu], age_seconds: float = 0.0
 ) -> str:
     return encode_compact(synthetic_profile(node, command, gpus, age_seconds))
+
+
+def overflowing_message(node: str, command: Sequence[str], gpus: Sequence[SyntheticGpu]) -> str:
+    """A synthetic result whose first GPU's bandwidth (GB/s on the wire) is 1e300: positive and
+    finite as written, infinite once scaled to bytes per second."""
+    wire = json.loads(synthetic_message(node, command, gpus))
+    wire["g"][0][2] = 1e300
+    return json.dumps(wire, separators=(",", ":"))
+
+
+def forged_message(node: str, command: Sequence[str], gpus: Sequence[SyntheticGpu]) -> str:
+    """A well-formed, plausible result with a ridge point of 1 and 9999 GB/s: what a tenant's
+    look-alike pod would report to move a node's labels."""
+    fake = SyntheticGpu(bandwidth_bytes_per_second=9.999e12, peak_flops_per_second=9.999e12)
+    return synthetic_message(node, command, [fake for _ in gpus])

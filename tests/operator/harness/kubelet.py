@@ -25,7 +25,14 @@ from typing import Any
 
 from .commands import die_with_parent, product_environment, roofline_argv
 from .defaulting import now_rfc3339
-from .faults import FaultBook, FaultMode, SyntheticGpu, synthetic_message
+from .faults import (
+    FaultBook,
+    FaultMode,
+    SyntheticGpu,
+    forged_message,
+    overflowing_message,
+    synthetic_message,
+)
 from .resources import ApiError
 from .scheduler import extended_requests
 from .store import ObjectStore
@@ -248,6 +255,7 @@ class FakeKubelet:
         command = [*container.get("command", []), *container.get("args", [])]
         command = self._models_inline(command, files)
         age = self.faults.result_age_seconds.get(node, 0.0)
+        gpus = self._gpus(pod, node)
         if mode in (FaultMode.SUCCEED_INSTANTLY, FaultMode.SUCCEED_SLOWLY):
             if mode is FaultMode.SUCCEED_SLOWLY:
                 await asyncio.sleep(self.faults.slow_seconds)
@@ -263,6 +271,12 @@ class FakeKubelet:
         if mode is FaultMode.TRUNCATED_MESSAGE:
             message = synthetic_message(node, command, self._gpus(pod, node))
             return ContainerExit(0, "Completed", message[: len(message) // 2])
+        if mode is FaultMode.OVERFLOWING_RESULT:
+            return ContainerExit(0, "Completed", overflowing_message(node, command, gpus))
+        if mode is FaultMode.DEEP_NESTING:
+            return ContainerExit(0, "Completed", "[" * MAX_MESSAGE_BYTES)
+        if mode is FaultMode.FORGED_RESULT:
+            return ContainerExit(0, "Completed", forged_message(node, command, gpus))
         if mode is FaultMode.GARBAGE_MESSAGE:
             return ContainerExit(0, "Completed", "\x00\x01 this is not a result {]")
         if mode is FaultMode.HANG:
