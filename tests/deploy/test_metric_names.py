@@ -76,6 +76,7 @@ def scrape_operator() -> dict[str, set[str]]:
     metrics.reconcile_errors.labels(profile="fleet").inc()
     metrics.device_changes.labels(profile="fleet", quantity="bandwidth").inc()
     metrics.held_back.labels(profile="fleet").inc()
+    metrics.foreign_pods.labels(profile="fleet").inc()
     exposed: dict[str, set[str]] = {}
     text = generate_latest(metrics.registry).decode()
     for family in text_string_to_metric_families(text):
