@@ -51,7 +51,7 @@ Outcome = InFlight | Succeeded | Failed | Unschedulable
 
 def _succeeded(pod: PodFacts, spec: ProfileSpec, now: float, gpus: int | None) -> Outcome:
     """The pod's result, read through the validating decoder: every number plausible, its
-    time near ``now``, one device per requested GPU, its sweep the one the spec asked for.
+    time near ``now``, no more devices than GPUs requested, its sweep the one the spec asked for.
     Anything else fails this node alone, with a message naming the field."""
     message = pod.terminated.message if pod.terminated else None
     try:
@@ -80,8 +80,8 @@ def _failed(pod: PodFacts) -> Outcome:
 
 
 def classify_pod(pod: PodFacts, spec: ProfileSpec, now: float, gpus: int | None = None) -> Outcome:
-    """Judge ``pod`` at time ``now`` against the profile's time limits; a result must list
-    ``gpus`` devices (the GPUs the pod requested), when given.
+    """Judge ``pod`` at time ``now`` against the profile's time limits; a result may list at
+    most ``gpus`` devices (the GPUs the pod requested), when given.
 
     ``timeoutSeconds`` counts from the container's start, ``pendingTimeoutSeconds`` from the pod's
     creation: a pod that cannot get the node's GPUs (serving holds them) ends :class:`Unschedulable`

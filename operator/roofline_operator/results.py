@@ -273,6 +273,8 @@ def to_status(result: NodeResult) -> dict[str, Any]:
 
 def _gpu_from_status(raw: Mapping[str, Any], node_product: Any) -> GpuResult:
     """One GPU's entry; without a product of its own (``sizes.py`` may drop it), the node's."""
+    if not isinstance(raw, Mapping):
+        raise plausibility.ImplausibleValue("field 'devices' holds an entry that is no object")
     product = raw.get("product") or node_product or "unknown"
     return GpuResult(
         index=plausibility.integer(raw["index"], "device index", "index"),

@@ -604,7 +604,9 @@ def _created_at(raw: dict[str, Any], now: float | None) -> float:
 
 
 def _check_devices(devices: tuple[CompactDevice, ...], expected: int | None) -> None:
-    if expected is not None and len(devices) != expected:
+    """No more devices than the GPUs the pod requested: more is a forged or foreign result. Fewer
+    happen legitimately (CUDA shows a process one MIG slice however many it holds)."""
+    if expected is not None and len(devices) > expected:
         raise CompactDecodeError(
             f"result: field 'g' lists {len(devices)} devices, the pod requested {expected} GPU(s)"
         )
@@ -619,7 +621,7 @@ def decode_compact(
 
     Every number must be finite and physically plausible (``plausibility.py``); given ``now``,
     the result's time must lie within a window of it, and given ``gpus`` (the GPUs the pod
-    requested) the result must list exactly that many. A truncated message (the kubelet cuts at
+    requested) the result may list no more devices than that. A truncated message (the kubelet cuts at
     4096 bytes) fails as invalid JSON; so does one nested too deep for a recursive parser.
     """
     if not text or not text.strip():

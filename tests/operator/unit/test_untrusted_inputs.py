@@ -39,7 +39,13 @@ from roofline_profiler.compact import CompactIntervals, encode_compact
 
 NOW = 1_800_000_000.0
 SPEC = spec()
-PROPERTIES = settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+#: 200 examples each keep the suite fast; no example database, so nothing is written to the tree.
+PROPERTIES = settings(
+    max_examples=200,
+    deadline=None,
+    database=None,
+    suppress_health_check=[HealthCheck.too_slow],
+)
 
 #: Any JSON value, with the numbers that break naive code: NaN, infinities, huge integers.
 json_values = st.recursive(
