@@ -14,6 +14,7 @@ from roofline_operator.results import NodeResult, from_compact
 from roofline_operator.spec import ProfileSpec
 from roofline_profiler.compact import CompactDecodeError, decode_compact
 from roofline_profiler.errors import first_line
+from roofline_profiler.limits import DEFAULT_BATCHES
 
 #: Longest failure message kept in status; a termination message can be 4 KiB.
 MAX_MESSAGE_CHARS = 300
@@ -56,7 +57,7 @@ def _succeeded(pod: PodFacts, spec: ProfileSpec, now: float, gpus: int | None) -
     message = pod.terminated.message if pod.terminated else None
     try:
         profile = decode_compact(message or "", now=now, gpus=gpus)
-        if spec.batches and not set(profile.batches) <= set(spec.batches):
+        if not set(profile.batches) <= set(spec.batches or DEFAULT_BATCHES):
             raise CompactDecodeError("result: field 'b' holds batches the spec did not ask for")
         return Succeeded(from_compact(profile, pod.spec_hash))
     except CompactDecodeError as exc:

@@ -189,6 +189,14 @@ def test_a_result_listing_more_devices_than_the_pod_requested_is_invalid() -> No
     assert "16 devices, the pod requested 1 GPU(s)" in outcome.message
 
 
+def test_a_sweep_outside_the_default_batches_is_invalid_when_the_spec_names_none() -> None:
+    outcome = classify_pod(
+        pod(terminated=Terminated(0, "Completed", _tampered(("b",), [1, 3]))), SPEC, 2000.0
+    )
+    assert isinstance(outcome, Failed)
+    assert "'b'" in outcome.message
+
+
 def test_a_result_with_batches_the_spec_did_not_ask_for_is_invalid() -> None:
     message = _tampered(("b",), [1, 3])
     asked = spec(batches=[1, 256])
