@@ -621,8 +621,8 @@ def decode_compact(
 
     Every number must be finite and physically plausible (``plausibility.py``); given ``now``,
     the result's time must lie within a window of it, and given ``gpus`` (the GPUs the pod
-    requested) the result may list no more devices than that. A truncated message (the kubelet cuts at
-    4096 bytes) fails as invalid JSON; so does one nested too deep for a recursive parser.
+    requested) the result may list no more devices than that. A truncated message (the kubelet
+    cuts at 4096 bytes) fails as invalid JSON; so does one nested too deep for a recursive parser.
     """
     if not text or not text.strip():
         raise CompactDecodeError("empty result")
