@@ -156,11 +156,14 @@ def test_a_found_pod_proves_the_watch_lags_for_every_pod_launched_no_earlier() -
 
 
 def test_a_result_is_recorded_labelled_and_its_pod_deleted() -> None:
-    first = plan_round(world([node("a", gpus=2)]))
+    every_gpu = spec(maxParallel=2, retryBackoffSeconds=10, maxAttempts=2, gpusPerNode=0)
+    first = plan_round(world([node("a", gpus=2)], the_spec=every_gpu))
     (pod,) = created_pods(first)
     devices = (device(0, min_batch=64), device(1, min_batch=512, ridge=210.0))
     done = finished(pod, message=encode_compact(profile(*devices, created_at=NOW)))
-    plan = plan_round(world([node("a", gpus=2)], pods=[done], records=first.records))
+    plan = plan_round(
+        world([node("a", gpus=2)], the_spec=every_gpu, pods=[done], records=first.records)
+    )
     record = plan.records["a"]
     assert record.state is NodeState.PROFILED
     assert record.result is not None

@@ -254,7 +254,7 @@ def test_any_numbers_a_profiler_encodes_end_as_a_publication_or_a_node_failure(
 @given(message=st.one_of(tampered_documents(SOUND_WIRE), st.text(max_size=100)))
 def test_a_round_with_any_result_goes_on_for_the_other_nodes(message: str) -> None:
     nodes = {n: node(n, gpus=2) for n in ("a", "b")}
-    the_spec = spec(maxParallel=2)
+    the_spec = spec(maxParallel=2, gpusPerNode=0)
     profile_ref = ProfileRef("fleet", "u")
 
     def world(pods: list[PodFacts], records: dict[str, NodeRecord]) -> RoundInput:
