@@ -192,9 +192,11 @@ class FakeKubelet:
 
     # ---------------------------------------------------------------- running containers
     def _gpus(self, pod: Mapping[str, Any], node: str) -> tuple[SyntheticGpu, ...]:
-        if node in self.faults.gpus:
-            return self.faults.gpus[node]
+        """The GPUs the pod's container sees: as many as it requested, the node's first ones (a
+        device plugin hands a container only the devices it was allocated)."""
         count = max(1, sum(extended_requests(pod).values()))
+        if node in self.faults.gpus:
+            return self.faults.gpus[node][:count]
         return tuple(SyntheticGpu() for _ in range(count))
 
     def _config_map_files(

@@ -252,7 +252,13 @@ def test_a_multi_gpu_node_is_labelled_by_its_worst_gpu(shared_cluster: Cluster) 
     fast = SyntheticGpu(bandwidth_bytes_per_second=4.8e12, peak_flops_per_second=1e14)
     slow = SyntheticGpu(bandwidth_bytes_per_second=1.2e12, peak_flops_per_second=1e14)
     node = make_nodes(shared_cluster, "mixed", 1, gpus=2, synthetic_gpus=(fast, slow))[0]
-    make_profile(shared_cluster, "mixed", dtype="bfloat16", batches=[1, 4, 16, 32, 64, 128, 256])
+    make_profile(
+        shared_cluster,
+        "mixed",
+        dtype="bfloat16",
+        batches=[1, 4, 16, 32, 64, 128, 256],
+        gpusPerNode=0,
+    )
     entry = wait_for_nodes(shared_cluster, "mixed", profiled, [node])[node]
     devices = {d["index"]: d for d in entry["devices"]}
     assert devices[0]["recommendedMinBatch"] < devices[1]["recommendedMinBatch"]

@@ -188,7 +188,11 @@ def test_the_worst_case_payload_of_eight_gpus_and_eight_models_arrives_whole(
         for i in range(8)
     ]
     profile = example_profile(
-        "worst", {"suite": "worst"}, models=models, slo={"interTokenLatency": "50ms"}
+        "worst",
+        {"suite": "worst"},
+        models=models,
+        slo={"interTokenLatency": "50ms"},
+        gpusPerNode=0,
     )
     shared_cluster.create(PLURAL, profile, group=GROUP)
     names = [m["name"] for m in models]
