@@ -242,7 +242,10 @@ async def profile_node(loop: ProfileLoop, client: ModelClient, nodes: dict[str, 
     created = len(client.created)
     await loop.round(nodes, [], {})
     pods = [pod_facts(body) for body in client.created[created:]]
-    done = [succeeded_pod(p.name, p.node, p.spec_hash, p.attempt) for p in pods]
+    done = [
+        fresh_succeeded_pod(p.name, p.node, p.spec_hash, p.attempt, namespace=p.namespace)
+        for p in pods
+    ]
     await loop.round(nodes, done, {})
 
 
@@ -294,7 +297,7 @@ async def test_deleting_a_profile_deletes_its_node_features_one_by_one() -> None
     other = build_node_feature("a", {}, "other", "op")
     client.features[other["metadata"]["name"]] = other
     runtime = loop.runtime
-    await release_profile(runtime, "fleet")
+    await release_profile(runtime, "fleet", loop.body)
     assert sorted(client.feature_deletes) == sorted(
         [node_feature_name("fleet", "a"), node_feature_name("fleet", "b")]
     )
@@ -396,7 +399,7 @@ async def test_models_reach_the_pods_in_a_mounted_config_map_not_in_argv() -> No
     loop.body = {**loop.body, "spec": {**loop.body["spec"], "models": spec["models"][:1]}}
     await loop.round({"a": node("a")}, [], {})
     assert client.config_map_deletes == [name]
-    await release_profile(loop.runtime, "fleet")
+    await release_profile(loop.runtime, "fleet", loop.body)
     assert client.config_map_deletes == [name, client.config_map_writes[-1]]
 
 
