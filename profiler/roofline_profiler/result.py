@@ -20,6 +20,7 @@ from roofline_profiler.decode_model import (
     measurements_from_dict,
     measurements_to_dict,
 )
+from roofline_profiler.host_state import HostStateReport
 from roofline_profiler.model_request import compact_plans
 from roofline_profiler.planning import ModelPlan
 from roofline_profiler.recommend import SweepPoint
@@ -147,6 +148,10 @@ class DeviceResult:
     models: tuple[ModelPlan, ...] = ()
     #: The measured decode-step parts the plans come from, one per model.
     model_measurements: tuple[ModelMeasurements, ...] = ()
+    #: When the host changed state during the profile (``host_state.py``): each state's rounds,
+    #: the state the numbers come from, the other state's numbers. The measurements above keep
+    #: every round's samples; the headline numbers and the sweep use the chosen state's rounds.
+    host_states: HostStateReport | None = None
 
     @property
     def best_peak(self) -> PeakCandidate:
@@ -222,6 +227,7 @@ class DeviceResult:
             "telemetry": self.telemetry,
             "models": [p.to_dict() for p in self.models],
             "modelMeasurements": [measurements_to_dict(m) for m in self.model_measurements],
+            **({"hostStates": self.host_states.to_dict()} if self.host_states else {}),
         }
 
     @classmethod
@@ -303,6 +309,7 @@ class DeviceResult:
             model_measurements=tuple(
                 measurements_from_dict(m) for m in d.get("modelMeasurements", ())
             ),
+            host_states=(HostStateReport.from_dict(d["hostStates"]) if "hostStates" in d else None),
         )
 
 

@@ -11,7 +11,7 @@ from typing import Any
 
 import torch
 
-from roofline_profiler import ceilings, roofline
+from roofline_profiler import ceilings, host_state, roofline
 from roofline_profiler.decode_model import ModelMeasurements
 from roofline_profiler.devices import DeviceInfo, check_dtype_supported
 from roofline_profiler.errors import first_line
@@ -33,7 +33,7 @@ from roofline_profiler.result import (
     SweepEntry,
     Warning_,
 )
-from roofline_profiler.sanity import plausibility_warnings
+from roofline_profiler.sanity import host_state_warning, plausibility_warnings
 from roofline_profiler.stats import Measurement
 from roofline_profiler.timing import DEFAULT, QUICK, measure_rounds
 
@@ -134,18 +134,42 @@ def assemble_device_result(
     sweep: Sequence[tuple[int, Measurement]],
     device_telemetry: dict[str, Any],
 ) -> DeviceResult:
-    """A device's result from its measurements: every number derived once (``ceilings.py``)."""
+    """A device's result from its measurements: every number derived once (``ceilings.py``),
+    from the rounds of one state when the host changed state during the profile
+    (``host_state.py``), so ceilings, sweep and recommendation always come from the same rounds."""
     peak_by_label = {peak_label(shape): m for shape, m in peak}
-    derived = ceilings.derive(
-        bandwidth,
-        peak_by_label,
-        sweep,
-        request.k,
-        request.n,
-        roofline.dtype_bytes(identity["dtype"]),
-        request.bandwidth_kind,
-        request.min_batch_efficiency_percent / 100.0,
+    every = {**bandwidth, **peak_by_label, **{ceilings.sweep_kernel(b): m for b, m in sweep}}
+    parts = _Parts(
+        request,
+        identity["dtype"],
+        tuple(bandwidth),
+        tuple(peak_by_label),
+        tuple(b for b, _ in sweep),
     )
+    states = host_state.detect(every)
+    report: host_state.HostStateReport | None = None
+    used = every
+    if states is not None:
+        choice = host_state.choose(states, every)
+        used = host_state.in_state(every, states, choice.state)
+        other = parts.derive(host_state.in_state(every, states, choice.other))
+        report = host_state.HostStateReport(
+            state=choice.state,
+            fast_rounds=states.rounds(host_state.FAST),
+            slow_rounds=states.rounds(host_state.SLOW),
+            levels=states.levels,
+            missing=choice.missing,
+            other=host_state.Headline(
+                other.slope.value, other.peak.value, other.ridge_point, other.recommendation.batch
+            ),
+        )
+    derived = parts.derive(used)
+    bandwidth_used, peak_used, sweep_used = parts.split(used)
+    warnings = plausibility_warnings(
+        derived, bandwidth_used, peak_used, sweep_used, request.bandwidth_kind
+    )
+    if report is not None:
+        warnings = (host_state_warning(report, derived, frozenset(bandwidth)), *warnings)
     by_batch = dict(sweep)
     rec = derived.recommendation
     return DeviceResult(
@@ -176,11 +200,43 @@ def assemble_device_result(
         min_batch_crossing_interval=derived.crossing_interval,
         rounds=derived.rounds,
         sweep=tuple(SweepEntry(point=p, measurement=by_batch[p.batch]) for p in derived.points),
-        warnings=plausibility_warnings(
-            derived, bandwidth, peak_by_label, sweep, request.bandwidth_kind
-        ),
+        warnings=warnings,
         telemetry=device_telemetry,
+        host_states=report,
     )
+
+
+@dataclass(frozen=True)
+class _Parts:
+    """Which measurement is which, to derive a roofline from any selection of rounds."""
+
+    request: ProfileRequest
+    dtype: str
+    bandwidth: tuple[str, ...]
+    peak: tuple[str, ...]
+    batches: tuple[int, ...]
+
+    def split(
+        self, every: dict[str, Measurement]
+    ) -> tuple[dict[str, Measurement], dict[str, Measurement], list[tuple[int, Measurement]]]:
+        return (
+            {label: every[label] for label in self.bandwidth},
+            {label: every[label] for label in self.peak},
+            [(b, every[ceilings.sweep_kernel(b)]) for b in self.batches],
+        )
+
+    def derive(self, every: dict[str, Measurement]) -> ceilings.DeviceRoofline:
+        bandwidth, peak, sweep = self.split(every)
+        return ceilings.derive(
+            bandwidth,
+            peak,
+            sweep,
+            self.request.k,
+            self.request.n,
+            roofline.dtype_bytes(self.dtype),
+            self.request.bandwidth_kind,
+            self.request.min_batch_efficiency_percent / 100.0,
+        )
 
 
 def _free(info: DeviceInfo) -> None:

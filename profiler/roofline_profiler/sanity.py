@@ -24,6 +24,13 @@ physically implausible. Ordinary timing noise is not a warning: it is in the int
   interval says. Bursts that leave a quiet round among the two are no warning: a quiet round
   that the other does not reproduce is already in the interval (as for
   ``InterferenceUnresolved``).
+* ``HostStateChanged``: the host changed state during the profile (``host_state.py``): several
+  workloads ran at one level in some rounds and at another, at least ``host_state.STATE_GAP``
+  apart, in others (a GPU that throttles, a neighbour that comes and goes, a VM's memory bandwidth).
+  The message names those workloads with both levels, the rounds of each state, the state every
+  number comes from (ceilings, sweep and recommendation from the same rounds) and the headline
+  numbers the other state gives where they differ; when no state covered every workload within the
+  time budget, it says which workloads keep rounds of the other state.
 * ``ImplausibleBandwidth`` / ``ImplausiblePeak`` / ``BandwidthMismatch``: numbers no current
   device produces.
 * ``MinBatchFromModel``: no swept batch reached the threshold, so the minimum batch is the
@@ -37,6 +44,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 from roofline_profiler.ceilings import READ_KERNELS, DeviceRoofline, sweep_kernel
+from roofline_profiler.host_state import HostStateReport
 from roofline_profiler.result import Warning_
 from roofline_profiler.stats import AGREEMENT, CPU_WAIT_SUSPECT, Measurement
 
@@ -55,6 +63,9 @@ MAX_READ_COPY_RATIO = 2.5
 #: measures otherwise. The others (a cache, a missed shape, an implausible number, a minimum batch
 #: from the model) repeat in every run of the same device, and say nothing about this one.
 INTERFERENCE_CODES = frozenset({"InterferenceUnresolved", "CpuContention"})
+#: The warning that says the host itself changed state during the profile: a re-run may find it in
+#: either state, so the operator holds the profile back until a state persists.
+HOST_STATE_CODE = "HostStateChanged"
 
 IDLE_ADVICE = "re-run when nothing else uses the device (check other processes and GPU tenants)"
 
@@ -234,3 +245,87 @@ def plausibility_warnings(
             )
         )
     return tuple(warnings)
+
+
+def _rate(value: float, unit: str) -> str:
+    for scale, prefix in ((1e15, "P"), (1e12, "T"), (1e9, "G"), (1e6, "M")):
+        if value >= scale:
+            return f"{value / scale:.3g} {prefix}{unit}"
+    return f"{value:.3g} {unit}"
+
+
+def _spans(rounds: Sequence[int]) -> str:
+    """``0-3, 7, 9-10``: round indices as runs."""
+    spans: list[list[int]] = []
+    for r in sorted(rounds):
+        if spans and r == spans[-1][1] + 1:
+            spans[-1][1] = r
+        else:
+            spans.append([r, r])
+    return ", ".join(str(a) if a == b else f"{a}-{b}" for a, b in spans)
+
+
+def _differing(report: HostStateReport, derived: DeviceRoofline) -> list[str]:
+    """The headline numbers the other state gives beyond this one's interval, both values."""
+    other, there = report.other, f"in the {report.state} state"
+    out = []
+    for name, value, interval, alternative, unit in (
+        (
+            "bandwidth slope",
+            derived.slope.value,
+            derived.slope.interval,
+            other.bandwidth_bytes_per_second,
+            "B/s",
+        ),
+        ("peak", derived.peak.value, derived.peak.interval, other.peak_flops_per_second, "FLOP/s"),
+    ):
+        if not interval[0] <= alternative <= interval[1]:
+            out.append(
+                f"{name} {_rate(value, unit)} {there}, {_rate(alternative, unit)} in the other"
+            )
+    low, high = derived.ridge_point_interval
+    if not low <= other.ridge_point <= high:
+        out.append(
+            f"ridge point {derived.ridge_point:.3g} {there}, {other.ridge_point:.3g} in the other"
+        )
+    batch_low, batch_high = derived.recommended_min_batch_interval
+    if not batch_low <= other.recommended_min_batch <= batch_high:
+        out.append(
+            f"min batch {derived.recommendation.batch} {there}, "
+            f"{other.recommended_min_batch} in the other"
+        )
+    return out
+
+
+def host_state_warning(
+    report: HostStateReport, derived: DeviceRoofline, bandwidth_labels: frozenset[str]
+) -> Warning_:
+    """``HostStateChanged`` (see the module docstring)."""
+    levels = ", ".join(
+        f"{lv.label} {_rate(lv.fast, 'B/s' if lv.label in bandwidth_labels else 'FLOP/s')} or "
+        f"{_rate(lv.slow, 'B/s' if lv.label in bandwidth_labels else 'FLOP/s')}"
+        for lv in report.levels
+    )
+    rounds = report.slow_rounds if report.state == "slow" else report.fast_rounds
+    chosen = (
+        f"every number comes from the {report.state} state's {len(rounds)} rounds, so ceilings, "
+        "sweep and minimum batch come from the same rounds"
+    )
+    if not report.complete:
+        chosen += (
+            f"; no state covered every workload within the time budget: the {report.state} state "
+            f"has the most rounds, and {', '.join(report.missing)} keep their rounds of the other"
+        )
+    differing = _differing(report, derived)
+    numbers = (
+        "; " + "; ".join(differing)
+        if differing
+        else "; the other state's headline numbers lie within these intervals"
+    )
+    return Warning_(
+        HOST_STATE_CODE,
+        f"the host changed state during the profile: {levels} (fast in rounds "
+        f"{_spans(report.fast_rounds)}, slow in rounds {_spans(report.slow_rounds)}); {chosen}"
+        f"{numbers}. A GPU that throttles, a neighbour that comes and goes or a host that changes "
+        "the memory bandwidth it gives does this: re-profile to see which state persists",
+    )

@@ -8,6 +8,9 @@
   minimum rounds, rounds continue for the workloads interference hit — their best run not yet
   reproduced by a second round, or a level shift between the first and second half of their
   rounds — until they are confirmed or the time budget is spent.
+* When the host changes state during the rounds (several workloads at two levels in the same
+  rounds, ``host_state.py``), rounds continue for what the current state lacks, so that one state
+  covers every workload and the roofline pairs ceilings and sweep from the same rounds.
 * The caller defeats caches by rotating buffers; a timer never reuses one input in a way that
   lets the cache serve it (see ``measure.py``). In-cache kernels (the peak matmuls) are the
   exception: each of their slices starts with an untimed run that brings the operands back.
@@ -27,6 +30,7 @@ from dataclasses import dataclass, field
 
 import torch
 
+from roofline_profiler import host_state
 from roofline_profiler.stats import Measurement
 
 #: Fewest rounds a profile takes, budget or not: a best run needs a second round to confirm it,
@@ -246,6 +250,17 @@ def needs_more_rounds(m: Measurement) -> bool:
     return not m.is_confirmed or m.step_change
 
 
+def due_workloads(workloads: Sequence[Workload], last_round: int) -> list[Workload]:
+    """The workloads the next round times: those interference hit (:func:`needs_more_rounds`);
+    after a change of host state, those the current state still lacks (``host_state.py``)."""
+    measured = {w.label: w.measurement() for w in workloads}
+    states = host_state.detect(measured)
+    if states is None:
+        return [w for w in workloads if needs_more_rounds(measured[w.label])]
+    labels = host_state.to_remeasure(measured, states, last_round, needs_more_rounds)
+    return [w for w in workloads if w.label in labels]
+
+
 def measure_rounds(
     workloads: Sequence[Workload],
     device: torch.device,
@@ -282,7 +297,7 @@ def measure_rounds(
                 w.cpu_waits.append(share)
         round_index += 1
         if round_index >= policy.min_rounds:
-            due = [w for w in workloads if needs_more_rounds(w.measurement())]
+            due = due_workloads(workloads, round_index - 1)
         # The next round would take what its workloads' last slices took; it runs only if it
         # would end within the budget: a loaded device gets fewer rounds and wider intervals,
         # not a longer profile.
