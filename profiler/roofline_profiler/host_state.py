@@ -182,12 +182,12 @@ def restrict(m: Measurement, rounds: Collection[int]) -> Measurement:
     if not picked:
         return m
     ids = sorted(set(m.rounds))
-    waits = tuple(w for r, w in zip(ids, m.cpu_waits, strict=True) if r in keep)
+    waits = zip(ids, m.cpu_waits, strict=True) if m.cpu_waits else ()
     return replace(
         m,
         times=tuple(m.times[i] for i in picked),
         rounds=tuple(m.rounds[i] for i in picked),
-        cpu_waits=waits if m.cpu_waits else (),
+        cpu_waits=tuple(w for r, w in waits if r in keep),
     )
 
 

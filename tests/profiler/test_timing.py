@@ -66,6 +66,36 @@ def test_a_workload_interference_hit_gets_more_rounds_and_a_steady_one_does_not(
     assert len(measured["erratic"].round_bests) == 6
 
 
+def test_after_the_host_changes_state_a_settled_workload_is_measured_again_in_the_new_state(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    clock = {"now": 0.0, "round": -1}  # a fake clock; the host turns slow from round 3 on
+    monkeypatch.setattr(time, "perf_counter", lambda: clock["now"])
+    fast_state = {"a": [1.0, 1.2, 1.4], "b": [1.0, 1.2, 1.4]}  # unsettled: never confirmed
+
+    def memory_bound(label: str) -> Workload:
+        def run(_: int) -> None:
+            r = clock["round"]
+            clock["now"] += 2.0 if r >= 3 else fast_state[label][max(r, 0)]
+
+        return Workload(label, 1.0, run)
+
+    def steady(_: int) -> None:
+        clock["now"] += 2.0 if clock["round"] >= 3 else 1.0
+
+    def progress(message: str) -> None:
+        if message.startswith("round "):
+            clock["round"] = int(message.split()[1].rstrip(":")) - 1
+
+    workloads = [memory_bound("a"), memory_bound("b"), Workload("c", 1.0, steady)]
+    policy = _policy(min_rounds=3, max_rounds=12, budget_seconds=1e6)
+    measured = measure_rounds(workloads, CPU, policy, progress)
+    # "c" settled in rounds 0-2 (fast); once "a" and "b" showed the slow state (rounds 3 and 4),
+    # "c" was timed again until the slow state had two rounds of it, and then the rounds ended.
+    assert sorted(set(measured["c"].rounds)) == [0, 1, 2, 5, 6]
+    assert sorted(set(measured["a"].rounds)) == list(range(7))
+
+
 def test_a_spent_budget_stops_the_rounds_at_three_so_a_best_run_can_still_be_confirmed() -> None:
     durations = (0.01 * (1 + 0.3 * i) for i in itertools.count())
     workload = Workload("slowing", 1.0, lambda _: time.sleep(next(durations)))

@@ -1,0 +1,305 @@
+"""Changes of host state within a profile: detection on synthetic per-round samples, and the
+pairing of ceilings, sweep and recommendation from one state's rounds."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+import pytest
+
+from roofline_profiler import host_state
+from roofline_profiler.compact import decode_compact, encode_compact
+from roofline_profiler.host_state import FAST, SLOW, detect, restrict, two_levels
+from roofline_profiler.report import markdown_report, text_summary
+from roofline_profiler.result import DeviceResult, ProfileResult, validate_document
+from roofline_profiler.runner import assemble_device_result
+from roofline_profiler.stats import Measurement
+from tests.profiler.synthetic import (
+    H200_LIKE,
+    QUIET_JITTER,
+    request,
+    synthetic_measurements,
+    synthetic_result,
+)
+
+ROUNDS = 8
+#: A host that gives memory 1.7 times less bandwidth in its slow state (32 against 55 GB/s).
+SLOW_FACTOR = 1.7
+#: The workloads memory bounds on an H200-like device (ridge point ~184 FLOP/byte).
+MEMORY_BOUND = (
+    "read",
+    "readMatvec",
+    "copy",
+    *(f"decode B={b}" for b in (1, 2, 4, 8, 16, 32, 64, 128)),
+)
+
+
+def rates(
+    label: str, per_round: Sequence[float], rounds: Sequence[int] | None = None
+) -> Measurement:
+    """A measurement whose round r runs at ``per_round[r]`` work/s (two runs a round)."""
+    indices = list(rounds if rounds is not None else range(len(per_round)))
+    times: list[float] = []
+    samples: list[int] = []
+    for r, rate in zip(indices, per_round, strict=True):
+        times += [1.0 / rate, 1.01 / rate]
+        samples += [r, r]
+    return Measurement(label, tuple(times), work=1.0, rounds=tuple(samples))
+
+
+def jittered(level: float, rounds: int = ROUNDS) -> list[float]:
+    return [level / (1 + QUIET_JITTER[r % len(QUIET_JITTER)]) for r in range(rounds)]
+
+
+def states_profile(slow_rounds: Sequence[int]) -> dict[str, Measurement]:
+    """Three memory-bound workloads and a compute-bound one; the first slow in ``slow_rounds``."""
+    out = {}
+    for label, level in (("read", 55.0), ("copy", 50.0), ("decode B=1", 54.0)):
+        per_round = jittered(level)
+        out[label] = rates(
+            label,
+            [v / SLOW_FACTOR if r in slow_rounds else v for r, v in enumerate(per_round)],
+        )
+    out["mm"] = rates("mm", jittered(200.0))
+    return out
+
+
+# --- Detection ---------------------------------------------------------------------------------
+
+
+def test_a_steady_profile_has_one_state() -> None:
+    assert detect(states_profile(slow_rounds=())) is None
+
+
+def test_one_switch_mid_profile_is_two_states_with_their_rounds_and_levels() -> None:
+    states = detect(states_profile(slow_rounds=(4, 5, 6, 7)))
+    assert states is not None
+    assert states.rounds(FAST) == (0, 1, 2, 3)
+    assert states.rounds(SLOW) == (4, 5, 6, 7)
+    assert {lv.label for lv in states.levels} == {"read", "copy", "decode B=1"}
+    read = next(lv for lv in states.levels if lv.label == "read")
+    assert read.fast == pytest.approx(55.0, rel=0.01)
+    assert read.slow == pytest.approx(55.0 / SLOW_FACTOR, rel=0.01)
+
+
+def test_alternating_states_are_two_states() -> None:
+    states = detect(states_profile(slow_rounds=(1, 2, 5, 6)))
+    assert states is not None
+    assert states.rounds(SLOW) == (1, 2, 5, 6)
+    assert states.rounds(FAST) == (0, 3, 4, 7)
+
+
+def test_a_single_outlier_round_is_not_a_state_change() -> None:
+    assert detect(states_profile(slow_rounds=(5,))) is None
+
+
+def test_interference_that_slows_rounds_by_varied_amounts_is_not_a_state() -> None:
+    # Bursts hit three rounds by 50%, 30% and 40%: no second level that two rounds reproduce.
+    hits = {0: 1.5, 2: 1.3, 4: 1.4}
+    profile = {
+        label: rates(label, [v / hits.get(r, 1.0) for r, v in enumerate(jittered(level))])
+        for label, level in (("read", 55.0), ("copy", 50.0), ("decode B=1", 54.0))
+    }
+    assert detect(profile) is None
+
+
+def test_one_workload_at_two_levels_is_its_own_noise_not_the_hosts_state() -> None:
+    profile = states_profile(slow_rounds=())
+    profile["read"] = rates("read", [55.0] * 4 + [32.0] * 4)
+    assert two_levels(profile["read"]) is not None
+    assert detect(profile) is None
+
+
+def test_levels_closer_than_the_state_gap_are_noise() -> None:
+    close = 1 + host_state.STATE_GAP * 0.8
+    profile = {
+        label: rates(label, [level] * 4 + [level / close] * 4)
+        for label, level in (("read", 55.0), ("copy", 50.0))
+    }
+    assert detect(profile) is None
+
+
+def test_rounds_that_waited_for_a_cpu_are_contention_not_a_state() -> None:
+    waits = (0.0, 0.0, 0.0, 0.0, 0.4, 0.4, 0.4, 0.4)
+    profile = {
+        label: Measurement(m.label, m.times, work=m.work, rounds=m.rounds, cpu_waits=waits)
+        for label, m in states_profile(slow_rounds=(4, 5, 6, 7)).items()
+    }
+    assert detect(profile) is None
+
+
+def test_a_round_no_witness_ran_in_takes_the_state_around_it() -> None:
+    profile = states_profile(slow_rounds=(4, 5, 6, 7))
+    profile["late"] = rates("late", [10.0, 10.0], rounds=[8, 9])
+    profile["gap"] = rates("gap", [10.0], rounds=[10])
+    states = detect({**profile, "read": rates("read", [55.0] * 4 + [32.0] * 6, rounds=range(10))})
+    assert states is not None
+    assert states.state_of(8) == SLOW  # slow on its one side
+    assert states.state_of(10) is None or states.state_of(10) == SLOW
+
+
+def test_restricting_a_measurement_keeps_its_samples_and_cpu_waits_of_those_rounds() -> None:
+    m = Measurement(
+        "read",
+        (1.0, 1.1, 2.0, 2.1, 1.0),
+        work=1.0,
+        rounds=(0, 0, 1, 1, 2),
+        cpu_waits=(0.1, 0.2, 0.3),
+    )
+    kept = restrict(m, (0, 2))
+    assert kept.times == (1.0, 1.1, 1.0)
+    assert kept.rounds == (0, 0, 2)
+    assert kept.cpu_waits == (0.1, 0.3)
+    assert restrict(m, (7,)) is m
+
+
+# --- Pairing: ceilings, sweep and recommendation from one state --------------------------------
+
+
+def _device(
+    slow_rounds: Sequence[int],
+    present: Mapping[str, Sequence[int]] | None = None,
+    rounds: int = ROUNDS,
+) -> DeviceResult:
+    """An H200-like device whose memory-bound workloads run SLOW_FACTOR slower in
+    ``slow_rounds``; ``present[label]`` limits a workload to those rounds."""
+    slowdown = {label: dict.fromkeys(slow_rounds, SLOW_FACTOR) for label in MEMORY_BOUND}
+    bw, mm, sweep = synthetic_measurements(slowdown=slowdown)
+    keep = present or {}
+
+    def cut(m: Measurement) -> Measurement:
+        return restrict(m, keep[m.label]) if m.label in keep else m
+
+    return assemble_device_result(
+        {
+            "index": 0,
+            "name": "NVIDIA H200",
+            "backend": "cuda",
+            "device": "cuda:0",
+            "dtype": "bfloat16",
+            "memory_bytes": 150_754_820_096,
+        },
+        request(),
+        {label: cut(m) for label, m in bw.items()},
+        [(shape, cut(m)) for shape, m in mm],
+        [(b, cut(m)) for b, m in sweep],
+        {},
+    )
+
+
+def test_a_steady_device_reports_no_host_states() -> None:
+    device = _device(slow_rounds=())
+    assert device.host_states is None
+    assert "HostStateChanged" not in {w.code for w in device.warnings}
+
+
+def test_numbers_come_from_the_state_that_covers_every_workload_never_a_mix() -> None:
+    # Slow in rounds 0-5 for every workload; fast in rounds 6-7, which timed only the bandwidth
+    # kernels (the sweep was settled by then). Taking each workload's best would pair a fast
+    # ceiling with a slow sweep: every memory-bound point far below its roof, the ridge too low.
+    late = tuple(range(6))
+    present = {f"decode B={b}": late for b in (1, 2, 4, 8, 16, 32, 64, 128, 256, 512)}
+    present |= {"mm 8192x8192x8192": late, "mm 4096x4096x4096": late}
+    device = _device(slow_rounds=late, present=present)
+    assert device.host_states is not None
+    assert device.host_states.state == SLOW
+    assert device.host_states.complete
+    # The slow state's slope (a compute-bound point's byte rate may edge it up a little).
+    assert device.bandwidth_bytes_per_second == pytest.approx(
+        H200_LIKE["bandwidth"] / SLOW_FACTOR, rel=0.1
+    )
+    small = next(e for e in device.sweep if e.point.batch == 1)
+    assert small.point.roofline_fraction == pytest.approx(0.8, rel=0.08)  # a mix: 0.47
+    assert device.ridge_point == pytest.approx(
+        H200_LIKE["peak"] / (H200_LIKE["bandwidth"] / SLOW_FACTOR), rel=0.08
+    )  # a mix: 184
+    assert device.host_states.other.bandwidth_bytes_per_second == pytest.approx(
+        H200_LIKE["bandwidth"], rel=0.02
+    )
+
+
+def test_with_both_states_complete_the_one_with_more_rounds_sets_the_numbers() -> None:
+    device = _device(slow_rounds=(0, 1, 2))
+    assert device.host_states is not None
+    assert device.host_states.state == FAST
+    assert device.bandwidth_bytes_per_second == pytest.approx(H200_LIKE["bandwidth"], rel=0.02)
+    assert device.host_states.fast_rounds == (3, 4, 5, 6, 7)
+
+
+def test_when_no_state_covers_every_workload_the_one_with_most_rounds_is_taken_and_said() -> None:
+    # Slow in rounds 3-7 (five rounds), but B=512 ran only in rounds 0-2 (fast) and the smaller
+    # matmul only in rounds 3-7: neither state has every workload.
+    device = _device(
+        slow_rounds=(3, 4, 5, 6, 7),
+        present={"decode B=512": (0, 1, 2), "mm 4096x4096x4096": (3, 4, 5, 6, 7)},
+    )
+    report = device.host_states
+    assert report is not None
+    assert report.state == SLOW
+    assert not report.complete
+    assert report.missing == ("decode B=512",)
+    (warning,) = [w for w in device.warnings if w.code == "HostStateChanged"]
+    assert "no state covered every workload within the time budget" in warning.message
+    assert "decode B=512 keep their rounds of the other" in warning.message
+
+
+def test_the_warning_names_the_workloads_both_levels_the_rounds_and_the_numbers_that_differ() -> (
+    None
+):
+    device = _device(slow_rounds=(4, 5, 6, 7))
+    (warning,) = [w for w in device.warnings if w.code == "HostStateChanged"]
+    message = warning.message
+    assert "read 4.3 TB/s or 2.5" in message
+    assert "fast in rounds 0-3, slow in rounds 4-7" in message
+    assert "every number comes from the slow state's 4 rounds" in message
+    assert "bandwidth slope 2.6" in message
+    assert "TB/s in the slow state, 4.3 TB/s in the other" in message
+    assert "ridge point" in message
+    # The chosen state's rounds are steady: no interference warning on top.
+    assert "InterferenceUnresolved" not in {w.code for w in device.warnings}
+
+
+# --- The result document, the summary, the report and the compact result ---------------------
+
+
+def _result(device: DeviceResult) -> ProfileResult:
+    base = synthetic_result()
+    return ProfileResult(**{**base.__dict__, "devices": (device,)})
+
+
+def test_host_states_validate_and_round_trip_through_the_document() -> None:
+    result = _result(_device(slow_rounds=(4, 5, 6, 7)))
+    document = result.to_dict()
+    validate_document(document)
+    states = document["devices"][0]["hostStates"]
+    assert states["state"] == "slow"
+    assert states["slowRounds"] == [4, 5, 6, 7]
+    assert ProfileResult.from_dict(document) == result
+
+
+def test_the_summary_the_report_and_the_compact_result_carry_the_warning() -> None:
+    result = _result(_device(slow_rounds=(4, 5, 6, 7)))
+    assert "warning HostStateChanged: the host changed state" in text_summary(result)
+    assert "- **HostStateChanged**: the host changed state" in markdown_report(result)
+    compact = decode_compact(encode_compact(result.to_compact()))
+    assert "HostStateChanged" in compact.devices[0].warnings
+
+
+# --- Re-measuring what the current state lacks -------------------------------------------------
+
+
+def test_after_a_switch_the_workloads_the_new_state_lacks_are_measured_again() -> None:
+    profile = states_profile(slow_rounds=(3, 4, 5))
+    profile["decode B=512"] = rates("decode B=512", jittered(300.0, 3))  # rounds 0-2 only
+    states = detect(profile)
+    assert states is not None
+    again = host_state.to_remeasure(profile, states, last_round=5, unsettled=lambda _: False)
+    # B=512 has no round in the slow state; the witnesses keep the new rounds' state known.
+    assert again == {"decode B=512", "read", "copy", "decode B=1"}
+
+
+def test_once_the_current_state_covers_everything_nothing_is_measured_again() -> None:
+    profile = states_profile(slow_rounds=(4, 5, 6, 7))
+    states = detect(profile)
+    assert states is not None
+    assert host_state.to_remeasure(profile, states, 7, unsettled=lambda _: False) == set()
