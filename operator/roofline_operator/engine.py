@@ -47,6 +47,7 @@ from roofline_operator.records import (
 from roofline_operator.runtime import RELIST_SECONDS, Runtime
 from roofline_operator.spec import ProfileSpec, SpecError, check_namespace, parse_spec
 from roofline_operator.status import build_status, merge_patch
+from roofline_profiler.sanity import HOST_STATE_CODE
 
 #: Pause after a round that raised, before the next try.
 ERROR_RETRY_SECONDS = 5.0
@@ -316,6 +317,12 @@ class ProfileLoop:
             f"{nodes}: the profile warned of interference, so the published numbers stay; the "
             "next profile publishes if it persists (check what else ran on the node)"
         )
+        if any(HOST_STATE_CODE in p.held for _, p in plan.held):
+            message = (
+                f"{nodes}: the profile warned of interference or of a host that changed state "
+                "while it ran, so the published numbers stay; a level the next profile finds "
+                "again publishes (check what else ran on the node, and its clocks and power)"
+            )
         logger.warning("Profile %s: %s", self.name, message)
         kopf.event(
             cast(kopf.Body, self.body),

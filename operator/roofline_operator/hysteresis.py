@@ -32,6 +32,13 @@ their intervals say, so every published number stays and nothing counts as a cha
 first such profile in a row is held: interference that is still there at the next profile (hours
 later, on the re-profile schedule) is the node's condition, and that profile publishes as usual.
 
+A profile that says the host changed state while it ran (``sanity.HOST_STATE_CODE``,
+``HostStateChanged``: a GPU that throttles, a neighbour that comes and goes) took its numbers from
+one of two states, and the next profile may find the other. It is held back unless the profile
+before it measured the same level (:func:`level_persists`): a level that persists across two
+profiles publishes, with a ``DeviceChanged`` Event when it moved materially, so a node that really
+throttles is news; a node that flaps between levels keeps its published numbers and labels.
+
 Pure module: no Kubernetes, no Kopf.
 """
 
@@ -44,13 +51,15 @@ from typing import Any
 from roofline_operator.records import NodeRecord
 from roofline_operator.results import (
     GpuResult,
+    Headline,
     NodeResult,
     headline_of,
     is_wide,
 )
 from roofline_operator.spec import DEFAULT_CHANGE_THRESHOLD_PERCENT
 from roofline_profiler.compact import CompactIntervals
-from roofline_profiler.sanity import INTERFERENCE_CODES
+from roofline_profiler.host_state import STATE_GAP
+from roofline_profiler.sanity import HOST_STATE_CODE, INTERFERENCE_CODES
 
 #: The quantities a material change can name, in the order messages list them.
 MATERIAL_QUANTITIES = ("bandwidth", "peak", "ridge point")
@@ -268,6 +277,20 @@ def publish(
     return Publication(replace(measured, gpus=tuple(gpus)), moved, tuple(changes), hold)
 
 
+def level_persists(previous: Headline | None, latest: Headline) -> bool:
+    """Whether ``latest`` found the level the profile before it measured: bandwidth, peak and
+    ridge point each within ``host_state.STATE_GAP`` of the previous profile's (two states of a
+    host lie at least that far apart, so two profiles within it saw the same one)."""
+    if previous is None:
+        return False
+    pairs = (
+        (previous.bandwidth_bytes_per_second, latest.bandwidth_bytes_per_second),
+        (previous.peak_flops_per_second, latest.peak_flops_per_second),
+        (previous.ridge_point, latest.ridge_point),
+    )
+    return all(old > 0 and abs(new - old) <= STATE_GAP * old for old, new in pairs)
+
+
 def record_profile(
     record: NodeRecord, measured: NodeResult, threshold_percent: float
 ) -> tuple[NodeRecord, Publication]:
@@ -278,6 +301,8 @@ def record_profile(
     interference = tuple(c for c in codes if c in INTERFERENCE_CODES)
     in_a_row = any(c in INTERFERENCE_CODES for c in record.warnings)
     hold = () if in_a_row else interference
+    if HOST_STATE_CODE in codes and not level_persists(record.measured, headline_of(measured)):
+        hold = (HOST_STATE_CODE, *interference)
     publication = publish(record.result, measured, threshold_percent, hold)
     published_at = record.published_at
     if publication.moved or published_at is None:
