@@ -89,6 +89,21 @@ def test_alternating_states_are_two_states() -> None:
     assert states.rounds(FAST) == (0, 3, 4, 7)
 
 
+def test_a_noisy_fast_state_against_a_steady_slow_one_is_two_states() -> None:
+    # As the AMD EPYC VM's read bandwidth went: 46-61 GB/s while fast, a steady 32 while slow.
+    fast, slow = {0: 58.0, 1: 47.0, 2: 46.0, 6: 48.0, 7: 61.0}, {3: 33.0, 4: 32.5, 5: 32.0}
+    per_round = [fast.get(r) or slow[r] for r in range(ROUNDS)]
+    profile = {
+        label: rates(label, [v * scale for v in per_round])
+        for label, scale in (("read", 1.0), ("readMatvec", 0.97), ("decode B=1", 1.02))
+    }
+    states = detect(profile)
+    assert states is not None
+    assert states.rounds(SLOW) == (3, 4, 5)
+    read = next(lv for lv in states.levels if lv.label == "read")
+    assert (read.fast, read.slow) == pytest.approx((58.0, 32.5))
+
+
 def test_a_single_outlier_round_is_not_a_state_change() -> None:
     assert detect(states_profile(slow_rounds=(5,))) is None
 
