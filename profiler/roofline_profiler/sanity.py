@@ -314,7 +314,8 @@ def host_state_warning(
     if not report.complete:
         chosen += (
             f"; no state covered every workload within the time budget: the {report.state} state "
-            f"has the most rounds, and {', '.join(report.missing)} keep their rounds of the other"
+            f"has the most rounds, and {', '.join(report.missing)} (fewer than two rounds in it) "
+            "keep the rounds they have"
         )
     differing = _differing(report, derived)
     numbers = (

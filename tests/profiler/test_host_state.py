@@ -255,7 +255,7 @@ def test_when_no_state_covers_every_workload_the_one_with_most_rounds_is_taken_a
     assert report.missing == ("decode B=512",)
     (warning,) = [w for w in device.warnings if w.code == "HostStateChanged"]
     assert "no state covered every workload within the time budget" in warning.message
-    assert "decode B=512 keep their rounds of the other" in warning.message
+    assert "decode B=512 (fewer than two rounds in it) keep the rounds they have" in warning.message
 
 
 def test_the_warning_names_the_workloads_both_levels_the_rounds_and_the_numbers_that_differ() -> (
