@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from tests.operator.unit.test_publication import NOW, message, profile_once, reprofile
+
 from roofline_operator.hysteresis import level_persists, record_profile
 from roofline_operator.records import NodeRecord
 from roofline_operator.results import GpuResult, NodeResult, headline_of
@@ -120,3 +122,20 @@ def test_a_level_persists_within_the_state_gap_and_not_beyond_it() -> None:
     assert level_persists(before, headline_of(node(FAST * 0.95)))
     assert not level_persists(before, headline_of(node(FAST * 0.85)))
     assert not level_persists(None, before)
+
+
+def test_through_the_planner_labels_move_only_once_a_new_level_persists() -> None:
+    first = profile_once({}, message(4.30e12, NOW), NOW)
+    state = ("HostStateChanged",)
+    second = reprofile(first, message(2.5e12, NOW + 3700, warnings=state), NOW + 3700)
+    assert [name for name, _ in second.held] == ["a"]
+    assert "a" not in second.label_patches
+    assert second.changes == []
+    # The node still carries the first profile's labels.
+    labelled = replace(second, label_patches=first.label_patches)
+    third = reprofile(labelled, message(2.52e12, NOW + 7400, warnings=state), NOW + 7400)
+    assert third.held == []
+    assert third.label_patches["a"]["roofline.dev/bandwidth-gbps"] == "2520"
+    ((name, publication),) = third.changes
+    assert name == "a"
+    assert publication.describe().startswith("bandwidth 4.3\u21922.52 TB/s")
