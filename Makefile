@@ -19,7 +19,7 @@ OUT ?= out
 PROFILE_ARGS ?=
 BIN := $(VENV)/bin
 
-.PHONY: profile test lint typecheck unit setup setup-operator setup-dev manifests images clean
+.PHONY: profile test lint typecheck unit setup setup-operator setup-dev manifests images clean control-plane
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -59,7 +59,13 @@ lint: setup-dev
 typecheck: setup-dev
 	$(BIN)/mypy
 
-unit: setup-dev
+# etcd, kube-apiserver and kubectl for the real-server tests, built once per machine (cached
+# outside the repository). Without Go those tests are skipped with that reason.
+control-plane:
+	@if command -v go >/dev/null 2>&1; then scripts/control-plane.sh >/dev/null; \
+	else echo "Go is not installed: the real-server tests (-m apiserver) will be skipped" >&2; fi
+
+unit: setup-dev control-plane
 	$(BIN)/pytest
 
 test: lint typecheck unit

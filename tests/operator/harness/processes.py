@@ -175,9 +175,10 @@ OperatorFactory = Callable[..., OperatorProcess]
 class Kubectl:
     """The real ``kubectl`` with its own home and discovery cache, talking to one cluster."""
 
-    def __init__(self, kubeconfig: Path, workdir: Path) -> None:
-        if not Path(KUBECTL).exists():
+    def __init__(self, kubeconfig: Path, workdir: Path, binary: Path | str = KUBECTL) -> None:
+        if not Path(binary).exists():
             raise RuntimeError("kubectl is not installed; the operator's integration tests need it")
+        self.binary = str(binary)
         self.kubeconfig = kubeconfig
         self.home = workdir / "kubectl-home"
         self.home.mkdir(parents=True, exist_ok=True)
@@ -191,7 +192,7 @@ class Kubectl:
             "PATH": os.environ["PATH"],
         }
         result = subprocess.run(
-            [KUBECTL, *args],
+            [self.binary, *args],
             env=env,
             capture_output=True,
             text=True,

@@ -1,0 +1,150 @@
+"""Certificates and keys for a test control plane: one CA, the serving cert, users, SA keys.
+
+kube-apiserver authenticates the admin by a client certificate signed by ``--client-ca-file``
+(the group ``system:masters`` is what kubeadm's admin.conf uses), serves TLS with a certificate
+for 127.0.0.1, and signs service-account tokens with an RSA key whose public half it verifies
+them with. Everything is generated per test session; nothing is ever written into the repository.
+"""
+
+from __future__ import annotations
+
+import datetime
+import ipaddress
+from dataclasses import dataclass
+from pathlib import Path
+
+from cryptography import x509
+from cryptography.hazmat.primitives import hashes, serialization
+from cryptography.hazmat.primitives.asymmetric import ec, rsa
+from cryptography.x509.oid import NameOID
+
+VALIDITY = datetime.timedelta(days=1)
+
+
+@dataclass(frozen=True)
+class CertFiles:
+    cert: Path
+    key: Path
+
+
+@dataclass(frozen=True)
+class ControlPlanePki:
+    ca: CertFiles
+    serving: CertFiles
+    admin: CertFiles
+    service_account_key: Path
+    service_account_public_key: Path
+
+
+def _key() -> ec.EllipticCurvePrivateKey:
+    return ec.generate_private_key(ec.SECP256R1())
+
+
+def _write_key(path: Path, key: ec.EllipticCurvePrivateKey | rsa.RSAPrivateKey) -> None:
+    path.write_bytes(
+        key.private_bytes(
+            serialization.Encoding.PEM,
+            serialization.PrivateFormat.PKCS8,
+            serialization.NoEncryption(),
+        )
+    )
+    path.chmod(0o600)
+
+
+def _name(common_name: str, organization: str | None = None) -> x509.Name:
+    parts = [x509.NameAttribute(NameOID.COMMON_NAME, common_name)]
+    if organization:
+        parts.append(x509.NameAttribute(NameOID.ORGANIZATION_NAME, organization))
+    return x509.Name(parts)
+
+
+def _builder(subject: x509.Name, issuer: x509.Name, public_key: object) -> x509.CertificateBuilder:
+    now = datetime.datetime.now(datetime.timezone.utc)
+    return (
+        x509.CertificateBuilder()
+        .subject_name(subject)
+        .issuer_name(issuer)
+        .public_key(public_key)  # type: ignore[arg-type]
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - datetime.timedelta(minutes=5))
+        .not_valid_after(now + VALIDITY)
+    )
+
+
+def _issue(
+    directory: Path,
+    stem: str,
+    subject: x509.Name,
+    ca_cert: x509.Certificate,
+    ca_key: ec.EllipticCurvePrivateKey,
+    usage: x509.ObjectIdentifier,
+    san: list[x509.GeneralName] | None = None,
+) -> CertFiles:
+    key = _key()
+    builder = (
+        _builder(subject, ca_cert.subject, key.public_key())
+        .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
+        .add_extension(x509.ExtendedKeyUsage([usage]), critical=False)
+    )
+    if san:
+        builder = builder.add_extension(x509.SubjectAlternativeName(san), critical=False)
+    cert = builder.sign(ca_key, hashes.SHA256())
+    files = CertFiles(directory / f"{stem}.crt", directory / f"{stem}.key")
+    files.cert.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
+    _write_key(files.key, key)
+    return files
+
+
+def generate(directory: Path) -> ControlPlanePki:
+    directory.mkdir(parents=True, exist_ok=True)
+    ca_key = _key()
+    ca_name = _name("roofline-test-ca")
+    ca_cert = (
+        _builder(ca_name, ca_name, ca_key.public_key())
+        .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
+        .add_extension(
+            x509.KeyUsage(
+                digital_signature=True,
+                content_commitment=False,
+                key_encipherment=False,
+                data_encipherment=False,
+                key_agreement=False,
+                key_cert_sign=True,
+                crl_sign=True,
+                encipher_only=False,
+                decipher_only=False,
+            ),
+            critical=True,
+        )
+        .sign(ca_key, hashes.SHA256())
+    )
+    ca = CertFiles(directory / "ca.crt", directory / "ca.key")
+    ca.cert.write_bytes(ca_cert.public_bytes(serialization.Encoding.PEM))
+    _write_key(ca.key, ca_key)
+    serving = _issue(
+        directory,
+        "apiserver",
+        _name("kube-apiserver"),
+        ca_cert,
+        ca_key,
+        x509.oid.ExtendedKeyUsageOID.SERVER_AUTH,
+        [x509.IPAddress(ipaddress.ip_address("127.0.0.1")), x509.DNSName("localhost")],
+    )
+    admin = _issue(
+        directory,
+        "admin",
+        _name("roofline-test-admin", "system:masters"),
+        ca_cert,
+        ca_key,
+        x509.oid.ExtendedKeyUsageOID.CLIENT_AUTH,
+    )
+    sa_key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+    sa_private = directory / "service-account.key"
+    sa_public = directory / "service-account.pub"
+    _write_key(sa_private, sa_key)
+    sa_public.write_bytes(
+        sa_key.public_key().public_bytes(
+            serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo
+        )
+    )
+    return ControlPlanePki(ca, serving, admin, sa_private, sa_public)

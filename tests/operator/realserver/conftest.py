@@ -1,0 +1,194 @@
+"""Fixtures of the real-server suite: one etcd + kube-apiserver for the session, the chart's
+identity installed on it, and ``roofline operator`` running as the chart's service account.
+
+Every test here is marked ``apiserver``. The binaries are built from source on first use
+(``scripts/control-plane.sh``, minutes, once per machine); without a Go toolchain the suite is
+skipped with that reason. Tests share the control plane, so each stops its operators and removes
+what it created (profiles, nodes, pods, NodeFeatures) before the next one starts, and each fails
+if the operator was refused any request (HTTP 403) while it ran.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from harness import FaultMode, Kubectl, OperatorProcess
+from harness.operator_rights import undeclared
+from harness.controlplane import ControlPlane, ControlPlaneUnavailable, build_binaries
+from harness.profiles import CRD_PATH
+from harness.realcluster import RealCluster
+from harness.releases import Release, install
+
+PROFILER_NAMESPACE = "roofline-system"
+NFD_NAMESPACE = "roofline-nfd"
+TEST_OPERATOR_ARGS = ("--resync-seconds", "2", "--batch-window-seconds", "0.1")
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    here = Path(__file__).parent
+    for item in items:
+        if here in Path(str(item.fspath)).parents:
+            item.add_marker(pytest.mark.apiserver)
+
+
+@pytest.fixture(scope="session")
+def control_plane(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ControlPlane]:
+    try:
+        binaries = build_binaries()
+    except ControlPlaneUnavailable as reason:
+        pytest.skip(str(reason))
+    with ControlPlane(binaries, tmp_path_factory.mktemp("control-plane")) as started:
+        yield started
+
+
+@pytest.fixture(scope="session")
+def real_cluster(
+    control_plane: ControlPlane, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[RealCluster]:
+    """The control plane with the chart's CRDs, NFD's NodeFeature CRD and the stand-in nodes."""
+    cluster = RealCluster(control_plane, tmp_path_factory.mktemp("nodes")).start()
+    crds = [*yaml.safe_load_all(CRD_PATH.read_text())]
+    nfd = control_plane.binaries / "nfd-api-crds.yaml"
+    crds += [d for d in yaml.safe_load_all(nfd.read_text()) if d]
+    cluster.apply_objects(crds, control_plane.kubectl_binary)
+    for crd in crds:
+        Kubectl(control_plane.kubeconfig, cluster.workdir, control_plane.kubectl_binary)(
+            "wait", "--for=condition=Established", f"crd/{crd['metadata']['name']}", "--timeout=60s"
+        )
+    yield cluster
+    cluster.stop()
+    assert not cluster.internal_errors(), cluster.internal_errors()
+
+
+@pytest.fixture(scope="session")
+def node_release(real_cluster: RealCluster) -> Release:
+    """The chart with its defaults (node-label backend), as `helm install -n roofline-system`."""
+    return install(
+        real_cluster,
+        real_cluster.control_plane.kubectl_binary,
+        {},
+        "roofline-operator",
+        PROFILER_NAMESPACE,
+        (PROFILER_NAMESPACE,),
+    )
+
+
+@pytest.fixture(scope="session")
+def nfd_release(real_cluster: RealCluster) -> Release:
+    """The chart's nodefeature scenario, installed as its own release in its own namespace."""
+    values = yaml.safe_load((CRD_PATH.parents[1] / "ci" / "nodefeature-values.yaml").read_text())
+    return install(
+        real_cluster,
+        real_cluster.control_plane.kubectl_binary,
+        values,
+        "roofline-nfd",
+        NFD_NAMESPACE,
+        (NFD_NAMESPACE,),
+    )
+
+
+@pytest.fixture
+def kubectl(real_cluster: RealCluster, tmp_path: Path) -> Kubectl:
+    """The pinned kubectl, built with the server, as the cluster admin."""
+    cp = real_cluster.control_plane
+    return Kubectl(cp.kubeconfig, tmp_path, cp.kubectl_binary)
+
+
+@dataclass
+class RealOperators:
+    """Starts ``roofline operator`` as a release's service account; checks its requests."""
+
+    cluster: RealCluster
+    workdir: Path
+
+    def __post_init__(self) -> None:
+        self.started: list[tuple[OperatorProcess, Release]] = []
+        self.audit_start = self.cluster.control_plane.audit_size()
+
+    def start(self, release: Release, *extra_args: str, wait: bool = True) -> OperatorProcess:
+        workdir = self.workdir / f"operator-{len(self.started)}"
+        workdir.mkdir()
+        process = OperatorProcess(
+            release.kubeconfig,
+            workdir,
+            namespace=release.namespace,
+            extra_args=[*TEST_OPERATOR_ARGS, *extra_args],
+            env=release.env,
+        )
+        self.started.append((process, release))
+        return process.start(wait=wait)
+
+    def forbidden(self) -> list[str]:
+        """Every request of the started operators' accounts that the API server refused (403)."""
+        users = {release.username for _, release in self.started}
+        refused = []
+        for user in sorted(users):
+            for event in self.cluster.control_plane.audit_events(user, self.audit_start):
+                if event.get("responseStatus", {}).get("code") == 403:
+                    ref = event.get("objectRef", {})
+                    refused.append(
+                        f"{event['verb']} {ref.get('apiGroup', '')}/{ref.get('resource')}"
+                        f"{'/' + ref['subresource'] if ref.get('subresource') else ''}"
+                        f" in {ref.get('namespace', '(cluster)')} by {user}"
+                    )
+        return refused
+
+    def undeclared(self) -> list[str]:
+        """Requests the operators made that no code path in ``OPERATOR_REQUESTS`` declares."""
+        found: list[str] = []
+        for _, release in self.started:
+            events = self.cluster.control_plane.audit_events(release.username, self.audit_start)
+            found += undeclared(events, release.namespace, release.namespace)
+        return sorted(set(found))
+
+
+def _remove_everything(cluster: RealCluster) -> None:
+    """Leave the shared cluster as the next test expects it: no profiles, nodes or pods."""
+    for profile in cluster.list("rooflineprofiles", group="roofline.dev"):
+        name = profile["metadata"]["name"]
+        cluster.patch(
+            "rooflineprofiles", name, {"metadata": {"finalizers": None}}, group="roofline.dev"
+        )
+        if cluster.get("rooflineprofiles", name, group="roofline.dev"):
+            cluster.delete("rooflineprofiles", name, group="roofline.dev")
+    for namespace in (PROFILER_NAMESPACE, NFD_NAMESPACE):
+        if cluster.get("namespaces", namespace) is None:
+            continue
+        for pod in cluster.list("pods", namespace):
+            cluster.nodes.pods_api.remove_now("pods", namespace, pod["metadata"]["name"])
+        for feature in cluster.list("nodefeatures", namespace, group="nfd.k8s-sigs.io"):
+            cluster.delete(
+                "nodefeatures", feature["metadata"]["name"], namespace, group="nfd.k8s-sigs.io"
+            )
+        for config in cluster.list("configmaps", namespace):
+            if config["metadata"]["name"] != "kube-root-ca.crt":
+                cluster.delete("configmaps", config["metadata"]["name"], namespace)
+    for node in cluster.list("nodes"):
+        cluster.delete("nodes", node["metadata"]["name"])
+    cluster.faults.modes.clear()
+    cluster.faults.gpus.clear()
+    cluster.faults.default = FaultMode.SUCCEED_INSTANTLY
+
+
+@pytest.fixture
+def real_operators(real_cluster: RealCluster, tmp_path: Path) -> Iterator[RealOperators]:
+    operators = RealOperators(real_cluster, tmp_path)
+    yield operators
+    for process, _ in operators.started:
+        process.stop()
+        print(f"---- operator log ({process.workdir.name}) ----\n{process.log_tail(200)}")
+    refused = operators.forbidden()
+    unlisted = operators.undeclared()
+    _remove_everything(real_cluster)
+    assert not refused, "the API server refused the operator (403):\n" + "\n".join(refused)
+    assert not unlisted, "requests missing from OPERATOR_REQUESTS:\n" + "\n".join(unlisted)
+
+
+def labels_of(cluster: RealCluster, node: str) -> dict[str, Any]:
+    found = cluster.get("nodes", node) or {}
+    return dict(found.get("metadata", {}).get("labels") or {})

@@ -1,0 +1,115 @@
+"""Model plans and the NodeFeature label backend on a real API server, with the chart's RBAC.
+
+The NodeFeature CRD is node-feature-discovery's own, from the pinned NFD module
+(``scripts/control-plane.sh``); nfd-master is not running, so the NodeFeature objects are what the
+tests read, as nfd-master would.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from conftest import NFD_NAMESPACE, PROFILER_NAMESPACE, RealOperators, labels_of
+from harness import Kubectl, wait_for
+from harness.profiles import (
+    condition,
+    example_profile,
+    node_entries,
+    profile_status,
+    profiled,
+    wait_for_nodes,
+)
+from harness.realcluster import RealCluster
+from harness.releases import Release
+from tests.model_configs import TINY_LLAMA
+
+NFD_GROUP = "nfd.k8s-sigs.io"
+
+
+def planned(names: list[str]) -> Any:
+    def check(entry: dict[str, Any]) -> bool:
+        done = {m["name"] for m in entry.get("models", []) if "maxBatchByMemory" in m}
+        return profiled(entry) and done == set(names)
+
+    return check
+
+
+def test_a_model_plan_from_an_inline_config_and_a_config_map_reaches_status(
+    real_cluster: RealCluster,
+    node_release: Release,
+    real_operators: RealOperators,
+    kubectl: Kubectl,
+) -> None:
+    real_cluster.add_gpu_node("real-model", gpus=2)
+    real_cluster.create(
+        "configmaps",
+        {"metadata": {"name": "mapped-config"}, "data": {"config.json": json.dumps(TINY_LLAMA)}},
+        namespace=PROFILER_NAMESPACE,
+    )
+    models = [
+        {"name": "tiny", "config": TINY_LLAMA, "contextTokens": 2048},
+        {"name": "mapped", "configMapRef": {"name": "mapped-config"}},
+    ]
+    spec = {"models": models, "slo": {"interTokenLatency": "50ms"}}
+    operator = real_operators.start(node_release)
+    real_cluster.create(
+        "rooflineprofiles", example_profile("real-models", **spec), group="roofline.dev"
+    )
+    wait_for_nodes(
+        real_cluster, "real-models", planned(["tiny", "mapped"]), ["real-model"], timeout=90
+    )
+    status = profile_status(real_cluster, "real-models")
+    assert condition(status, "ModelsReady")["status"] == "True"
+    entry = {
+        m["name"]: m for m in node_entries(real_cluster, "real-models")["real-model"]["models"]
+    }
+    assert entry["tiny"]["maxBatch"] == min(
+        entry["tiny"]["maxBatchByMemory"], entry["tiny"]["maxBatchByLatency"]
+    )
+    assert entry["mapped"]["maxBatchByMemory"] > 0, "the ConfigMap's config was read and planned"
+    series = {
+        labels["model"]
+        for labels, _ in operator.samples("roofline_model_max_batch")
+        if labels.get("profile") == "real-models"
+    }
+    assert series == {"tiny", "mapped"}
+    shown = kubectl("get", "rp", "real-models", "-o", "wide").stdout
+    assert "real-models" in shown
+
+
+def test_the_node_feature_backend_writes_one_node_feature_per_node_and_deletes_them(
+    real_cluster: RealCluster,
+    nfd_release: Release,
+    real_operators: RealOperators,
+    kubectl: Kubectl,
+) -> None:
+    nodes = ["real-nfd-a", "real-nfd-b"]
+    for node in nodes:
+        real_cluster.add_gpu_node(node)
+    assert nfd_release.env["ROOFLINE_NODE_LABEL_BACKEND"] == "nodeFeature"
+    real_operators.start(nfd_release)
+    real_cluster.create("rooflineprofiles", example_profile("real-nfd"), group="roofline.dev")
+    entries = wait_for_nodes(real_cluster, "real-nfd", profiled, nodes, timeout=60)
+
+    def features() -> dict[str, dict[str, Any]]:
+        found = real_cluster.list("nodefeatures", NFD_NAMESPACE, group=NFD_GROUP)
+        return {f["metadata"]["labels"]["nfd.node.kubernetes.io/node-name"]: f for f in found}
+
+    written = wait_for(
+        lambda: features() if set(features()) == set(nodes) else None,
+        timeout=30,
+        what="one NodeFeature per node",
+    )
+    for node in nodes:
+        labels = written[node]["spec"]["labels"]
+        assert labels["roofline.dev/profile"] == "real-nfd"
+        assert int(labels["roofline.dev/min-batch"]) == entries[node]["recommendedMinBatch"]
+        assert not any(k.startswith("roofline.dev/") for k in labels_of(real_cluster, node)), (
+            "the nodeFeature backend never writes nodes"
+        )
+    listed = kubectl("get", "nodefeatures", "-n", NFD_NAMESPACE).stdout
+    assert all(f"roofline-{node}" in listed for node in nodes)
+
+    kubectl("delete", "rooflineprofile", "real-nfd", "--wait=true", "--timeout=60s")
+    assert features() == {}, "deleting the profile deletes its NodeFeatures"
