@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Builds the control plane the real-server tests run against, once per machine:
 #   kube-apiserver and kubectl from k8s.io/kubernetes, etcd from go.etcd.io/etcd/server/v3,
-# at the versions pinned in scripts/control-plane/go.mod. Binaries are cached outside the repository
+# at the versions pinned in scripts/control-plane/go.mod, and the NodeFeature CRD of
+# node-feature-discovery (the YAML its pinned Go module ships; NFD_VERSION below). Binaries are cached outside the repository
 # under ${ROOFLINE_CONTROL_PLANE_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/roofline-operator/control-plane}
 # in a directory named after the Kubernetes version; a complete directory is reused as it is.
 #
@@ -23,6 +24,9 @@ fi
 cache_root="${ROOFLINE_CONTROL_PLANE_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/roofline-operator/control-plane}"
 dest="$cache_root/$kube_version"
 binaries=(etcd kube-apiserver kubectl)
+NFD_MODULE=sigs.k8s.io/node-feature-discovery
+NFD_VERSION=v0.17.3
+NFD_CRD=nfd-api-crds.yaml
 
 complete() {
     local b
@@ -37,7 +41,18 @@ case "${1:-}" in
     *) echo "usage: $0 [--dir|--force]" >&2; exit 2 ;;
 esac
 
-if complete; then
+# The NodeFeature CRD from NFD's module zip (the module proxy verifies it against go.sum's database).
+fetch_nfd_crd() {
+    local scratch dir
+    scratch="$(mktemp -d)"
+    dir="$(cd "$scratch" && GOFLAGS=-mod=mod go mod download -json "$NFD_MODULE@$NFD_VERSION" |
+        awk -F'"' '$2 == "Dir" {print $4}')"
+    rm -rf "$scratch"
+    cp "$dir/deployment/base/nfd-crds/$NFD_CRD" "$dest/$NFD_CRD.tmp"
+    mv "$dest/$NFD_CRD.tmp" "$dest/$NFD_CRD"
+}
+
+if complete && [ -f "$dest/$NFD_CRD" ]; then
     echo "$dest"
     exit 0
 fi
@@ -51,6 +66,7 @@ mkdir -p "$cache_root"
 exec 9>"$cache_root/.build.lock"
 flock 9
 if complete; then
+    [ -f "$dest/$NFD_CRD" ] || fetch_nfd_crd
     echo "$dest"
     exit 0
 fi
@@ -77,10 +93,12 @@ go build -trimpath -ldflags "-s -w" -o "$staging/etcd" ./etcd
 {
     echo "kubernetes $kube_version"
     echo "etcd $(awk '$1 == "go.etcd.io/etcd/server/v3" {print $2; exit}' go.mod)"
+    echo "node-feature-discovery CRD $NFD_VERSION"
     echo "go $(go env GOVERSION)"
     echo "built $build_date in $((SECONDS - started)) s"
 } >"$staging/BUILD-INFO"
 rm -rf "$dest"
 mv "$staging" "$dest"
 trap - EXIT
+fetch_nfd_crd
 echo "$dest"

@@ -132,7 +132,7 @@ class RealCluster:
         documents = {"apiVersion": "v1", "kind": "List", "items": [dict(o) for o in objects]}
         path = self.workdir / f"apply-{len(list(self.workdir.glob('apply-*')))}.json"
         path.write_text(json.dumps(documents))
-        subprocess.run(
+        result = subprocess.run(
             [
                 str(kubectl),
                 "--kubeconfig",
@@ -143,10 +143,12 @@ class RealCluster:
                 "-f",
                 str(path),
             ],
-            check=True,
+            check=False,
             capture_output=True,
             text=True,
         )
+        if result.returncode != 0:
+            raise AssertionError(f"kubectl apply failed:\n{result.stdout}{result.stderr}")
 
     # ---------------------------------------------------------------- nodes and faults
     def add_gpu_node(
