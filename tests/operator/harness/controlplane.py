@@ -17,6 +17,7 @@ import shutil
 import signal
 import ssl
 import subprocess
+import time
 import urllib.error
 import urllib.request
 from collections.abc import Mapping, Sequence
@@ -33,6 +34,7 @@ from .waiting import wait_for
 
 BUILD_SCRIPT = REPO_ROOT / "scripts" / "control-plane.sh"
 START_TIMEOUT_SECONDS = 120
+TOO_MANY_REQUESTS_TRIES = 30
 STOP_TIMEOUT_SECONDS = 20
 SERVICE_ACCOUNT_ISSUER = "https://kubernetes.default.svc.cluster.local"
 #: Requests by service accounts (the operator) at Metadata level; nothing else is audited.
@@ -102,11 +104,19 @@ class ApiClient:
             method=method,
             headers={"Content-Type": content_type, "Accept": "application/json"},
         )
-        try:
-            with urllib.request.urlopen(request, context=self.context, timeout=timeout) as rsp:
-                text = rsp.read().decode()
-        except urllib.error.HTTPError as error:
-            raise ApiRequestError(error.code, error.read().decode(errors="replace")) from None
+        for _ in range(TOO_MANY_REQUESTS_TRIES):
+            try:
+                with urllib.request.urlopen(request, context=self.context, timeout=timeout) as rsp:
+                    text = rsp.read().decode()
+                break
+            except urllib.error.HTTPError as error:
+                body = error.read().decode(errors="replace")
+                if error.code != 429:
+                    raise ApiRequestError(error.code, body) from None
+                # A resource's watch cache answers 429 until its first list is in (seconds).
+                time.sleep(float(error.headers.get("Retry-After") or 1))
+        else:
+            raise ApiRequestError(429, body)
         loaded: dict[str, Any] = json.loads(text) if text else {}
         return loaded
 
@@ -229,6 +239,8 @@ class ControlPlane:
             f"--audit-log-path={self.audit_log}",
             "--audit-log-format=json",
             "--profiling=false",
+            # No endpoints for the "kubernetes" service: its loopback address is not a valid one.
+            "--endpoint-reconciler-type=none",
             "--v=1",
         ]
 
@@ -307,7 +319,10 @@ class ControlPlane:
             }
         )
 
-    def _kubeconfig(self, user: dict[str, str]) -> dict[str, Any]:
+    def _kubeconfig(self, user: dict[str, str], namespace: str | None = None) -> dict[str, Any]:
+        context = {"cluster": "test", "user": "user"}
+        if namespace:
+            context["namespace"] = namespace
         return {
             "apiVersion": "v1",
             "kind": "Config",
@@ -321,7 +336,7 @@ class ControlPlane:
                 }
             ],
             "users": [{"name": "user", "user": user}],
-            "contexts": [{"name": "test", "context": {"cluster": "test", "user": "user"}}],
+            "contexts": [{"name": "test", "context": context}],
             "current-context": "test",
         }
 
@@ -329,7 +344,9 @@ class ControlPlane:
         self, namespace: str, name: str, path: Path, hours: int = 6
     ) -> Path:
         """A kubeconfig with a bound token of the service account (TokenRequest), as a pod
-        running under that account would get; its rights are exactly what RBAC grants it."""
+        running under that account would get; its rights are exactly what RBAC grants it. The
+        context's namespace is the account's, as a pod's service-account namespace file is
+        (Kopf posts the events of cluster-scoped objects there)."""
         token = self.admin.request(
             "POST",
             f"/api/v1/namespaces/{namespace}/serviceaccounts/{name}/token",
@@ -339,7 +356,7 @@ class ControlPlane:
                 "spec": {"expirationSeconds": hours * 3600},
             },
         )["status"]["token"]
-        path.write_text(yaml.safe_dump(self._kubeconfig({"token": token})))
+        path.write_text(yaml.safe_dump(self._kubeconfig({"token": token}, namespace)))
         return path
 
     # ---------------------------------------------------------------- audit

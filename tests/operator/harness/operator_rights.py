@@ -70,7 +70,9 @@ OPERATOR_REQUESTS = (
     Request("pods of a round, primed (kubeapi.py)", "list", "", "pods", scope=PROFILER_NAMESPACE),
     Request("model configs (model_sources.py)", "get", "", "configmaps", scope=PROFILER_NAMESPACE),
     Request("Kopf: events", "create", "", "events", scope=RELEASE_NAMESPACE),
-    Request("Kopf: resource discovery", "list", "apiextensions.k8s.io", "customresourcedefinitions"),
+    Request(
+        "Kopf: resource discovery", "list", "apiextensions.k8s.io", "customresourcedefinitions"
+    ),
     Request(
         "Kopf: resource discovery", "watch", "apiextensions.k8s.io", "customresourcedefinitions"
     ),

@@ -4,7 +4,8 @@ The same reading and writing surface as the emulated :class:`Cluster` (``get``, 
 ``create``, ``patch``, ``delete``, ``add_gpu_node``, ``set_fault``, ``finished_pods``), so the
 profile helpers work on both; everything goes through the real API server as the admin. Nodes are
 created as a kubelet registers them, then their capacity (GPUs included) is written through the
-``nodes/status`` subresource, which a plain create ignores.
+``nodes/status`` subresource, which a plain create ignores, and the not-ready taint the API
+server puts on every new node is lifted as the node lifecycle controller would.
 """
 
 from __future__ import annotations
@@ -164,7 +165,11 @@ class RealCluster:
         node = gpu_node(name, **kwargs)
         status = node.pop("status")
         self.create("nodes", node)
-        return self.patch("nodes", name, {"status": status}, subresource="status")
+        self.patch("nodes", name, {"status": status}, subresource="status")
+        # The TaintNodesByCondition admission plugin taints every new node not-ready; the node
+        # lifecycle controller lifts the taint once the node reports Ready. Without
+        # kube-controller-manager, that is done here.
+        return self.patch("nodes", name, {"spec": {"taints": node["spec"]["taints"] or None}})
 
     def set_fault(self, node: str, mode: FaultMode | None) -> None:
         if mode is None:

@@ -11,22 +11,21 @@ if the operator was refused any request (HTTP 403) while it ran.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import pytest
 import yaml
-from harness import FaultMode, Kubectl, OperatorProcess
-from harness.operator_rights import undeclared
+from harness import Kubectl
 from harness.controlplane import ControlPlane, ControlPlaneUnavailable, build_binaries
 from harness.profiles import CRD_PATH
 from harness.realcluster import RealCluster
+from harness.realsuite import (
+    NFD_NAMESPACE,
+    PROFILER_NAMESPACE,
+    RealOperators,
+    remove_everything,
+)
 from harness.releases import Release, install
-
-PROFILER_NAMESPACE = "roofline-system"
-NFD_NAMESPACE = "roofline-nfd"
-TEST_OPERATOR_ARGS = ("--resync-seconds", "2", "--batch-window-seconds", "0.1")
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
@@ -99,82 +98,6 @@ def kubectl(real_cluster: RealCluster, tmp_path: Path) -> Kubectl:
     return Kubectl(cp.kubeconfig, tmp_path, cp.kubectl_binary)
 
 
-@dataclass
-class RealOperators:
-    """Starts ``roofline operator`` as a release's service account; checks its requests."""
-
-    cluster: RealCluster
-    workdir: Path
-
-    def __post_init__(self) -> None:
-        self.started: list[tuple[OperatorProcess, Release]] = []
-        self.audit_start = self.cluster.control_plane.audit_size()
-
-    def start(self, release: Release, *extra_args: str, wait: bool = True) -> OperatorProcess:
-        workdir = self.workdir / f"operator-{len(self.started)}"
-        workdir.mkdir()
-        process = OperatorProcess(
-            release.kubeconfig,
-            workdir,
-            namespace=release.namespace,
-            extra_args=[*TEST_OPERATOR_ARGS, *extra_args],
-            env=release.env,
-        )
-        self.started.append((process, release))
-        return process.start(wait=wait)
-
-    def forbidden(self) -> list[str]:
-        """Every request of the started operators' accounts that the API server refused (403)."""
-        users = {release.username for _, release in self.started}
-        refused = []
-        for user in sorted(users):
-            for event in self.cluster.control_plane.audit_events(user, self.audit_start):
-                if event.get("responseStatus", {}).get("code") == 403:
-                    ref = event.get("objectRef", {})
-                    refused.append(
-                        f"{event['verb']} {ref.get('apiGroup', '')}/{ref.get('resource')}"
-                        f"{'/' + ref['subresource'] if ref.get('subresource') else ''}"
-                        f" in {ref.get('namespace', '(cluster)')} by {user}"
-                    )
-        return refused
-
-    def undeclared(self) -> list[str]:
-        """Requests the operators made that no code path in ``OPERATOR_REQUESTS`` declares."""
-        found: list[str] = []
-        for _, release in self.started:
-            events = self.cluster.control_plane.audit_events(release.username, self.audit_start)
-            found += undeclared(events, release.namespace, release.namespace)
-        return sorted(set(found))
-
-
-def _remove_everything(cluster: RealCluster) -> None:
-    """Leave the shared cluster as the next test expects it: no profiles, nodes or pods."""
-    for profile in cluster.list("rooflineprofiles", group="roofline.dev"):
-        name = profile["metadata"]["name"]
-        cluster.patch(
-            "rooflineprofiles", name, {"metadata": {"finalizers": None}}, group="roofline.dev"
-        )
-        if cluster.get("rooflineprofiles", name, group="roofline.dev"):
-            cluster.delete("rooflineprofiles", name, group="roofline.dev")
-    for namespace in (PROFILER_NAMESPACE, NFD_NAMESPACE):
-        if cluster.get("namespaces", namespace) is None:
-            continue
-        for pod in cluster.list("pods", namespace):
-            cluster.nodes.pods_api.remove_now("pods", namespace, pod["metadata"]["name"])
-        for feature in cluster.list("nodefeatures", namespace, group="nfd.k8s-sigs.io"):
-            cluster.delete(
-                "nodefeatures", feature["metadata"]["name"], namespace, group="nfd.k8s-sigs.io"
-            )
-        for config in cluster.list("configmaps", namespace):
-            if config["metadata"]["name"] != "kube-root-ca.crt":
-                cluster.delete("configmaps", config["metadata"]["name"], namespace)
-    for node in cluster.list("nodes"):
-        cluster.delete("nodes", node["metadata"]["name"])
-    cluster.faults.modes.clear()
-    cluster.faults.gpus.clear()
-    cluster.faults.default = FaultMode.SUCCEED_INSTANTLY
-
-
 @pytest.fixture
 def real_operators(real_cluster: RealCluster, tmp_path: Path) -> Iterator[RealOperators]:
     operators = RealOperators(real_cluster, tmp_path)
@@ -184,11 +107,6 @@ def real_operators(real_cluster: RealCluster, tmp_path: Path) -> Iterator[RealOp
         print(f"---- operator log ({process.workdir.name}) ----\n{process.log_tail(200)}")
     refused = operators.forbidden()
     unlisted = operators.undeclared()
-    _remove_everything(real_cluster)
+    remove_everything(real_cluster)
     assert not refused, "the API server refused the operator (403):\n" + "\n".join(refused)
     assert not unlisted, "requests missing from OPERATOR_REQUESTS:\n" + "\n".join(unlisted)
-
-
-def labels_of(cluster: RealCluster, node: str) -> dict[str, Any]:
-    found = cluster.get("nodes", node) or {}
-    return dict(found.get("metadata", {}).get("labels") or {})

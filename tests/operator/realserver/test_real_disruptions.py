@@ -11,10 +11,10 @@ import urllib.error
 import urllib.request
 from collections import Counter
 
-from conftest import PROFILER_NAMESPACE, RealOperators
 from harness import FaultMode, wait_for
 from harness.profiles import example_profile, our_labels, profiled, wait_for_nodes
 from harness.realcluster import RealCluster
+from harness.realsuite import PROFILER_NAMESPACE, RealOperators
 from harness.releases import Release
 
 

@@ -10,7 +10,6 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from conftest import NFD_NAMESPACE, PROFILER_NAMESPACE, RealOperators, labels_of
 from harness import Kubectl, wait_for
 from harness.profiles import (
     condition,
@@ -21,6 +20,7 @@ from harness.profiles import (
     wait_for_nodes,
 )
 from harness.realcluster import RealCluster
+from harness.realsuite import NFD_NAMESPACE, PROFILER_NAMESPACE, RealOperators, labels_of
 from harness.releases import Release
 from tests.model_configs import TINY_LLAMA
 

@@ -10,7 +10,6 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import PROFILER_NAMESPACE, RealOperators, labels_of
 from harness import FaultMode, Kubectl, wait_for
 from harness.profiles import (
     example_profile,
@@ -22,6 +21,7 @@ from harness.profiles import (
     write_manifest,
 )
 from harness.realcluster import RealCluster
+from harness.realsuite import PROFILER_NAMESPACE, RealOperators, labels_of
 from harness.releases import Release
 
 from roofline_profiler.compact import decode_compact

@@ -11,9 +11,9 @@ import copy
 from typing import Any
 
 import pytest
-from conftest import NFD_NAMESPACE, PROFILER_NAMESPACE
 from harness.operator_rights import OPERATOR_REQUESTS, Request, allowed, namespace_of
 from harness.realcluster import RealCluster
+from harness.realsuite import NFD_NAMESPACE, PROFILER_NAMESPACE
 from harness.releases import Release, install
 
 
