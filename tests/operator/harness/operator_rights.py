@@ -79,6 +79,14 @@ OPERATOR_REQUESTS = (
     Request("Kopf: namespaces", "list", "", "namespaces"),
     Request("Kopf: namespaces", "watch", "", "namespaces"),
     Request(
+        "record annotations on NodeFeatures, read back (engine.py)",
+        "list",
+        NFD,
+        "nodefeatures",
+        scope=RELEASE_NAMESPACE,
+        backend="nodeFeature",
+    ),
+    Request(
         "NodeFeatures (apply.py)",
         "create",
         NFD,

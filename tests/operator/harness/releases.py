@@ -96,6 +96,6 @@ def install(
     kubeconfig = cluster.control_plane.service_account_kubeconfig(
         namespace, account, cluster.workdir / f"{release}.kubeconfig"
     )
-    return Release(
-        release, namespace, account, kubeconfig, deployment_env(values, release, namespace), objects
-    )
+    # In a pod the operator reads its namespace from the service-account token's directory.
+    env = {**deployment_env(values, release, namespace), "ROOFLINE_OPERATOR_NAMESPACE": namespace}
+    return Release(release, namespace, account, kubeconfig, env, objects)
