@@ -181,6 +181,8 @@ class ControlPlane:
         self.etcd_peer_port = free_port()
         self.port = free_port()
         self.audit_log = workdir / "audit.log"
+        #: (stopped, ready again) wall-clock times of each API server restart.
+        self.outages: list[tuple[float, float]] = []
         self.etcd = _Process(self._etcd_argv(), workdir / "etcd.log")
         self.apiserver = _Process(self._apiserver_argv(), workdir / "kube-apiserver.log")
         context = ssl.create_default_context(cafile=str(self.pki.ca.cert))
@@ -274,8 +276,15 @@ class ControlPlane:
 
     def restart_apiserver(self) -> None:
         """Stop the API server (every watch and connection drops) and start it again."""
+        stopped = time.time()
         self.apiserver.stop()
         self.start_apiserver()
+        self.outages.append((stopped, time.time()))
+
+    def during_outage(self, timestamp: float) -> bool:
+        """Whether ``timestamp`` fell between a restart's stop and the server's readiness: a
+        starting server answers before its RBAC caches are filled, so a 403 then is no rule's."""
+        return any(start <= timestamp <= end for start, end in self.outages)
 
     def stop(self) -> None:
         self.apiserver.stop()

@@ -4,6 +4,7 @@ service account whose requests are checked against the audit log."""
 from __future__ import annotations
 
 from dataclasses import dataclass
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -48,6 +49,11 @@ class RealOperators:
         refused = []
         for user in sorted(users):
             for event in self.cluster.control_plane.audit_events(user, self.audit_start):
+                received = datetime.fromisoformat(
+                    event["requestReceivedTimestamp"].replace("Z", "+00:00")
+                ).timestamp()
+                if self.cluster.control_plane.during_outage(received):
+                    continue
                 if event.get("responseStatus", {}).get("code") == 403:
                     ref = event.get("objectRef", {})
                     refused.append(

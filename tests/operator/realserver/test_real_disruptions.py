@@ -38,7 +38,8 @@ def test_an_operator_killed_mid_round_adopts_its_pods_and_profiles_each_node_onc
     for node in nodes:
         real_cluster.add_gpu_node(node, mode=FaultMode.SUCCEED_SLOWLY)
     first = real_operators.start(node_release)
-    real_cluster.create("rooflineprofiles", example_profile("real-restart"), group="roofline.dev")
+    profile = example_profile("real-restart", maxParallel=3)
+    real_cluster.create("rooflineprofiles", profile, group="roofline.dev")
     wait_for(lambda: len(running_pods(real_cluster)) == 3, timeout=60, what="three running pods")
     first.kill()
     real_operators.start(node_release)
@@ -55,7 +56,8 @@ def test_an_api_server_restarted_mid_round_loses_no_result(
     for node in nodes:
         real_cluster.add_gpu_node(node, mode=FaultMode.SUCCEED_SLOWLY)
     operator = real_operators.start(node_release)
-    real_cluster.create("rooflineprofiles", example_profile("real-outage"), group="roofline.dev")
+    profile = example_profile("real-outage", maxParallel=3)
+    real_cluster.create("rooflineprofiles", profile, group="roofline.dev")
     wait_for(lambda: len(running_pods(real_cluster)) == 3, timeout=60, what="three running pods")
     real_cluster.control_plane.restart_apiserver()
     wait_for_nodes(real_cluster, "real-outage", profiled, nodes, timeout=120)
