@@ -175,8 +175,6 @@ def undeclared(
         )
         for r in OPERATOR_REQUESTS
     }
-    # A get is covered by a list or watch of the same resource in the same place (RBAC grants
-    # them together in the chart); the table names the verbs the code paths choose.
     found = []
     for event in events:
         ref = event.get("objectRef")
@@ -189,11 +187,6 @@ def undeclared(
             ref["resource"] + (f"/{ref['subresource']}" if ref.get("subresource") else ""),
             ref.get("namespace", ""),
         )
-        if key in rows:
-            continue
-        if verb == "get" and any(
-            (v, *key[1:]) in rows for v in ("list", "watch", "patch", "create")
-        ):
-            continue
-        found.append(" ".join(part or "-" for part in key))
+        if key not in rows:
+            found.append(" ".join(part or "-" for part in key))
     return sorted(set(found))

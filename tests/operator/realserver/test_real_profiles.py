@@ -98,7 +98,7 @@ def test_a_failing_node_is_reported_and_the_others_are_profiled(
     real_cluster.add_gpu_node("real-broken", mode=FaultMode.EXIT_NONZERO)
     real_cluster.add_gpu_node("real-full", mode=FaultMode.NEVER_SCHEDULE)
     operator = real_operators.start(node_release)
-    profile = example_profile("real-failing", maxAttempts=1, pendingTimeoutSeconds=1)
+    profile = example_profile("real-failing", maxAttempts=1, pendingTimeoutSeconds=8)
     real_cluster.create("rooflineprofiles", profile, group="roofline.dev")
 
     wait_for_nodes(real_cluster, "real-failing", profiled, ["real-ok"], timeout=60)
