@@ -20,6 +20,8 @@ at most about 1.5 MiB in etcd.
     python bench/operator_scale.py --sizes 10 100    # fewer sizes
     python bench/operator_scale.py --models 0        # profiles without models
     python bench/operator_scale.py --record bench/results/operator_scale.md
+    python bench/operator_scale.py --server real --sizes 1000 \\
+        --record bench/results/operator_scale_real.md   # real etcd + kube-apiserver
 """
 
 from __future__ import annotations
@@ -38,6 +40,7 @@ from typing import Any
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [
+    str(REPO_ROOT),
     str(REPO_ROOT / "tests" / "operator"),
     str(REPO_ROOT / "profiler"),
     str(REPO_ROOT / "operator"),
@@ -98,6 +101,8 @@ class SizeFigures:
     startup_seconds: float = 0.0
     #: The machine's 1-minute load average when the size started and when it ended.
     load: tuple[float, float] = (0.0, 0.0)
+    #: etcd's database size after both rounds (real-server mode only).
+    etcd_db_bytes: int = 0
 
 
 def reconciled(cluster: Cluster, name: str, nodes: int) -> bool:
@@ -198,13 +203,18 @@ def table(results: list[SizeFigures]) -> str:
         "| load (1-min, start/end) |",
         "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
+    real = any(r.etcd_db_bytes for r in results)
+    if real:
+        lines[0] += " etcd database (MiB) |"
+        lines[1] += "---:|"
     for r in results:
+        etcd = f" {r.etcd_db_bytes / 2**20:.1f} |" if real else ""
         lines.append(
             f"| {r.nodes} | {r.models} | {r.startup_seconds:.1f} | {r.first.seconds:.1f} | "
             f"{r.first.per_node:.2f} | "
             f"{r.reprofile.seconds:.1f} | {r.reprofile.per_node:.2f} | "
             f"{r.peak_rss_bytes / 2**20:.0f} | {r.status_bytes / 1024:.0f} | "
-            f"{r.load[0]:.1f}/{r.load[1]:.1f} |"
+            f"{r.load[0]:.1f}/{r.load[1]:.1f} |{etcd}"
         )
     return "\n".join(lines)
 
@@ -266,7 +276,15 @@ def record(path: Path, results: list[SizeFigures], command: str, note: str = "")
         f"Command: `{command}`\n\n"
         f"Date: {time.strftime('%Y-%m-%d', time.gmtime())}. "
         f"Machine: {cpu_model()}, {os.cpu_count()} CPUs, Python {platform.python_version()}; "
-        "the emulator and the operator share these CPUs." + (f" {note}" if note else "") + "\n\n"
+        + (
+            "a real etcd and kube-apiserver (scripts/control-plane.sh), the operator as the "
+            "chart's service account, and the tests' stand-in scheduler and kubelet share these "
+            "CPUs; requests are counted from the API server's audit log."
+            if any(r.etcd_db_bytes for r in results)
+            else "the emulator and the operator share these CPUs."
+        )
+        + (f" {note}" if note else "")
+        + "\n\n"
         f"{table(results)}\n\n"
         f"Goals:\n\n{goals(results)}\n\n"
         "Requests per node per round count every API call the operator made during the round "
@@ -285,13 +303,24 @@ def main(argv: list[str] | None = None) -> int:
         choices=range(len(BENCH_MODELS) + 1),
         help=f"models in the profile (default {DEFAULT_MODELS})",
     )
+    parser.add_argument(
+        "--server",
+        choices=("emulator", "real"),
+        default="emulator",
+        help="the emulated API server, or a real etcd + kube-apiserver (scripts/control-plane.sh)",
+    )
     parser.add_argument("--record", type=Path, help="write the figures as Markdown to this file")
     parser.add_argument("--note", default="", help="a sentence about the conditions, recorded")
     args = parser.parse_args(argv)
     results = []
     for nodes in args.sizes:
         with tempfile.TemporaryDirectory(prefix=f"scale-{nodes}-") as workdir:
-            figures = measure(nodes, Path(workdir), args.models)
+            if args.server == "real":
+                from operator_scale_real import measure_real
+
+                figures = measure_real(nodes, Path(workdir), args.models, BENCH_MODELS)
+            else:
+                figures = measure(nodes, Path(workdir), args.models)
         results.append(figures)
         print(
             f"{nodes} nodes: first round {figures.first.seconds:.1f}s "

@@ -102,13 +102,6 @@ class RemotePods:
             "application/json",
         )
 
-    def node(self, name: str) -> dict[str, Any] | None:
-        try:
-            found: dict[str, Any] = self._call("GET", f"/api/v1/nodes/{name}", None, "")
-        except ApiError:
-            return None
-        return found
-
 
 def _terminal(pod: Mapping[str, Any]) -> bool:
     return pod.get("status", {}).get("phase") in ("Succeeded", "Failed")
@@ -230,13 +223,23 @@ class StandInNodes:
             for p in pods
             if not p["spec"].get("nodeName") and not p["metadata"].get("deletionTimestamp")
         ]
+        if not pending:
+            return
+        # One LIST per pass rather than a GET per pod: a thousand pods wait at once at scale.
+        listed = self.api.request("GET", "/api/v1/nodes")["items"]
+        nodes = {n["metadata"]["name"]: n for n in listed}
         for pod in sorted(pending, key=lambda p: p["metadata"]["creationTimestamp"]):
-            self._schedule(pod, in_use)
+            self._schedule(pod, in_use, nodes)
 
-    def _schedule(self, pod: dict[str, Any], in_use: dict[str, Counter[str]]) -> None:
+    def _schedule(
+        self,
+        pod: dict[str, Any],
+        in_use: dict[str, Counter[str]],
+        nodes: dict[str, dict[str, Any]],
+    ) -> None:
         meta = pod["metadata"]
         target = _pinned_node(pod)
-        node = self.pods_api.node(target) if target else None
+        node = nodes.get(target) if target else None
         wanted = extended_requests(pod)
         if node is None:
             message = "0/1 nodes are available: 1 node(s) didn't match Pod's node affinity."
