@@ -110,7 +110,8 @@ class ApiClient:
                     text = rsp.read().decode()
                 break
             except urllib.error.HTTPError as error:
-                body = error.read().decode(errors="replace")
+                with error:
+                    body = error.read().decode(errors="replace")
                 if error.code != 429:
                     raise ApiRequestError(error.code, body) from None
                 # A resource's watch cache answers 429 until its first list is in (seconds).

@@ -135,6 +135,9 @@ class StandInNodes:
             for task in tasks:
                 task.cancel()
             await asyncio.gather(*tasks, return_exceptions=True)
+            # TLS transports finish closing on the loop's next turns (aiohttp's advice: a short
+            # sleep after closing a session), else they are garbage-collected unclosed.
+            await asyncio.sleep(0.25)
 
         if self._thread.is_alive():
             asyncio.run_coroutine_threadsafe(cancel_all(), self.loop).result(timeout=30)

@@ -76,7 +76,8 @@ def _watch_answer(cluster: RealCluster, resource_version: str) -> tuple[int, dic
         with urllib.request.urlopen(request, context=api.context, timeout=30) as rsp:
             return rsp.status, json.loads(rsp.readline() or b"{}")
     except urllib.error.HTTPError as error:
-        return error.code, json.loads(error.read() or b"{}")
+        with error:
+            return error.code, json.loads(error.read() or b"{}")
 
 
 def test_a_watch_expired_by_compaction_is_relisted_and_nothing_is_lost_or_repeated(
