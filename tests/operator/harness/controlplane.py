@@ -111,13 +111,13 @@ class ApiClient:
                 break
             except urllib.error.HTTPError as error:
                 with error:
-                    body = error.read().decode(errors="replace")
+                    answer = error.read().decode(errors="replace")
                 if error.code != 429:
-                    raise ApiRequestError(error.code, body) from None
+                    raise ApiRequestError(error.code, answer) from None
                 # A resource's watch cache answers 429 until its first list is in (seconds).
                 time.sleep(float(error.headers.get("Retry-After") or 1))
         else:
-            raise ApiRequestError(429, body)
+            raise ApiRequestError(429, answer)
         loaded: dict[str, Any] = json.loads(text) if text else {}
         return loaded
 

@@ -259,7 +259,9 @@ class StandInNodes:
                 return
             message = f"0/1 nodes are available: 1 Insufficient {short[0]}."
         conditions = pod.get("status", {}).get("conditions", [])
-        current = next((c for c in conditions if c.get("type") == "PodScheduled"), {})
+        current: dict[str, Any] = next(
+            (c for c in conditions if c.get("type") == "PodScheduled"), {}
+        )
         if current.get("message") == message:
             return
         condition = {
