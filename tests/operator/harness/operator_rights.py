@@ -1,9 +1,12 @@
-"""What the operator asks of the API server, code path by code path, and how to check a grant.
+"""The operator's permissions (``roofline_operator.permissions``) as single requests, checked
+against a real API server.
 
-:data:`OPERATOR_REQUESTS` is the list the chart's RBAC must cover. The real-server suite checks
-it both ways: each row is allowed to the chart's service account (a ``SubjectAccessReview``
-against the rules the chart installed), and every request the operator actually made during the
-suite (the API server's audit log) matches a row, so the table cannot drift from the code.
+``PERMISSIONS`` is the product's one source of its RBAC; ``tests/deploy/test_rbac.py`` keeps the
+chart equal to it and it equal to the code. The real-server suite checks it both ways against a
+real API server: each request it lists is allowed to the chart's service account (a
+``SubjectAccessReview`` against the rules the chart installed), and every request the operator
+actually made during the suite (the API server's audit log) is one it lists, so the table cannot
+drift from what the operator does on a real cluster.
 """
 
 from __future__ import annotations
@@ -12,16 +15,29 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from roofline_operator.permissions import (
+    NODE_BACKEND,
+    NODE_FEATURE_BACKEND,
+    PEERING,
+    PERMISSIONS,
+    Scope,
+)
+
 from .controlplane import ApiClient
 
-#: Where a request goes: cluster-scoped, any namespace (a cluster-wide list/watch), the
-#: release's namespace (events, NodeFeatures), or the profiler namespace (pods, ConfigMaps).
-CLUSTER, ALL_NAMESPACES, RELEASE_NAMESPACE, PROFILER_NAMESPACE = (
+#: Where a request goes: cluster-scoped (a cluster-wide list or watch included), the release's
+#: namespace (events, NodeFeatures), or the profiler namespace (pods, ConfigMaps).
+CLUSTER, RELEASE_NAMESPACE, PROFILER_NAMESPACE = (
     "cluster",
-    "all namespaces",
     "release namespace",
     "profiler namespace",
 )
+_SCOPES = {
+    Scope.CLUSTER: CLUSTER,
+    Scope.OPERATOR_NAMESPACE: RELEASE_NAMESPACE,
+    Scope.PROFILER_NAMESPACES: PROFILER_NAMESPACE,
+}
+_BACKENDS = {None: "any", NODE_BACKEND: "node", NODE_FEATURE_BACKEND: "nodeFeature"}
 
 
 @dataclass(frozen=True)
@@ -39,92 +55,26 @@ class Request:
         return self.resource + (f"/{self.subresource}" if self.subresource else "")
 
 
-R = "roofline.dev"
-NFD = "nfd.k8s-sigs.io"
-OPERATOR_REQUESTS = (
-    Request("Kopf: watch profiles", "list", R, "rooflineprofiles"),
-    Request("Kopf: watch profiles", "watch", R, "rooflineprofiles"),
-    Request("Kopf: finalizer and progress annotations", "patch", R, "rooflineprofiles"),
-    Request("status writes (status.py)", "patch", R, "rooflineprofiles", "status"),
+#: One row per verb of every permission the chart grants by default (peering is off).
+OPERATOR_REQUESTS = tuple(
     Request(
-        "profiler pods' blockOwnerDeletion owner reference",
-        "update",
-        R,
-        "rooflineprofiles",
-        "finalizers",
-    ),
-    Request("node watch (nodes.py)", "list", "", "nodes"),
-    Request("node watch (nodes.py)", "watch", "", "nodes"),
-    Request("node labels and records (apply.py)", "patch", "", "nodes", backend="node"),
-    Request("pod watch (pods.py)", "list", "", "pods", scope=ALL_NAMESPACES),
-    Request("pod watch (pods.py)", "watch", "", "pods", scope=ALL_NAMESPACES),
-    Request("profiler pods (apply.py)", "create", "", "pods", scope=PROFILER_NAMESPACE),
-    Request("profiler pods (apply.py)", "delete", "", "pods", scope=PROFILER_NAMESPACE),
-    Request(
-        "finished pods in one request (apply.py)",
-        "deletecollection",
-        "",
-        "pods",
-        scope=PROFILER_NAMESPACE,
-    ),
-    Request("pods of a round, primed (kubeapi.py)", "list", "", "pods", scope=PROFILER_NAMESPACE),
-    Request("model configs (model_sources.py)", "get", "", "configmaps", scope=PROFILER_NAMESPACE),
-    Request("Kopf: events", "create", "", "events", scope=RELEASE_NAMESPACE),
-    Request(
-        "Kopf: resource discovery", "list", "apiextensions.k8s.io", "customresourcedefinitions"
-    ),
-    Request(
-        "Kopf: resource discovery", "watch", "apiextensions.k8s.io", "customresourcedefinitions"
-    ),
-    Request("Kopf: namespaces", "list", "", "namespaces"),
-    Request("Kopf: namespaces", "watch", "", "namespaces"),
-    Request(
-        "record annotations on NodeFeatures, read back (engine.py)",
-        "list",
-        NFD,
-        "nodefeatures",
-        scope=RELEASE_NAMESPACE,
-        backend="nodeFeature",
-    ),
-    Request(
-        "NodeFeatures (apply.py)",
-        "create",
-        NFD,
-        "nodefeatures",
-        scope=RELEASE_NAMESPACE,
-        backend="nodeFeature",
-    ),
-    Request(
-        "NodeFeatures (apply.py)",
-        "patch",
-        NFD,
-        "nodefeatures",
-        scope=RELEASE_NAMESPACE,
-        backend="nodeFeature",
-    ),
-    Request(
-        "NodeFeatures (apply.py)",
-        "delete",
-        NFD,
-        "nodefeatures",
-        scope=RELEASE_NAMESPACE,
-        backend="nodeFeature",
-    ),
-    Request(
-        "a deleted profile's NodeFeatures (kubeapi.py)",
-        "deletecollection",
-        NFD,
-        "nodefeatures",
-        scope=RELEASE_NAMESPACE,
-        backend="nodeFeature",
-    ),
+        f"{p.caller.value}: {p.why}",
+        verb,
+        p.group,
+        p.resource.partition("/")[0],
+        p.resource.partition("/")[2],
+        _SCOPES[p.scope],
+        _BACKENDS[p.when],
+    )
+    for p in PERMISSIONS
+    if p.when != PEERING
+    for verb in p.verbs
 )
 
 
 def namespace_of(request: Request, release_namespace: str, profiler_namespace: str) -> str:
     return {
         CLUSTER: "",
-        ALL_NAMESPACES: "",
         RELEASE_NAMESPACE: release_namespace,
         PROFILER_NAMESPACE: profiler_namespace,
     }[request.scope]

@@ -80,6 +80,13 @@ class RemotePods:
         result: dict[str, Any] = self._call("PATCH", path, body, content_type)
         return result
 
+    def get(self, plural: str, namespace: str, name: str) -> dict[str, Any]:
+        """A namespaced core object (the ConfigMaps a pod mounts); ``ApiError`` if missing."""
+        found: dict[str, Any] = self._call(
+            "GET", f"/api/v1/namespaces/{namespace}/{plural}/{name}", None, "application/json"
+        )
+        return found
+
     def remove_now(self, pods: str, namespace: str, name: str) -> None:
         with contextlib.suppress(ApiError):
             self._call(

@@ -20,7 +20,8 @@ def test_declared_requests_in_their_scope_pass() -> None:
         audited("create", "pods", "profilers"),
         audited("deletecollection", "pods", "profilers"),
         audited("patch", "rooflineprofiles/status", group="roofline.dev"),
-        audited("watch", "pods"),
+        audited("watch", "pods", "profilers"),
+        audited("watch", "nodes"),
         audited("create", "events", "operator"),
         {"verb": "get"},  # discovery: no objectRef
     ]
@@ -30,11 +31,11 @@ def test_declared_requests_in_their_scope_pass() -> None:
 def test_a_request_in_another_namespace_or_with_another_verb_is_undeclared() -> None:
     events = [
         audited("create", "events", "default"),
-        audited("get", "pods", "profilers"),
+        audited("get", "secrets", "profilers"),
         audited("update", "nodes"),
     ]
     assert undeclared(events, "operator", "profilers") == [
         "create - events default",
-        "get - pods profilers",
+        "get - secrets profilers",
         "update - nodes -",
     ]

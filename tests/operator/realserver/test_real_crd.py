@@ -26,7 +26,14 @@ from tests.deploy.rendering import (
 )
 
 #: Kinds of CRDs the project does not own; their objects are skipped (no such CRD is installed).
-FOREIGN_KINDS = {"ServiceMonitor", "PrometheusRule"}
+FOREIGN_KINDS = {
+    "ServiceMonitor",
+    "PrometheusRule",
+    "PodMonitor",
+    "ResourceFlavor",
+    "ClusterQueue",
+    "LocalQueue",
+}
 
 
 def example_with(*changes: tuple[tuple[str, ...], Any]) -> dict[str, Any]:
@@ -77,7 +84,9 @@ BAD = [
         id="interval-under-timeout",
     ),
     pytest.param(
-        example_with((("spec", "weightShape"), "4096x4096")),
+        example_with(
+            (("spec", "weightShape"), "4096x4096"), (("spec", "shape"), {"k": 4096, "n": 4096})
+        ),
         "set weightShape or shape, not both",
         id="both-shapes",
     ),
@@ -167,9 +176,11 @@ def test_every_manifest_applies_with_server_dry_run(
         if doc
     ]
     assert documents
-    # The namespace must exist for a dry run of the objects in it.
-    if real_cluster.get("namespaces", NAMESPACE) is None:
-        real_cluster.create("namespaces", {"metadata": {"name": NAMESPACE}})
+    # The namespaces must exist for a dry run of the objects in them.
+    namespaces = {NAMESPACE} | {d["metadata"].get("namespace") for d in documents} - {None}
+    for namespace in namespaces:
+        if real_cluster.get("namespaces", namespace) is None:
+            real_cluster.create("namespaces", {"metadata": {"name": namespace}})
     skipped = _dry_run_objects(kubectl, tmp_path, documents)
     assert set(skipped) <= FOREIGN_KINDS
 

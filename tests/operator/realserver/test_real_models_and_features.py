@@ -109,7 +109,7 @@ def test_the_node_feature_backend_writes_one_node_feature_per_node_and_deletes_t
             "the nodeFeature backend never writes nodes"
         )
     listed = kubectl("get", "nodefeatures", "-n", NFD_NAMESPACE).stdout
-    assert all(f"roofline-{node}" in listed for node in nodes)
+    assert all(written[node]["metadata"]["name"] in listed for node in nodes)
 
     kubectl("delete", "rooflineprofile", "real-nfd", "--wait=true", "--timeout=60s")
     assert features() == {}, "deleting the profile deletes its NodeFeatures"

@@ -37,7 +37,7 @@ def test_the_example_profiles_nodes_with_labels_status_columns_and_metrics(
     nodes = ["real-gpu-a", "real-gpu-b"]
     real_cluster.add_gpu_node(nodes[0], mode=FaultMode.RUN_COMMAND)
     real_cluster.add_gpu_node(nodes[1])
-    real_cluster.add_gpu_node("real-cpu-only", labels={"nvidia.com/gpu.product": "none"})
+    real_cluster.add_gpu_node("real-cpu-only", gpus=0)  # no GPU to request: passed over
     operator = real_operators.start(node_release)
     manifest = write_manifest(tmp_path, example_profile("real-decode"))
     assert "created" in kubectl("apply", "-f", str(manifest)).stdout
@@ -98,12 +98,15 @@ def test_a_failing_node_is_reported_and_the_others_are_profiled(
     real_cluster.add_gpu_node("real-broken", mode=FaultMode.EXIT_NONZERO)
     real_cluster.add_gpu_node("real-full", mode=FaultMode.NEVER_SCHEDULE)
     operator = real_operators.start(node_release)
-    profile = example_profile("real-failing", maxAttempts=1, pendingTimeoutSeconds=8)
+    profile = example_profile(
+        "real-failing", maxAttempts=1, pendingTimeoutSeconds=8, retryBackoffSeconds=1
+    )
     real_cluster.create("rooflineprofiles", profile, group="roofline.dev")
 
     wait_for_nodes(real_cluster, "real-failing", profiled, ["real-ok"], timeout=60)
+    wait_for_nodes(real_cluster, "real-failing", state_is("Failed"), ["real-broken"], timeout=60)
     entries = wait_for_nodes(
-        real_cluster, "real-failing", state_is("Failed"), ["real-broken", "real-full"], timeout=90
+        real_cluster, "real-failing", state_is("Unschedulable"), ["real-full"], timeout=60
     )
     assert entries["real-broken"]["reason"] == "PodFailed"
     assert "device failed" in entries["real-broken"]["message"]
