@@ -127,17 +127,17 @@ class KubeClient:
             raise
         return True
 
-    async def delete_pod(self, namespace: str, name: str) -> None:
-        """Delete a pod; one that is already gone is fine."""
+    async def _delete_if_present(self, path: str) -> None:
+        """Delete the object at ``path`` in the background; one that is already gone is fine."""
         try:
-            await self.request(
-                "DELETE",
-                f"/api/v1/namespaces/{quote(namespace)}/pods/{quote(name)}",
-                body=DELETE_IN_BACKGROUND,
-            )
+            await self.request("DELETE", path, body=DELETE_IN_BACKGROUND)
         except ApiError as exc:
             if exc.status != 404:
                 raise
+
+    async def delete_pod(self, namespace: str, name: str) -> None:
+        """Delete a pod; one that is already gone is fine."""
+        await self._delete_if_present(f"/api/v1/namespaces/{quote(namespace)}/pods/{quote(name)}")
 
     async def delete_pods(self, namespace: str, label_selector: str, field_selector: str) -> int:
         """Delete every pod of ``namespace`` that both selectors match, in one request.
@@ -229,15 +229,7 @@ class KubeClient:
 
     async def delete_node_feature(self, namespace: str, name: str) -> None:
         """Delete a ``NodeFeature``; one that is already gone is fine."""
-        try:
-            await self.request(
-                "DELETE",
-                f"{self.node_features_path(namespace)}/{quote(name)}",
-                body=DELETE_IN_BACKGROUND,
-            )
-        except ApiError as exc:
-            if exc.status != 404:
-                raise
+        await self._delete_if_present(f"{self.node_features_path(namespace)}/{quote(name)}")
 
     async def create_config_map(self, body: Mapping[str, Any]) -> None:
         """Create a ConfigMap; one that already exists is fine (ours are immutable, named after
@@ -251,15 +243,9 @@ class KubeClient:
 
     async def delete_config_map(self, namespace: str, name: str) -> None:
         """Delete a ConfigMap; one that is already gone is fine."""
-        try:
-            await self.request(
-                "DELETE",
-                f"/api/v1/namespaces/{quote(namespace)}/configmaps/{quote(name)}",
-                body=DELETE_IN_BACKGROUND,
-            )
-        except ApiError as exc:
-            if exc.status != 404:
-                raise
+        await self._delete_if_present(
+            f"/api/v1/namespaces/{quote(namespace)}/configmaps/{quote(name)}"
+        )
 
     async def get_config_map(self, namespace: str, name: str) -> dict[str, str] | None:
         """A ConfigMap's ``data``; ``None`` when there is no such ConfigMap."""
