@@ -124,6 +124,22 @@ def _is_active(pod: Mapping[str, Any]) -> bool:
     return pod.get("status", {}).get("phase") not in ("Succeeded", "Failed")
 
 
+def unschedulable_condition(pod: Mapping[str, Any], message: str) -> dict[str, Any] | None:
+    """The ``PodScheduled=False`` condition a scheduler posts for ``message``; ``None`` when the
+    pod already carries that verdict (posting it again would only wake every watcher)."""
+    conditions = pod.get("status", {}).get("conditions", [])
+    current: dict[str, Any] = next((c for c in conditions if c.get("type") == "PodScheduled"), {})
+    if current.get("message") == message:
+        return None
+    return {
+        "type": "PodScheduled",
+        "status": "False",
+        "reason": "Unschedulable",
+        "message": message,
+        "lastTransitionTime": now_rfc3339(),
+    }
+
+
 class FakeScheduler:
     """Keeps, from its pod watch, the pending pods and the active pods bound to each node, so a
     pass costs what it schedules, not a listing of every pod and node (10,000 nodes and pods)."""
@@ -239,20 +255,9 @@ class FakeScheduler:
         )
 
     def _unschedulable(self, pod: Mapping[str, Any], message: str) -> None:
-        conditions = pod.get("status", {}).get("conditions", [])
-        current: dict[str, Any] = next(
-            (c for c in conditions if c.get("type") == "PodScheduled"), {}
-        )
-        if current.get("message") == message:
-            return
-        condition = {
-            "type": "PodScheduled",
-            "status": "False",
-            "reason": "Unschedulable",
-            "message": message,
-            "lastTransitionTime": now_rfc3339(),
-        }
-        self._set_condition(pod["metadata"], condition)
+        condition = unschedulable_condition(pod, message)
+        if condition is not None:
+            self._set_condition(pod["metadata"], condition)
 
     async def run(self) -> None:
         subscription = self.store.subscribe(self.pods, None, None, None)

@@ -29,11 +29,10 @@ from typing import Any
 import aiohttp
 
 from .controlplane import ApiClient, ApiRequestError
-from .defaulting import now_rfc3339
 from .faults import FaultBook, FaultMode
 from .kubelet import FakeKubelet
 from .resources import ApiError
-from .scheduler import _pinned_node, extended_requests
+from .scheduler import _pinned_node, extended_requests, unschedulable_condition
 
 SMP = "application/strategic-merge-patch+json"
 RETRY_SECONDS = 0.5
@@ -265,19 +264,9 @@ class StandInNodes:
                     self.pods_api.bind(meta["namespace"], meta["name"], node["metadata"]["name"])
                 return
             message = f"0/1 nodes are available: 1 Insufficient {short[0]}."
-        conditions = pod.get("status", {}).get("conditions", [])
-        current: dict[str, Any] = next(
-            (c for c in conditions if c.get("type") == "PodScheduled"), {}
-        )
-        if current.get("message") == message:
+        condition = unschedulable_condition(pod, message)
+        if condition is None:
             return
-        condition = {
-            "type": "PodScheduled",
-            "status": "False",
-            "reason": "Unschedulable",
-            "message": message,
-            "lastTransitionTime": now_rfc3339(),
-        }
         with contextlib.suppress(ApiError):
             self.pods_api.patch(
                 "pods",
