@@ -115,33 +115,63 @@ def _sync(device: torch.device) -> None:
         torch.cuda.synchronize(device)
 
 
+#: Why a GPU reference step could not be captured as a CUDA graph (then it ran eagerly).
+EAGER_REASONS: list[str] = []
+
+
+def _graphed(step: Any, device: torch.device) -> Any:
+    """``step`` captured as a CUDA graph (the engines replay their decode steps so); its replay,
+    or ``step`` itself when the capture fails (the reason goes to :data:`EAGER_REASONS`)."""
+    side = torch.cuda.Stream(device)
+    side.wait_stream(torch.cuda.current_stream(device))
+    with torch.cuda.stream(side):
+        for _ in range(2):
+            step()
+    torch.cuda.current_stream(device).wait_stream(side)
+    torch.cuda.synchronize(device)
+    graph = torch.cuda.CUDAGraph()
+    try:
+        with torch.cuda.graph(graph):
+            step()
+    except RuntimeError as error:
+        torch.cuda.synchronize(device)
+        EAGER_REASONS.append((str(error).strip().splitlines() or ["RuntimeError"])[0][:160])
+        return step
+    return graph.replay
+
+
 def decode_step_seconds(model: Any, batch: int, context: int, quick: bool) -> float:
-    """Median time of one decode step at ``batch`` sequences of ``context`` cached tokens."""
+    """Median time of one decode step at ``batch`` sequences of ``context`` cached tokens; on a
+    GPU the step (the cache reset and the forward) is replayed as a CUDA graph."""
     from transformers import StaticCache
 
     device = model.device
     cache = StaticCache(config=model.config, max_cache_len=context + 1)
     ids = torch.randint(0, model.config.vocab_size, (batch, 1), device=device)
     position = torch.tensor([context], device=device)
+
+    def step() -> None:
+        for layer in cache.layers:
+            layer.cumulative_length.fill_(context)
+        model(ids, cache=cache, cache_position=position)
+
     with torch.no_grad():
         model(ids, cache=cache, cache_position=position)  # allocates the cache
         for layer in cache.layers:
             layer.keys.normal_()
             layer.values.normal_()
+        run = _graphed(step, device) if device.type == "cuda" else step
         times: list[float] = []
         spent = time.perf_counter()
         while len(times) < (2 if quick else MAX_STEPS):
-            for layer in cache.layers:
-                layer.cumulative_length.fill_(context)
             _sync(device)
             start = time.perf_counter()
-            model(ids, cache=cache, cache_position=position)
+            run()
             _sync(device)
             times.append(time.perf_counter() - start)
             enough = len(times) >= (2 if quick else MIN_STEPS)
             if enough and time.perf_counter() - spent > STEP_BUDGET_SECONDS:
                 break
-    del cache
     return statistics.median(times[1:] if len(times) > 2 else times)
 
 
@@ -210,15 +240,17 @@ def predict(
     if proc.returncode != 0:
         raise SystemExit(f"profiler failed: {proc.stderr.strip()}")
     document = json.loads(out.read_text())
-    (device,) = document["devices"]
+    (measured,) = document["devices"]
     predictions = {
         (p["batch"], p["contextTokens"]): p["stepSeconds"]
-        for plan in device["models"]
+        for plan in measured["models"]
         for p in plan["predictions"]
     }
     shown = (
-        "roofline profile --device cpu --model config.json --context 256,2048 --batches "
-        + (",".join(str(b) for b in BATCHES))
+        f"roofline profile --device {device} --dtype {dtype} --model config.json --context "
+        + ",".join(str(c) for c in CONTEXTS)
+        + " --batches "
+        + ",".join(str(b) for b in BATCHES)
         + (" --quick" if quick else "")
     )
     return predictions, wall, shown
@@ -371,6 +403,20 @@ def main() -> int:
         f"the prediction per "
         f"architecture: `{summary and command}`.",
         "",
+        *(
+            [
+                "On the GPU the real step is replayed as a CUDA graph, as the engines run it"
+                + (
+                    f"; {len(EAGER_REASONS)} point runs could not be captured and ran eagerly "
+                    f"({EAGER_REASONS[0]})."
+                    if EAGER_REASONS
+                    else "."
+                ),
+                "",
+            ]
+            if args.device.startswith("cuda")
+            else []
+        ),
         "Reference: the real `transformers` decode step (static KV cache at the context), the "
         "geometric mean of one run just before and one just after the profiler; where those two "
         f"differ by more than {RETAKE_RATIO - 1:.0%} the point is timed again (at most "

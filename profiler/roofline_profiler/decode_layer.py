@@ -205,8 +205,10 @@ class DecoderLayer:
         assert GROUPED_MM is not None
         k = self.arch.experts_per_token
         sorted_experts, order = torch.sort(routing.expert_ids.view(-1))
-        counts = torch.bincount(sorted_experts, minlength=self.arch.num_experts)
-        offsets = torch.cumsum(counts, dim=0, dtype=torch.int32)
+        # Each expert's end offset: the pairs routed to it or to a lower expert. (A bincount
+        # would size its output from the largest id, read on the host: no CUDA graph then.)
+        experts = torch.arange(self.arch.num_experts, device=h.device)
+        offsets = torch.searchsorted(sorted_experts, experts, right=True).to(torch.int32)
         selected = h.index_select(0, order // k)
         gate_up = GROUPED_MM(selected, self.experts_gate_up.transpose(-2, -1), offs=offsets)
         gate, up = gate_up.chunk(2, dim=-1)

@@ -119,7 +119,7 @@ def _layer_copies(settings: MeasureSettings, info: DeviceInfo, layer_bytes: int)
 
 
 def measure_layer_bodies(
-    settings: MeasureSettings, info: DeviceInfo, progress: Progress
+    settings: MeasureSettings, info: DeviceInfo, progress: Progress, notes: list[str] | None = None
 ) -> dict[str, tuple[ComponentTime, ...]]:
     """The layer body (everything but the attention kernel) per layer kind and batch."""
     arch, tp = settings.arch, settings.tensor_parallel
@@ -137,11 +137,11 @@ def measure_layer_bodies(
             Part(
                 batch,
                 f"{arch.name} {kind} layer B={batch}",
-                _body_run(copies, turn, batch, settings, info),
+                *_body_run(copies, turn, batch, settings, info),
             )
             for batch in settings.batches
         ]
-        measured = time_parts(parts, settings.quick, device, progress)
+        measured = time_parts(parts, settings.quick, device, progress, notes)
         results[kind] = tuple(
             ComponentTime(p.batch, m.median, m) for p, m in zip(parts, measured, strict=True)
         )
@@ -155,7 +155,8 @@ def _body_run(
     batch: int,
     settings: MeasureSettings,
     info: DeviceInfo,
-) -> Callable[[int], object]:
+) -> tuple[Callable[[int], object], int]:
+    """A run of the layer body at ``batch`` and the runs after which its inputs repeat."""
     arch, device, kind = settings.arch, info.device, copies[0].kind
     dtype = DTYPES[settings.dtype]
     s = copies[0].shapes
@@ -190,11 +191,11 @@ def _body_run(
             layer = copies[next(turn) % len(copies)]
             return layer.forward(inputs[i % rounds], states[i % rounds])
 
-    return run
+    return run, rounds
 
 
 def measure_head(
-    settings: MeasureSettings, info: DeviceInfo, progress: Progress
+    settings: MeasureSettings, info: DeviceInfo, progress: Progress, notes: list[str] | None = None
 ) -> tuple[tuple[ComponentTime, ...], float]:
     """Embedding lookup, final RMSNorm and lm_head per batch; returns the times scaled to the
     whole vocabulary and the scale (rows of the whole head ÷ rows timed)."""
@@ -220,8 +221,8 @@ def measure_head(
                 x = table.index_select(0, ids)
                 return F.linear(rms_norm(x, norm), table)
 
-        parts.append(Part(batch, f"{arch.name} lm_head B={batch}", run))
-    measured = time_parts(parts, settings.quick, device, progress)
+        parts.append(Part(batch, f"{arch.name} lm_head B={batch}", run, period=copies))
+    measured = time_parts(parts, settings.quick, device, progress, notes)
     times = tuple(
         ComponentTime(p.batch, m.median * scale, m) for p, m in zip(parts, measured, strict=True)
     )
@@ -229,13 +230,13 @@ def measure_head(
 
 
 def measure_attention(
-    settings: MeasureSettings, info: DeviceInfo, progress: Progress
+    settings: MeasureSettings, info: DeviceInfo, progress: Progress, notes: list[str] | None = None
 ) -> tuple[AttentionTime, ...]:
     """Decode attention per context and batch; batches whose KV does not fit the buffer are
     extrapolated in proportion to the batch from the largest batch timed."""
     results: list[AttentionTime] = []
     for context in settings.contexts:
-        results.extend(_attention_at(settings, info, context, progress))
+        results.extend(_attention_at(settings, info, context, progress, notes))
     return tuple(results)
 
 
@@ -250,8 +251,21 @@ def _kv_sequences(settings: MeasureSettings, info: DeviceInfo, per_sequence: int
     return max(1, min(cap, wanted) // per_sequence)
 
 
+def _attention_period(
+    settings: MeasureSettings, info: DeviceInfo, batch: int, per_sequence: int, sequences: int
+) -> int:
+    """Runs of one batch after which attention reads the same KV slices again: enough that
+    they touch the evicting bytes, within the buffer."""
+    evicting = _evicting_bytes(settings, info)
+    return max(1, min(sequences // batch, math.ceil(evicting / (batch * per_sequence))))
+
+
 def _attention_at(
-    settings: MeasureSettings, info: DeviceInfo, context: int, progress: Progress
+    settings: MeasureSettings,
+    info: DeviceInfo,
+    context: int,
+    progress: Progress,
+    notes: list[str] | None = None,
 ) -> list[AttentionTime]:
     arch, device = settings.arch, info.device
     dtype = DTYPES[settings.dtype]
@@ -293,8 +307,9 @@ def _attention_at(
                     scale=scale,
                 )
 
-        parts.append(Part(batch, f"{arch.name} attention B={batch} C={context}", run))
-    measured = time_parts(parts, settings.quick, device, progress)
+        period = _attention_period(settings, info, batch, per_sequence, sequences)
+        parts.append(Part(batch, f"{arch.name} attention B={batch} C={context}", run, period))
+    measured = time_parts(parts, settings.quick, device, progress, notes)
     results = [
         AttentionTime(p.batch, context, m.median, False, m)
         for p, m in zip(parts, measured, strict=True)
@@ -312,9 +327,10 @@ def measure_model(
     settings: MeasureSettings, info: DeviceInfo, progress: Progress
 ) -> ModelMeasurements:
     """Every measured part of one model's decode step on one device."""
-    bodies = measure_layer_bodies(settings, info, progress)
-    head, head_scale = measure_head(settings, info, progress)
-    attention = measure_attention(settings, info, progress)
+    notes: list[str] = []
+    bodies = measure_layer_bodies(settings, info, progress, notes)
+    head, head_scale = measure_head(settings, info, progress, notes)
+    attention = measure_attention(settings, info, progress, notes)
     return ModelMeasurements(
         arch=settings.arch,
         dtype=settings.dtype,
@@ -325,4 +341,5 @@ def measure_model(
         attention=attention,
         all_reduce=(),
         all_reduce_measured=settings.tensor_parallel == 1,
+        notes=tuple(notes),
     )

@@ -74,3 +74,51 @@ def test_the_first_run_of_a_slow_part_is_a_warm_up_not_a_sample(clock: dict[str,
     assert slow.times == pytest.approx((0.5, 0.5))
     assert slow.warmup_runs == 1
     assert runs == [0, 1, 2]
+
+
+def test_on_a_gpu_a_graph_of_several_runs_is_replayed_and_its_time_shared_among_them(
+    clock: dict[str, float], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from roofline_profiler import component_timing
+
+    captured: list[int] = []
+
+    def capture(part: Part, device: torch.device) -> component_timing.Graphed:
+        captured.append(part.period)
+
+        def replay(_: int) -> None:
+            clock["now"] += 0.004 * part.period  # four runs of 4 ms each
+
+        return component_timing.Graphed(run=replay, runs=part.period)
+
+    monkeypatch.setattr(component_timing, "_graphs_on", lambda _: True)
+    monkeypatch.setattr(component_timing, "capture_graph", capture)
+    notes: list[str] = []
+    (part,) = time_parts(
+        [Part(8, "layer B=8", lambda _: None, period=4)], True, CPU, lambda _: None, notes
+    )
+    assert captured == [4]  # captured once, replayed in every pass
+    assert part.times == pytest.approx([0.004] * len(part.times))
+    assert set(part.rounds) == {0, 1}
+    assert notes == []
+
+
+def test_on_a_gpu_a_part_that_cannot_be_captured_is_timed_eagerly_and_noted(
+    clock: dict[str, float], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from roofline_profiler import component_timing
+
+    def capture(part: Part, device: torch.device) -> component_timing.Graphed:
+        raise RuntimeError("operation not permitted when stream is capturing\nmore detail")
+
+    monkeypatch.setattr(component_timing, "_graphs_on", lambda _: True)
+    monkeypatch.setattr(component_timing, "capture_graph", capture)
+    notes: list[str] = []
+    fast, _ = time_parts(
+        [_part(clock, 1, 0.01), _part(clock, 8, 0.01)], True, CPU, lambda _: None, notes
+    )
+    assert fast.times == pytest.approx([0.01] * len(fast.times))
+    (note,) = notes
+    assert note.startswith("2 of 2 parts (layer B=1, layer B=8) could not be captured")
+    assert "(operation not permitted when stream is capturing)" in note
+    assert "more detail" not in note
