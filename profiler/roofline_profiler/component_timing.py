@@ -18,7 +18,7 @@ another process held (``timing.cpu_wait_seconds``), as the roofline's rounds do:
 of the part's measurement, so a plan can say when no quiet pass set a predicted step time.
 
 On a CUDA (or ROCm) device a part is timed as a CUDA graph, the way the engines run a decode step
-(vLLM, SGLang, TGI and TensorRT-LLM replay captured graphs): launched one kernel at a time from
+(vLLM, SGLang and TGI replay captured graphs by default): launched one kernel at a time from
 Python, an 8B model's layer on an H200 took ten times what its kernels take, and the plan
 predicted the host's launch rate instead of the GPU. One graph holds :attr:`Part.period`
 consecutive runs, so it still rotates through the part's weight copies, routings and KV slices;
