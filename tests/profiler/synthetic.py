@@ -7,8 +7,11 @@ rounds of chosen workloads, to play a burst of outside load.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
+from typing import Any
 
-from roofline_profiler import limits, roofline
+from roofline_profiler import limits, models, planning, roofline
+from roofline_profiler.planning import PlanOptions, StepPrediction
 from roofline_profiler.result import DeviceResult, ProfileResult
 from roofline_profiler.runner import ProfileRequest, assemble_device_result
 from roofline_profiler.stats import Measurement
@@ -18,6 +21,8 @@ H200_LIKE = {"bandwidth": 4.3e12, "peak": 7.9e14}
 ROUNDS = 8
 #: Round-to-round timing noise of a quiet device: best times within half a percent.
 QUIET_JITTER = (0.0, 0.002, 0.004, 0.001, 0.003, 0.005, 0.002, 0.004)
+#: Made-up decode steps of Llama 3.1 8B at 4K context: flat while memory-bound, then rising.
+PLANNED_STEPS = ((1, 0.0062), (8, 0.0064), (32, 0.0071), (64, 0.0093), (128, 0.0158), (256, 0.0302))
 
 
 def roofline_step_seconds(
@@ -173,3 +178,28 @@ def synthetic_result(devices: int = 1, **kwargs: object) -> ProfileResult:
         },
         devices=devs,
     )
+
+
+def planned_result() -> ProfileResult:
+    """The synthetic profile with two plans of Llama 3.1 8B: one with a range, one whose SLO no
+    batch meets (the engine flags are then a fallback)."""
+    result = synthetic_result()
+    device = result.devices[0]
+    arch = models.load_model("llama-3.1-8b")
+    steps = [StepPrediction(batch, 4096, seconds) for batch, seconds in PLANNED_STEPS]
+
+    def plan(**options: Any) -> planning.ModelPlan:
+        return planning.plan_model(
+            arch,
+            "bfloat16",
+            4096,
+            1,
+            True,
+            steps,
+            device.memory_bytes or 0,
+            device.peak_flops_per_second,
+            PlanOptions(**options),
+        )
+
+    plans = (plan(itl_slo_seconds=0.02, gpu_hour_cost=2.5), plan(itl_slo_seconds=0.001))
+    return replace(result, devices=(replace(device, models=plans),))

@@ -10,54 +10,21 @@ from __future__ import annotations
 import argparse
 import os
 import stat
-from dataclasses import replace
 from pathlib import Path
-from typing import Any
 
 import pytest
 
-from roofline_profiler import cli, models, planning, runner
-from roofline_profiler.planning import PlanOptions, StepPrediction
+from roofline_profiler import cli, runner
 from roofline_profiler.report import markdown_report, text_summary
 from roofline_profiler.result import ProfileResult
-from tests.profiler.synthetic import synthetic_result
+from tests import golden
+from tests.profiler.synthetic import planned_result
 
 GOLDEN = Path(__file__).parent / "golden"
-#: Made-up decode steps of Llama 3.1 8B at 4K context: flat while memory-bound, then rising.
-STEPS = ((1, 0.0062), (8, 0.0064), (32, 0.0071), (64, 0.0093), (128, 0.0158), (256, 0.0302))
-
-
-def planned_result() -> ProfileResult:
-    """The synthetic profile with two plans of Llama 3.1 8B: one with a range, one whose SLO no
-    batch meets (the engine flags are then a fallback)."""
-    result = synthetic_result()
-    device = result.devices[0]
-    arch = models.load_model("llama-3.1-8b")
-    steps = [StepPrediction(batch, 4096, seconds) for batch, seconds in STEPS]
-
-    def plan(**options: Any) -> planning.ModelPlan:
-        return planning.plan_model(
-            arch,
-            "bfloat16",
-            4096,
-            1,
-            True,
-            steps,
-            device.memory_bytes or 0,
-            device.peak_flops_per_second,
-            PlanOptions(**options),
-        )
-
-    plans = (plan(itl_slo_seconds=0.02, gpu_hour_cost=2.5), plan(itl_slo_seconds=0.001))
-    return replace(result, devices=(replace(device, models=plans),))
 
 
 def check_golden(name: str, text: str) -> None:
-    path = GOLDEN / name
-    if os.environ.get("ROOFLINE_UPDATE_GOLDEN"):
-        path.parent.mkdir(exist_ok=True)
-        path.write_text(text)
-    assert text == path.read_text(), f"{name} changed; see the module docstring to regenerate"
+    golden.check_golden(GOLDEN / name, text, "tests/profiler/test_cli_output.py")
 
 
 def test_the_terminal_summary_matches_its_golden_file() -> None:
