@@ -11,24 +11,16 @@ the node's plans from it.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from roofline_profiler import plausibility
-from roofline_profiler.compact import CompactModelPlan
+from roofline_profiler import limits, plausibility
+from roofline_profiler.compact import SIGNIFICANT_DIGITS, CompactModelPlan
+from roofline_profiler.units import round_significant
 
-#: Significant digits of the decimals in a status entry: the precision of the compact result,
-#: and no float noise in ``kubectl get -o yaml``.
-STATUS_DIGITS = 4
-
-
-def round_significant(value: float) -> float | int:
-    """``value`` to :data:`STATUS_DIGITS` significant digits; an integral result as an int."""
-    if value == 0 or not math.isfinite(value):
-        return value
-    rounded = float(f"{value:.{STATUS_DIGITS}g}")
-    return int(rounded) if rounded.is_integer() and abs(rounded) < 1e15 else rounded
+#: Significant digits of the decimals in the status (model plans, intervals' ends): the
+#: precision of the compact result, and no float noise in ``kubectl get -o yaml``.
+STATUS_SIGNIFICANT_DIGITS = SIGNIFICANT_DIGITS
 
 
 def _largest_or_none(values: Sequence[int | None]) -> int | None:
@@ -93,7 +85,13 @@ def plan_to_status(plan: CompactModelPlan) -> dict[str, Any]:
         "stepSecondsAtMinBatch": plan.step_seconds_at_min_batch,
         "stepSecondsAtMaxBatch": plan.step_seconds_at_max_batch,
     }
-    fields.update({k: round_significant(v) for k, v in decimals.items() if v is not None})
+    fields.update(
+        {
+            k: round_significant(v, digits=STATUS_SIGNIFICANT_DIGITS)
+            for k, v in decimals.items()
+            if v is not None
+        }
+    )
     return {k: v for k, v in fields.items() if v is not None}
 
 
@@ -135,7 +133,7 @@ def plans_from_status(raw: Any) -> tuple[CompactModelPlan, ...]:
     if not isinstance(raw, list):
         return ()
     plans = []
-    for entry in raw[: plausibility.MAX_MODELS]:
+    for entry in raw[: limits.MAX_MODELS]:
         if not isinstance(entry, Mapping):
             continue
         try:

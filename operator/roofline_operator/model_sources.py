@@ -25,13 +25,8 @@ from roofline_operator.names import (
     LABEL_PROFILE,
     MANAGED_BY,
 )
-from roofline_profiler.model_config import (
-    PRESETS,
-    ModelError,
-    model_from_config,
-    parse_config_text,
-)
-from roofline_profiler.models import check_tensor_parallel
+from roofline_profiler.model_config import PRESETS, ModelError, parse_config_text
+from roofline_profiler.models import UnknownPreset, checked_model
 
 #: ``status.models[].reason`` of a model that cannot be planned.
 UNKNOWN_PRESET = "UnknownPreset"
@@ -176,23 +171,19 @@ def _resolve(
     model: ModelSpec, index: int, namespace: str, config_maps: ConfigMaps
 ) -> ResolvedModel | ModelFailure:
     where = model.where(index)
-    if model.preset is not None:
-        if model.preset not in PRESETS:
-            known = ", ".join(sorted(PRESETS))
-            return ModelFailure(
-                UNKNOWN_PRESET, f"{where}: unknown preset {model.preset!r} (presets: {known})"
-            )
-        config: Mapping[str, Any] = PRESETS[model.preset]
-    elif model.config is not None:
-        config = model.config
-    else:
+    config = model.config
+    if model.preset is None and config is None:
         found = _config_from_map(model, index, namespace, config_maps)
         if isinstance(found, ModelFailure):
             return found
         config = found
     try:
-        arch = model_from_config(config, model.name, source=where)
-        check_tensor_parallel(arch, model.tensor_parallel)
+        checked_model(model.name, model.preset, config, model.tensor_parallel, source=where)
+    except UnknownPreset as exc:
+        known = ", ".join(sorted(PRESETS))
+        return ModelFailure(
+            UNKNOWN_PRESET, f"{where}: unknown preset {exc.preset!r} (presets: {known})"
+        )
     except ModelError as exc:
         message = str(exc)
         if not message.startswith(where):
@@ -200,7 +191,7 @@ def _resolve(
         return ModelFailure(INVALID_MODEL, message)
     if model.preset is not None:
         return ResolvedModel(model, model.preset, None)
-    return ResolvedModel(model, None, dict(config))
+    return ResolvedModel(model, None, dict(config or {}))
 
 
 def timed_out(models: tuple[ModelSpec, ...], seconds: float) -> ModelResolution:

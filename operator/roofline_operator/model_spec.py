@@ -14,26 +14,16 @@ from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
 
-from roofline_profiler import limits
+from roofline_profiler import limits, units
 
-#: The bounds are the profiler's (``roofline_profiler.limits``): the CRD, this parser, the pod's
-#: ``--models-file`` and the command line share them.
-MAX_MODELS = limits.MAX_MODELS
-DEFAULT_CONTEXT_TOKENS = limits.DEFAULT_CONTEXT_TOKENS
-MAX_CONTEXT_TOKENS = limits.MAX_CONTEXT_TOKENS
-DEFAULT_TENSOR_PARALLEL = limits.DEFAULT_TENSOR_PARALLEL
-MAX_TENSOR_PARALLEL = limits.MAX_TENSOR_PARALLEL
 DEFAULT_CONFIG_MAP_KEY = "config.json"
-#: Longest inter-token latency SLO, as the CRD's CEL rule.
-MAX_SLO_SECONDS = 60.0
+#: Units of ``slo.interTokenLatency``, as the CRD's pattern allows.
+CRD_SLO_UNITS = ("us", "ms", "s", "m")
 
 _LABEL_VALUE = re.compile(r"(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?")
 _PRESET = re.compile(r"[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?")
 _CONFIG_MAP_NAME = re.compile(r"[a-z0-9]([-a-z0-9.]*[a-z0-9])?")
 _CONFIG_MAP_KEY = re.compile(r"[-._a-zA-Z0-9]+")
-_SLO = re.compile(r"(?:[0-9]+(?:\.[0-9]+)?(?:us|ms|s|m))+")
-_SLO_PART = re.compile(r"([0-9]+(?:\.[0-9]+)?)(us|ms|s|m)")
-_SLO_UNITS = {"us": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0}
 _COST = re.compile(r"[0-9]{1,9}(\.[0-9]{1,6})?")
 
 
@@ -50,8 +40,8 @@ class ModelSpec:
     config: Mapping[str, Any] | None = None
     #: ``(name, key)`` of a ConfigMap in the profiler namespace.
     config_map: tuple[str, str] | None = None
-    context_tokens: int = DEFAULT_CONTEXT_TOKENS
-    tensor_parallel: int = DEFAULT_TENSOR_PARALLEL
+    context_tokens: int = limits.DEFAULT_CONTEXT_TOKENS
+    tensor_parallel: int = limits.DEFAULT_TENSOR_PARALLEL
 
     def where(self, index: int) -> str:
         """The field path of this model's source, as messages name it."""
@@ -102,22 +92,24 @@ def _model(raw: Any, index: int) -> ModelSpec:
         config=dict(config) if config is not None else None,
         config_map=_config_map(ref, f"{where}.configMapRef") if ref is not None else None,
         context_tokens=_bounded_int(
-            raw, "contextTokens", DEFAULT_CONTEXT_TOKENS, MAX_CONTEXT_TOKENS, where
+            raw, "contextTokens", limits.DEFAULT_CONTEXT_TOKENS, limits.MAX_CONTEXT_TOKENS, where
         ),
         tensor_parallel=_bounded_int(
-            raw, "tensorParallel", DEFAULT_TENSOR_PARALLEL, MAX_TENSOR_PARALLEL, where
+            raw, "tensorParallel", limits.DEFAULT_TENSOR_PARALLEL, limits.MAX_TENSOR_PARALLEL, where
         ),
     )
 
 
 def parse_models(raw: Any) -> tuple[ModelSpec, ...]:
-    """``spec.models``: at most :data:`MAX_MODELS`, names unique (the CRD's list-map key)."""
+    """``spec.models``: at most :data:`limits.MAX_MODELS`, names unique (the CRD's list-map key)."""
     if raw is None:
         return ()
     if not isinstance(raw, list):
         raise ModelSpecError("spec.models must be a list")
-    if len(raw) > MAX_MODELS:
-        raise ModelSpecError(f"spec.models has {len(raw)} models, at most {MAX_MODELS} are allowed")
+    if len(raw) > limits.MAX_MODELS:
+        raise ModelSpecError(
+            f"spec.models has {len(raw)} models, at most {limits.MAX_MODELS} are allowed"
+        )
     models = tuple(_model(item, i) for i, item in enumerate(raw))
     seen: set[str] = set()
     for i, model in enumerate(models):
@@ -137,11 +129,14 @@ def parse_slo(raw: Any) -> tuple[float | None, str | None]:
     if text is None or text == "":
         return None, None
     where = "spec.slo.interTokenLatency"
-    if not isinstance(text, str) or not _SLO.fullmatch(text):
-        raise ModelSpecError(f"{where} must be a duration such as 50ms, got {text!r}")
-    seconds = sum(float(v) * _SLO_UNITS[u] for v, u in _SLO_PART.findall(text))
-    if not 0 < seconds <= MAX_SLO_SECONDS:
-        raise ModelSpecError(f"{where} must be above 0 and at most 60s, got {text!r}")
+    try:
+        seconds = units.parse_duration(text, CRD_SLO_UNITS)
+    except units.DurationError:
+        raise ModelSpecError(f"{where} must be a duration such as 50ms, got {text!r}") from None
+    if not 0 < seconds <= limits.MAX_ITL_SLO_SECONDS:
+        raise ModelSpecError(
+            f"{where} must be above 0 and at most {limits.MAX_ITL_SLO_SECONDS:g}s, got {text!r}"
+        )
     return seconds, text
 
 

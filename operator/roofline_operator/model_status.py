@@ -13,11 +13,16 @@ from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any
 
-from roofline_operator.model_plans import plan_to_status, range_is_empty, round_significant
+from roofline_operator.model_plans import (
+    STATUS_SIGNIFICANT_DIGITS,
+    plan_to_status,
+    range_is_empty,
+)
 from roofline_operator.model_sources import ModelFailure
 from roofline_operator.model_spec import ModelSpec
 from roofline_operator.results import NodeResult
 from roofline_profiler.compact import CompactModelPlan
+from roofline_profiler.units import SECONDS_PER_HOUR, round_significant
 
 #: A node's entry reason when the bounds leave no efficient batch (the numbers are kept).
 RANGE_EMPTY = "RangeEmpty"
@@ -37,7 +42,6 @@ SUMMARIZED = (
     "tokensPerSecondAtMaxBatch",
     "costPerMillionTokensAtMaxBatch",
 )
-SECONDS_PER_HOUR = 3600
 
 
 @dataclass(frozen=True)
@@ -81,7 +85,9 @@ def _plan_entry(plan: CompactModelPlan, view: ModelsView) -> dict[str, Any]:
     high = plan.tokens_per_second_at_max_batch
     if view.gpu_hour_cost is not None and high:
         cost = cost_per_million_tokens(view.gpu_hour_cost, plan.tensor_parallel, high)
-        entry["costPerMillionTokensAtMaxBatch"] = round_significant(cost)
+        entry["costPerMillionTokensAtMaxBatch"] = round_significant(
+            cost, digits=STATUS_SIGNIFICANT_DIGITS
+        )
     if range_is_empty(plan):
         entry.update(reason=RANGE_EMPTY, message=range_empty_message(plan))
     return entry
@@ -131,7 +137,7 @@ def node_model_entries(
 def _spread(values: Sequence[float]) -> dict[str, float | int]:
     return {
         "min": min(values),
-        "median": round_significant(statistics.median(values)),
+        "median": round_significant(statistics.median(values), digits=STATUS_SIGNIFICANT_DIGITS),
         "max": max(values),
     }
 

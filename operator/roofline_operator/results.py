@@ -16,6 +16,7 @@ from roofline_operator import model_plans
 from roofline_operator.names import format_time, parse_time
 from roofline_profiler import plausibility
 from roofline_profiler.compact import CompactIntervals, CompactModelPlan, CompactProfile
+from roofline_profiler.units import round_significant
 
 
 @dataclass(frozen=True)
@@ -110,12 +111,10 @@ def _gpu_numbers(gpu: GpuResult) -> dict[str, Any]:
     }
 
 
-#: Significant digits of an interval's ends in the status: as many as the compact result carries.
-INTERVAL_DIGITS = 4
-
-
 def _digits(value: float) -> float:
-    return float(f"{value:.{INTERVAL_DIGITS}g}")
+    """An interval's end as the status keeps it: a float (``5.0``, never ``5``) of
+    :data:`model_plans.STATUS_SIGNIFICANT_DIGITS` significant digits."""
+    return float(round_significant(value, digits=model_plans.STATUS_SIGNIFICANT_DIGITS))
 
 
 def rounded_intervals(intervals: CompactIntervals | None) -> CompactIntervals | None:

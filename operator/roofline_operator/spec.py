@@ -24,7 +24,7 @@ from roofline_operator.model_spec import (
     parse_models,
     parse_slo,
 )
-from roofline_profiler import limits
+from roofline_profiler import limits, units
 
 DEFAULT_GPU_RESOURCE = "nvidia.com/gpu"
 #: One GPU per pod by default: it schedules beside serving pods that leave one GPU free, and a
@@ -47,10 +47,21 @@ MAX_RETAIN_UNAVAILABLE_SECONDS = 30 * 86400.0
 DEFAULT_CHANGE_THRESHOLD_PERCENT = 10
 #: Retry delays double per attempt but never exceed this.
 MAX_RETRY_BACKOFF_SECONDS = 3600.0
+#: ``(minimum, maximum)`` of the spec's integer fields that only the operator reads, as the CRD
+#: declares them (a test keeps the two equal); the profiler's own are in ``limits``.
+INTEGER_FIELD_BOUNDS: dict[str, tuple[int, int]] = {
+    "gpusPerNode": (0, limits.MAX_GPUS_PER_POD),
+    "maxParallel": (1, 10000),
+    "timeoutSeconds": (5, 86400),
+    "pendingTimeoutSeconds": (1, 86400),
+    "maxAttempts": (1, 20),
+    "retryBackoffSeconds": (0, 3600),
+    "changeThresholdPercent": (1, 100),
+}
 SELECTOR_OPERATORS = ("In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt")
 
-_DURATION_PART = re.compile(r"(\d+(?:\.\d+)?)(ms|s|m|h)")
-_DURATION_UNITS = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0}
+#: Units of ``reprofileInterval`` and ``retainUnavailableFor``, as the CRD's pattern allows.
+CRD_INTERVAL_UNITS = ("ms", "s", "m", "h")
 _NAMESPACE = re.compile(r"[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?")
 #: A DNS subdomain (RFC 1123): the names of Secrets, ServiceAccounts, PriorityClasses and
 #: RuntimeClasses.
@@ -67,19 +78,15 @@ class SpecError(ValueError):
 def parse_duration(text: str) -> float:
     """Seconds in a Go duration string (``90s``, ``1h30m``, ``168h``), the CRD's format.
 
-    Go's format is what CEL's ``duration()`` accepts, so the schema and the operator agree.
+    Go's format is what CEL's ``duration()`` accepts, so the schema and the operator agree; the
+    units are the CRD pattern's.
     """
     if not isinstance(text, str) or not text:
         raise SpecError(f"duration {text!r} is empty")
-    position, seconds = 0, 0.0
-    for match in _DURATION_PART.finditer(text):
-        if match.start() != position:
-            break
-        seconds += float(match.group(1)) * _DURATION_UNITS[match.group(2)]
-        position = match.end()
-    if position != len(text):
-        raise SpecError(f"duration {text!r} is not like '90s', '30m' or '168h'")
-    return seconds
+    try:
+        return units.parse_duration(text, CRD_INTERVAL_UNITS)
+    except units.DurationError:
+        raise SpecError(f"duration {text!r} is not like '90s', '30m' or '168h'") from None
 
 
 @dataclass(frozen=True)
@@ -188,8 +195,9 @@ def _int(spec: Mapping[str, Any], key: str, default: int | None, lo: int, hi: in
     return value
 
 
-def _required_int(spec: Mapping[str, Any], key: str, default: int, lo: int, hi: int) -> int:
-    value = _int(spec, key, default, lo, hi)
+def _bounded_field(spec: Mapping[str, Any], key: str, default: int) -> int:
+    """An integer field of :data:`INTEGER_FIELD_BOUNDS`, ``default`` when absent or null."""
+    value = _int(spec, key, default, *INTEGER_FIELD_BOUNDS[key])
     return default if value is None else value
 
 
@@ -399,7 +407,10 @@ def parse_spec(spec: Mapping[str, Any]) -> ProfileSpec:
             terms=_terms(spec.get("nodeSelectorTerms")),
             tolerations=tolerations,
             gpu_resource=gpu_resource,
-            gpus_per_node=_int(spec, "gpusPerNode", DEFAULT_GPUS_PER_NODE, 0, 64) or None,
+            gpus_per_node=_int(
+                spec, "gpusPerNode", DEFAULT_GPUS_PER_NODE, *INTEGER_FIELD_BOUNDS["gpusPerNode"]
+            )
+            or None,
         ),
         image=_optional_str(spec, "image"),
         resources=dict(resources),
@@ -410,20 +421,20 @@ def parse_spec(spec: Mapping[str, Any]) -> ProfileSpec:
         batches=_batches(spec.get("batches")),
         min_batch_efficiency_percent=efficiency,
         quick=quick,
-        max_parallel=_required_int(spec, "maxParallel", DEFAULT_MAX_PARALLEL, 1, 10000),
+        max_parallel=_bounded_field(spec, "maxParallel", DEFAULT_MAX_PARALLEL),
         reprofile_interval_seconds=interval,
-        timeout_seconds=_required_int(spec, "timeoutSeconds", DEFAULT_TIMEOUT_SECONDS, 5, 86400),
-        pending_timeout_seconds=_required_int(
-            spec, "pendingTimeoutSeconds", DEFAULT_PENDING_TIMEOUT_SECONDS, 1, 86400
+        timeout_seconds=_bounded_field(spec, "timeoutSeconds", DEFAULT_TIMEOUT_SECONDS),
+        pending_timeout_seconds=_bounded_field(
+            spec, "pendingTimeoutSeconds", DEFAULT_PENDING_TIMEOUT_SECONDS
         ),
-        max_attempts=_required_int(spec, "maxAttempts", DEFAULT_MAX_ATTEMPTS, 1, 20),
-        retry_backoff_seconds=_required_int(
-            spec, "retryBackoffSeconds", DEFAULT_RETRY_BACKOFF_SECONDS, 0, 3600
+        max_attempts=_bounded_field(spec, "maxAttempts", DEFAULT_MAX_ATTEMPTS),
+        retry_backoff_seconds=_bounded_field(
+            spec, "retryBackoffSeconds", DEFAULT_RETRY_BACKOFF_SECONDS
         ),
         label_nodes=label_nodes,
         retain_unavailable_seconds=retain,
-        change_threshold_percent=_required_int(
-            spec, "changeThresholdPercent", DEFAULT_CHANGE_THRESHOLD_PERCENT, 1, 100
+        change_threshold_percent=_bounded_field(
+            spec, "changeThresholdPercent", DEFAULT_CHANGE_THRESHOLD_PERCENT
         ),
         image_pull_secrets=_pull_secrets(spec.get("imagePullSecrets")),
         service_account=_object_name(spec, "serviceAccountName"),

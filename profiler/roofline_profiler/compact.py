@@ -34,7 +34,8 @@ from typing import Any
 
 from roofline_profiler import plausibility
 from roofline_profiler.errors import first_line
-from roofline_profiler.limits import DTYPE_NAMES
+from roofline_profiler.limits import DTYPE_NAMES, MAX_MODELS
+from roofline_profiler.units import round_significant
 
 COMPACT_VERSION = 2
 #: Older versions :func:`decode_compact` still reads.
@@ -64,7 +65,7 @@ INTERVAL_FIELDS = (
 )
 #: Significant digits of an interval's relative width: enough to compare two profiles, short
 #: enough that eight GPUs add about 300 bytes.
-INTERVAL_DIGITS = 2
+INTERVAL_WIDTH_SIGNIFICANT_DIGITS = 2
 #: Longest warning code kept, and most codes per GPU (the profiler has fewer than ten).
 MAX_WARNING_CHARS = 40
 MAX_WARNINGS = 16
@@ -188,33 +189,32 @@ class CompactProfile:
     version: int = COMPACT_VERSION
 
 
-def _round(value: float) -> float | int:
-    """``value`` to :data:`SIGNIFICANT_DIGITS` digits; an integral result is written as an int."""
-    if value == 0 or not math.isfinite(value):
-        return value
-    rounded = float(f"{value:.{SIGNIFICANT_DIGITS}g}")
-    return int(rounded) if rounded.is_integer() and abs(rounded) < 1e15 else rounded
-
-
 def _device_to_wire(device: CompactDevice, with_steps: bool) -> list[Any]:
     return [
         device.index,
         device.name[:MAX_NAME_CHARS],
-        _round(device.bandwidth_bytes_per_second / BANDWIDTH_UNIT),
-        _round(device.peak_flops_per_second / PEAK_UNIT),
-        _round(device.ridge_point),
+        round_significant(
+            device.bandwidth_bytes_per_second / BANDWIDTH_UNIT, digits=SIGNIFICANT_DIGITS
+        ),
+        round_significant(device.peak_flops_per_second / PEAK_UNIT, digits=SIGNIFICANT_DIGITS),
+        round_significant(device.ridge_point, digits=SIGNIFICANT_DIGITS),
         device.recommended_min_batch,
-        [_round(s / STEP_UNIT) for s in device.step_seconds] if with_steps else [],
+        [round_significant(s / STEP_UNIT, digits=SIGNIFICANT_DIGITS) for s in device.step_seconds]
+        if with_steps
+        else [],
     ]
 
 
 def _width_up(value: float) -> float | int:
-    """``value`` rounded up (toward +inf) to :data:`INTERVAL_DIGITS` significant digits."""
+    """``value`` rounded up (toward +inf) to :data:`INTERVAL_WIDTH_SIGNIFICANT_DIGITS`
+    significant digits."""
     if value == 0 or not math.isfinite(value):
         return 0
-    exponent = math.floor(math.log10(abs(value))) - INTERVAL_DIGITS + 1
+    exponent = math.floor(math.log10(abs(value))) - INTERVAL_WIDTH_SIGNIFICANT_DIGITS + 1
     scale = 10.0**exponent
-    rounded = float(f"{math.ceil(value / scale - 1e-9) * scale:.{INTERVAL_DIGITS}g}")
+    rounded = float(
+        f"{math.ceil(value / scale - 1e-9) * scale:.{INTERVAL_WIDTH_SIGNIFICANT_DIGITS}g}"
+    )
     return int(rounded) if rounded.is_integer() else rounded
 
 
@@ -232,12 +232,26 @@ def _intervals_to_wire(device: CompactDevice) -> list[Any] | None:
     iv = device.intervals
     if iv is None:
         return None
-    bandwidth = float(_round(device.bandwidth_bytes_per_second / BANDWIDTH_UNIT)) * BANDWIDTH_UNIT
-    peak = float(_round(device.peak_flops_per_second / PEAK_UNIT)) * PEAK_UNIT
+    bandwidth = (
+        float(
+            round_significant(
+                device.bandwidth_bytes_per_second / BANDWIDTH_UNIT, digits=SIGNIFICANT_DIGITS
+            )
+        )
+        * BANDWIDTH_UNIT
+    )
+    peak = (
+        float(
+            round_significant(device.peak_flops_per_second / PEAK_UNIT, digits=SIGNIFICANT_DIGITS)
+        )
+        * PEAK_UNIT
+    )
     return [
         *_relative_widths(bandwidth, iv.bandwidth),
         *_relative_widths(peak, iv.peak),
-        *_relative_widths(float(_round(device.ridge_point)), iv.ridge_point),
+        *_relative_widths(
+            float(round_significant(device.ridge_point, digits=SIGNIFICANT_DIGITS)), iv.ridge_point
+        ),
         *iv.recommended_min_batch,
     ]
 
@@ -253,7 +267,11 @@ def _models_to_wire(profile: CompactProfile) -> list[list[Any]]:
 
 
 def _optional_step(seconds: float | None) -> float | int | None:
-    return None if seconds is None else _round(seconds / STEP_UNIT)
+    return (
+        None
+        if seconds is None
+        else round_significant(seconds / STEP_UNIT, digits=SIGNIFICANT_DIGITS)
+    )
 
 
 def _plan_to_wire(plan: CompactModelPlan, with_steps: bool) -> list[Any]:
@@ -265,7 +283,9 @@ def _plan_to_wire(plan: CompactModelPlan, with_steps: bool) -> list[Any]:
         _optional_step(plan.step_seconds_at_max_batch),
     ]
     if with_steps and plan.step_seconds:
-        wire.append([_round(s / STEP_UNIT) for s in plan.step_seconds])
+        wire.append(
+            [round_significant(s / STEP_UNIT, digits=SIGNIFICANT_DIGITS) for s in plan.step_seconds]
+        )
     return wire
 
 
@@ -300,7 +320,7 @@ def encode_compact(profile: CompactProfile) -> str:
             "k": profile.shape_k,
             "n": profile.shape_n,
             "t": round(profile.created_at, 1),
-            "s": _round(profile.duration_seconds),
+            "s": round_significant(profile.duration_seconds, digits=SIGNIFICANT_DIGITS),
             "b": list(profile.batches) if with_steps else [],
             "g": [_device_to_wire(d, with_steps) for d in profile.devices],
         }
@@ -519,7 +539,7 @@ def _attach_warnings(
 
 def _decode_models(raw: Any) -> list[tuple[str, int, int]]:
     models = []
-    for position, model in enumerate(_list(raw, "m", "result", plausibility.MAX_MODELS)):
+    for position, model in enumerate(_list(raw, "m", "result", MAX_MODELS)):
         where = f"model #{position}"
         if not isinstance(model, list) or len(model) != len(MODEL_FIELDS):
             raise CompactDecodeError(f"{where}: not an array of {len(MODEL_FIELDS)} fields")

@@ -1,8 +1,11 @@
 """The one definition of every input limit, default and dtype name.
 
-The command line, the profiler, the operator's spec parser and (checked by a test) the CRD's schema
-all read these, so a batch or a shape that one of them accepts, all of them accept. Efficiency is a
-percent here, as in the CRD and on the command line; only the maths turns it into a fraction.
+The command line, the profiler, the operator's spec parser, the plausibility table that results
+are read back against and (checked by a test) the CRD's schema all read these, so a batch, a shape
+or a model that one of them accepts, all of them accept. The spec fields only the operator reads
+(``maxParallel``, timeouts) have their bounds beside their defaults in the operator's ``spec``.
+Efficiency is a percent here, as in the CRD and on the command line; only the maths turns it into
+a fraction.
 
 Pure module: no torch, no Kubernetes.
 """
@@ -39,6 +42,9 @@ MAX_WEIGHT_ELEMENTS = 1 << 30
 DEFAULT_SHAPE = (4096, 14336)
 #: Batches swept by default: powers of two from one token to well past any GPU's ridge point.
 DEFAULT_BATCHES = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512)
+
+#: Most GPUs one profiler pod requests (``spec.gpusPerNode``) and so one result lists.
+MAX_GPUS_PER_POD = 64
 
 #: Share of peak FLOP/s the recommended minimum batch must reach, in percent.
 DEFAULT_MIN_BATCH_EFFICIENCY_PERCENT = 50
@@ -131,6 +137,8 @@ DEFAULT_CONTEXT_TOKENS = 4096
 MAX_CONTEXT_TOKENS = 1 << 20
 DEFAULT_TENSOR_PARALLEL = 1
 MAX_TENSOR_PARALLEL = 64
+#: Longest inter-token latency SLO the CRD takes (``slo.interTokenLatency``), in seconds.
+MAX_ITL_SLO_SECONDS = 60.0
 #: Upper bounds of a model config's integer fields (the lower bound is 1). Each lies well past
 #: today's largest open models (Llama-3.1-405B: 126 layers, hidden 16384; DeepSeek-V3: 256
 #: experts; Gemma: 262,144 tokens of vocabulary) and keeps the work of reading a config — the

@@ -14,18 +14,13 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any
 
 from roofline_profiler import limits
 from roofline_profiler.compact import CompactModelPlan
-from roofline_profiler.model_config import PRESETS, ModelArch, ModelError, model_from_config
-from roofline_profiler.models import check_tensor_parallel
+from roofline_profiler.models import PRESETS, ModelArch, ModelError, UnknownPreset, checked_model
 from roofline_profiler.planning import ModelPlan
-
-MAX_MODELS = limits.MAX_MODELS
-MAX_CONTEXT_TOKENS = limits.MAX_CONTEXT_TOKENS
-MAX_TENSOR_PARALLEL = limits.MAX_TENSOR_PARALLEL
 
 
 class ModelsJsonError(ValueError):
@@ -56,24 +51,21 @@ def _entry(raw: Any, index: int) -> ModelEntry:
     preset, config = raw.get("preset"), raw.get("config")
     if (preset is None) == (config is None):
         raise ModelsJsonError(f"{where} needs exactly one of preset or config")
+    if config is not None and not isinstance(config, Mapping):
+        raise ModelsJsonError(f"{where}.config must be an object")
+    tp = _bounded(
+        raw, "tensorParallel", limits.DEFAULT_TENSOR_PARALLEL, limits.MAX_TENSOR_PARALLEL, where
+    )
+    source = f"{where}.preset" if preset is not None else f"{where}.config"
     try:
-        if preset is not None:
-            if preset not in PRESETS:
-                known = ", ".join(sorted(PRESETS))
-                raise ModelsJsonError(f"{where}.preset {preset!r} is unknown (presets: {known})")
-            arch = replace(model_from_config(PRESETS[preset], preset), name=name)
-        else:
-            if not isinstance(config, Mapping):
-                raise ModelsJsonError(f"{where}.config must be an object")
-            arch = model_from_config(config, name, source=f"{where}.config")
-        tp = _bounded(
-            raw, "tensorParallel", limits.DEFAULT_TENSOR_PARALLEL, MAX_TENSOR_PARALLEL, where
-        )
-        check_tensor_parallel(arch, tp)
+        arch = checked_model(name, preset, config, tp, source=source)
+    except UnknownPreset:
+        known = ", ".join(sorted(PRESETS))
+        raise ModelsJsonError(f"{where}.preset {preset!r} is unknown (presets: {known})") from None
     except ModelError as exc:
         raise ModelsJsonError(str(exc)) from None
     context = _bounded(
-        raw, "contextTokens", limits.DEFAULT_CONTEXT_TOKENS, MAX_CONTEXT_TOKENS, where
+        raw, "contextTokens", limits.DEFAULT_CONTEXT_TOKENS, limits.MAX_CONTEXT_TOKENS, where
     )
     return ModelEntry(arch, context, tp)
 
@@ -109,8 +101,8 @@ def parse_models_json(text: str) -> tuple[ModelEntry, ...]:
         raise ModelsJsonError("--models-json is not JSON (nested too deeply)") from None
     if not isinstance(raw, list) or not raw:
         raise ModelsJsonError("--models-json must be a non-empty list of models")
-    if len(raw) > MAX_MODELS:
-        raise ModelsJsonError(f"--models-json has {len(raw)} models, at most {MAX_MODELS}")
+    if len(raw) > limits.MAX_MODELS:
+        raise ModelsJsonError(f"--models-json has {len(raw)} models, at most {limits.MAX_MODELS}")
     entries = tuple(_entry(item, i) for i, item in enumerate(raw))
     names = [e.arch.name for e in entries]
     repeated = sorted({n for n in names if names.count(n) > 1})

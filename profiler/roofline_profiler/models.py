@@ -37,7 +37,9 @@ Pure module: no torch, no numpy.
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 
 from roofline_profiler.model_config import PRESETS as PRESETS
 from roofline_profiler.model_config import SUPPORTED_MODEL_TYPES as SUPPORTED_MODEL_TYPES
@@ -83,6 +85,41 @@ def check_tensor_parallel(arch: ModelArch, tensor_parallel: int) -> None:
     for field, width in widths.items():
         if width % tp:
             raise ModelError(f"{arch.name}: tensor parallel {tp} does not divide {field} ({width})")
+
+
+class UnknownPreset(ModelError):
+    """A preset name that :data:`PRESETS` does not hold."""
+
+    def __init__(self, preset: str) -> None:
+        super().__init__(f"unknown preset {preset!r} (presets: {', '.join(sorted(PRESETS))})")
+        self.preset = preset
+
+
+def checked_model(
+    name: str,
+    preset: str | None,
+    config: Mapping[str, Any] | None,
+    tensor_parallel: int,
+    *,
+    source: str,
+) -> ModelArch:
+    """The model named ``name`` that ``preset`` or, without one, ``config`` describes, checked
+    for sharding by ``tensor_parallel``. The operator checks every model with it before a pod
+    starts and the pod checks its ``--models-file`` with it again, so both refuse the same models.
+
+    Raises :class:`UnknownPreset` for a preset not in :data:`PRESETS` and :class:`ModelError`,
+    its message prefixed by ``source``, for a config that cannot be read; either way each caller
+    words the failure for its own field.
+    """
+    if preset is not None:
+        if preset not in PRESETS:
+            raise UnknownPreset(preset)
+        config = PRESETS[preset]
+    if config is None:
+        raise ModelError(f"{source}: a model needs a preset or a config")
+    arch = model_from_config(config, name, source=source)
+    check_tensor_parallel(arch, tensor_parallel)
+    return arch
 
 
 def expected_active_experts(num_experts: int, experts_per_token: int, batch: int) -> float:

@@ -24,8 +24,7 @@ Definitions (tested exactly in ``tests/profiler/test_planning.py``, explained in
   predicted batch, with a warning). Tokens/s count one model replica: a TP group produces
   ``batch / step`` tokens per second, and costs ``tp`` GPU-hours per hour.
 
-Additions beyond the planning interface: :data:`ELEMENT_BYTES`, :func:`element_bytes`,
-:func:`interpolated_step_seconds`.
+Additions beyond the planning interface: :func:`interpolated_step_seconds`.
 
 Pure module: no torch, no numpy.
 """
@@ -33,17 +32,14 @@ Pure module: no torch, no numpy.
 from __future__ import annotations
 
 import math
-import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from roofline_profiler import engines, models
-from roofline_profiler.limits import DTYPE_BYTES
+from roofline_profiler import engines, models, units
 from roofline_profiler.models import ModelArch
+from roofline_profiler.roofline import dtype_bytes
 
-#: Bytes of one element of each dtype the profiler measures in.
-ELEMENT_BYTES: Mapping[str, int] = DTYPE_BYTES
 #: vLLM's default ``--block-size``: KV memory is handed out in blocks of this many tokens.
 KV_BLOCK_TOKENS = 16
 #: Tokens of vLLM's profiling forward (its ``--max-num-batched-tokens`` for online serving).
@@ -53,25 +49,23 @@ DEFAULT_MAX_NUM_SEQS = 256
 #: CUDA graphs, library workspaces and allocator slack outside the activations proper.
 RUNTIME_OVERHEAD_BYTES = 1 << 30
 
-_DURATION = re.compile(r"^\s*([0-9]*\.?[0-9]+(?:[eE][-+]?[0-9]+)?)\s*(ns|us|µs|ms|s)\s*$")
-_UNIT_SECONDS = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1.0}
+#: Units of ``--itl-slo``: a decode step lasts microseconds to seconds.
+CLI_SLO_UNITS = ("ns", "us", "µs", "ms", "s")
 
 
 def parse_duration(text: str) -> float:
-    """``"50ms"``, ``"0.05s"``, ``"250us"`` → seconds; a unit is required, the value must be > 0."""
-    match = _DURATION.match(text)
-    if match is None:
-        raise ValueError(f"cannot read {text!r} as a duration (write e.g. 50ms, 0.05s or 250us)")
-    seconds = float(match.group(1)) * _UNIT_SECONDS[match.group(2)]
-    if not seconds > 0 or not math.isfinite(seconds):
+    """``"50ms"``, ``"0.05s"``, ``"250us"`` → seconds; a unit is required, the value must be > 0.
+    Free-form (``" 20 ms "``, ``1e2ms``) and compound (``1s500ms``), as :func:`units.parse_duration`
+    reads it."""
+    try:
+        seconds = units.parse_duration(text, CLI_SLO_UNITS, free_form=True)
+    except units.DurationError:
+        raise ValueError(
+            f"cannot read {text!r} as a duration (write e.g. 50ms, 0.05s or 250us)"
+        ) from None
+    if not seconds > 0:
         raise ValueError(f"duration {text!r} must be positive")
     return seconds
-
-
-def element_bytes(dtype: str) -> int:
-    if dtype not in ELEMENT_BYTES:
-        raise ValueError(f"unknown dtype {dtype!r} (known: {', '.join(ELEMENT_BYTES)})")
-    return ELEMENT_BYTES[dtype]
 
 
 @dataclass(frozen=True)
@@ -246,7 +240,7 @@ def plan_model(
     options: PlanOptions,
 ) -> ModelPlan:
     """The serving plan of one model on one device at one context length."""
-    size = element_bytes(dtype)
+    size = dtype_bytes(dtype)
     if device_memory_bytes <= 0:
         raise ValueError(f"{arch.name}: device memory must be known to plan a batch")
     points = tuple(
@@ -291,10 +285,8 @@ def plan_model(
     recommended, tokens_per_second = _range(points, min_batch, high, warnings)
     cost: tuple[tuple[int, float], ...] = ()
     if options.gpu_hour_cost is not None:
-        cost = tuple(
-            (p.batch, options.gpu_hour_cost * tensor_parallel / 3600 / p.tokens_per_second * 1e6)
-            for p in points
-        )
+        per_second = options.gpu_hour_cost * tensor_parallel / units.SECONDS_PER_HOUR
+        cost = tuple((p.batch, per_second / p.tokens_per_second * 1e6) for p in points)
     # A model that leaves no room for one sequence gets no flags: any value would fail to start.
     settings: dict[str, tuple[str, ...]] = dict.fromkeys(engines.ENGINES, ())
     # One that meets no SLO gets batch 1, the lowest latency there is.

@@ -22,7 +22,15 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from roofline_profiler.limits import DTYPE_NAMES, MAX_BATCH, MAX_DIMENSION
+from roofline_profiler.limits import (
+    DTYPE_NAMES,
+    MAX_BATCH,
+    MAX_CONTEXT_TOKENS,
+    MAX_DIMENSION,
+    MAX_GPUS_PER_POD,
+    MAX_TENSOR_PARALLEL,
+)
+from roofline_profiler.units import SECONDS_PER_DAY
 
 
 class ImplausibleValue(ValueError):
@@ -43,12 +51,7 @@ class Range:
         return f"{low} ≤ {self.high:g} {self.unit}".strip()
 
 
-DAY_SECONDS = 86_400.0
-#: The model request's own limits (``model_request.py``, which this module cannot import: it
-#: imports the compact format; a test keeps them equal).
-MAX_CONTEXT_TOKENS = 1 << 20
-MAX_TENSOR_PARALLEL = 64
-MAX_MODELS = 8
+DAY_SECONDS = float(SECONDS_PER_DAY)
 #: The table every reader checks against, keyed by quantity.
 RANGES: dict[str, Range] = {
     "bandwidth": Range(0.0, 100e12, "B/s", positive=True),
@@ -64,18 +67,18 @@ RANGES: dict[str, Range] = {
     "dimension": Range(1, MAX_DIMENSION, ""),
     "context": Range(1, MAX_CONTEXT_TOKENS, "tokens"),
     "tensor parallel": Range(1, MAX_TENSOR_PARALLEL, ""),
-    "device index": Range(0, 63, ""),
+    "device index": Range(0, MAX_GPUS_PER_POD - 1, ""),
     # An interval's width, in percent of its value below and above it; rounding can make one
     # side slightly negative (an interval just beside its value), never both together.
     "width below": Range(-100.0, 100.0, "%"),
     "width above": Range(-100.0, 10_000.0, "%"),
     "attempts": Range(0, 1_000, ""),
-    "gpus": Range(0, 64, ""),
+    "gpus": Range(0, MAX_GPUS_PER_POD, ""),
     # Unix seconds up to the year 2286, whatever ``now`` is; :func:`timestamp` narrows it.
     "time": Range(0.0, 1e10, "s"),
 }
 #: Most devices one result may list: a node's GPUs a pod may request.
-MAX_DEVICES = 64
+MAX_DEVICES = MAX_GPUS_PER_POD
 MAX_BATCHES = 64
 #: How far in the future a result's or record's time may lie: clocks of nodes drift a little.
 MAX_CLOCK_SKEW_SECONDS = 600.0

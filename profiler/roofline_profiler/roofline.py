@@ -21,10 +21,11 @@ from roofline_profiler.limits import DTYPE_BYTES
 
 
 def dtype_bytes(dtype: str) -> int:
+    """Bytes of one element of ``dtype`` (a canonical name of :data:`limits.DTYPE_BYTES`)."""
     try:
         return DTYPE_BYTES[dtype]
     except KeyError:
-        raise ValueError(f"unknown dtype {dtype!r}") from None
+        raise ValueError(f"unknown dtype {dtype!r} (known: {', '.join(DTYPE_BYTES)})") from None
 
 
 def decode_gemm_flops(batch: int, k: int, n: int) -> float:

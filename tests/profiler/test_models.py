@@ -1,3 +1,4 @@
+import dataclasses
 import math
 
 import pytest
@@ -250,6 +251,27 @@ def test_tp_degrees_that_divide_or_replicate_kv_heads_are_accepted(
     )
     with pytest.raises(ModelError, match="neither divides nor is a multiple"):
         models.check_tensor_parallel(kv12, 12)
+
+
+def test_a_checked_preset_takes_the_name_it_is_given(llama8: models.ModelArch) -> None:
+    arch = models.checked_model("chat", "llama-3.1-8b", None, 8, source="spec")
+    assert arch == dataclasses.replace(llama8, name="chat")
+
+
+def test_a_checked_config_is_read_and_its_sharding_checked() -> None:
+    assert models.checked_model("x", None, _config(), 2, source="s").name == "x"
+    with pytest.raises(ModelError, match=r"^here: .*num_attention_heads"):
+        models.checked_model("x", None, _config(num_attention_heads=None), 1, source="here")
+    with pytest.raises(ModelError, match="tensor parallel 3"):
+        models.checked_model("x", None, _config(), 3, source="here")
+
+
+def test_an_unknown_preset_is_its_own_model_error() -> None:
+    with pytest.raises(models.UnknownPreset) as info:
+        models.checked_model("x", "gpt-9", None, 1, source="here")
+    assert info.value.preset == "gpt-9"
+    assert isinstance(info.value, ModelError)
+    assert "llama-3.1-8b" in str(info.value)
 
 
 def test_heads_per_gpu_replicate_kv_heads_past_their_count(llama8: models.ModelArch) -> None:

@@ -46,6 +46,7 @@ def _plan(
         pytest.param("250µs", 250e-6, id="micro-sign"),
         pytest.param(" 20 ms ", 0.02, id="spaces"),
         pytest.param("1e2ms", 0.1, id="exponent"),
+        pytest.param("1s500ms", 1.5, id="compound-as-in-the-crd"),
     ],
 )
 def test_durations_parse_with_their_unit(text: str, seconds: float) -> None:

@@ -7,14 +7,20 @@ import math
 
 import pytest
 
-from roofline_profiler import model_request, plausibility
+from roofline_profiler import limits, plausibility
 from roofline_profiler.plausibility import ImplausibleValue, load_json, nesting_depth
 
 
-def test_the_tables_model_limits_are_the_model_requests_own() -> None:
-    assert plausibility.MAX_CONTEXT_TOKENS == model_request.MAX_CONTEXT_TOKENS
-    assert plausibility.MAX_TENSOR_PARALLEL == model_request.MAX_TENSOR_PARALLEL
-    assert plausibility.MAX_MODELS == model_request.MAX_MODELS
+def test_every_model_a_request_may_ask_for_reads_back_as_plausible() -> None:
+    context = plausibility.RANGES["context"]
+    tensor_parallel = plausibility.RANGES["tensor parallel"]
+    assert (context.low, context.high) == (1, limits.MAX_CONTEXT_TOKENS)
+    assert (tensor_parallel.low, tensor_parallel.high) == (1, limits.MAX_TENSOR_PARALLEL)
+    assert plausibility.integer(limits.MAX_CONTEXT_TOKENS, "context", "c") == (
+        limits.MAX_CONTEXT_TOKENS
+    )
+    with pytest.raises(ImplausibleValue):
+        plausibility.integer(limits.MAX_CONTEXT_TOKENS + 1, "context", "c")
 
 
 def test_the_ranges_hold_todays_fastest_gpu_with_room_to_spare() -> None:

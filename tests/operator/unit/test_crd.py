@@ -135,6 +135,28 @@ def test_schema_limits_are_the_profilers_limits(version: dict[str, Any]) -> None
     )
 
 
+def test_schema_bounds_of_the_operators_own_fields_are_the_parsers(
+    version: dict[str, Any],
+) -> None:
+    spec = version["schema"]["openAPIV3Schema"]["properties"]["spec"]
+    properties = spec["properties"]
+    bounds = dict(spec_module.INTEGER_FIELD_BOUNDS)
+    low, high = bounds.pop("gpusPerNode")  # its maximum is a CEL rule
+    assert properties["gpusPerNode"]["minimum"] == low
+    rules = [r["rule"] for r in spec["x-kubernetes-validations"]]
+    assert f"!has(self.gpusPerNode) || self.gpusPerNode <= {high}" in rules
+    assert {k: (properties[k]["minimum"], properties[k]["maximum"]) for k in bounds} == bounds
+
+
+def test_the_schema_bound_of_retain_unavailable_is_the_parsers(version: dict[str, Any]) -> None:
+    retain = version["schema"]["openAPIV3Schema"]["properties"]["spec"]["properties"][
+        "retainUnavailableFor"
+    ]
+    (rule,) = retain["x-kubernetes-validations"]
+    hours = spec_module.MAX_RETAIN_UNAVAILABLE_SECONDS / 3600
+    assert rule["rule"] == f"duration(self) <= duration('{hours:g}h')"
+
+
 def test_the_example_validates_against_the_schema(
     version: dict[str, Any], example: dict[str, Any]
 ) -> None:

@@ -108,6 +108,10 @@ def with_config(base: dict[str, Any], **fields: Any) -> dict[str, Any]:
     return {"models": [{"name": "m", "config": {**base, **fields}}]}
 
 
+def with_preset(**fields: Any) -> dict[str, Any]:
+    return {"models": [{"name": "m", "preset": "llama-3.1-8b", **fields}]}
+
+
 CASES = [
     pytest.param({"weightShape": "4096x14336"}, True, id="weight-shape-llama-ffn"),
     pytest.param({"weightShape": "1048576x1024"}, True, id="weight-shape-at-2^30"),
@@ -119,21 +123,42 @@ CASES = [
     pytest.param({"shape": {"k": 1048576, "n": 1025}}, False, id="shape-over-2^30"),
     pytest.param({"shape": {"k": 1048577, "n": 1}}, False, id="shape-k-over-2^20"),
     pytest.param({"models": [{"name": "m", "preset": "llama-3.1-8b"}]}, True, id="preset"),
+    pytest.param(with_preset(contextTokens=limits.MAX_CONTEXT_TOKENS), True, id="context-at-limit"),
     pytest.param(
-        {"models": [{"name": "m", "preset": "llama-3.1-8b", "contextTokens": 1 << 20}]},
-        True,
-        id="context-at-limit",
+        with_preset(contextTokens=limits.MAX_CONTEXT_TOKENS + 1), False, id="context-over-limit"
     ),
+    pytest.param(with_preset(tensorParallel=32), True, id="tensor-parallel-dividing-heads"),
     pytest.param(
-        {"models": [{"name": "m", "preset": "llama-3.1-8b", "contextTokens": (1 << 20) + 1}]},
-        False,
-        id="context-over-limit",
-    ),
-    pytest.param(
-        {"models": [{"name": "m", "preset": "llama-3.1-8b", "tensorParallel": 65}]},
+        with_preset(tensorParallel=limits.MAX_TENSOR_PARALLEL + 1),
         False,
         id="tensor-parallel-over-limit",
     ),
+    pytest.param(
+        {"models": [{"name": f"m{i}", "preset": "llama-3.1-8b"} for i in range(limits.MAX_MODELS)]},
+        True,
+        id="models-at-limit",
+    ),
+    pytest.param(
+        {
+            "models": [
+                {"name": f"m{i}", "preset": "llama-3.1-8b"} for i in range(limits.MAX_MODELS + 1)
+            ]
+        },
+        False,
+        id="models-over-limit",
+    ),
+    pytest.param({"slo": {"interTokenLatency": "50ms"}}, True, id="slo"),
+    pytest.param({"slo": {"interTokenLatency": "1s500ms"}}, True, id="slo-compound"),
+    pytest.param({"slo": {"interTokenLatency": "60s"}}, True, id="slo-at-limit"),
+    # Over the limit is a CEL duration() rule, which needs an API server: see the SLO bound test.
+    pytest.param({"slo": {"interTokenLatency": "50"}}, False, id="slo-without-unit"),
+    pytest.param({"slo": {"interTokenLatency": "1h"}}, False, id="slo-in-hours"),
+    pytest.param({"reprofileInterval": "168h"}, True, id="interval-hours"),
+    pytest.param({"reprofileInterval": "1h30m"}, True, id="interval-compound"),
+    pytest.param({"reprofileInterval": "1d"}, False, id="interval-in-days"),
+    pytest.param({"reprofileInterval": "1h 30m"}, False, id="interval-with-a-space"),
+    pytest.param({"retainUnavailableFor": "720h"}, True, id="retain-at-limit"),
+    pytest.param({"retainUnavailableFor": "90us"}, False, id="retain-in-microseconds"),
     pytest.param(with_config(LLAMA), True, id="inline-llama"),
     pytest.param(with_config(QWEN_MOE, num_hidden_layers=1024), True, id="moe-1024-layers"),
     pytest.param(with_config(QWEN_MOE, num_hidden_layers=10**7), False, id="moe-10^7-layers"),
@@ -173,6 +198,12 @@ def test_the_crd_bounds_of_a_model_entry_are_the_profilers_limits() -> None:
     assert properties["tensorParallel"]["maximum"] == limits.MAX_TENSOR_PARALLEL
     assert properties["tensorParallel"]["default"] == limits.DEFAULT_TENSOR_PARALLEL
     assert SPEC_SCHEMA["properties"]["models"]["maxItems"] == limits.MAX_MODELS
+
+
+def test_the_crd_bound_of_the_slo_is_the_profilers_limit() -> None:
+    latency = SPEC_SCHEMA["properties"]["slo"]["properties"]["interTokenLatency"]
+    (rule,) = latency["x-kubernetes-validations"]
+    assert f"<= duration('{limits.MAX_ITL_SLO_SECONDS:g}s')" in rule["rule"]
 
 
 def test_the_crd_shape_rules_name_the_profilers_limits() -> None:

@@ -20,6 +20,8 @@ import pytest
 import yaml
 from tests.operator.harness.structural import apply_defaults, prune_unknown
 
+from roofline_profiler import limits
+
 ROOT = Path(__file__).resolve().parents[3]
 CRD_PATH = ROOT / "charts" / "roofline-operator" / "crds" / "rooflineprofiles.roofline.dev.yaml"
 EXAMPLE_PATH = ROOT / "manifests" / "examples" / "rooflineprofile-models.yaml"
@@ -173,9 +175,15 @@ def test_a_model_needs_exactly_one_source(model: dict[str, Any]) -> None:
         pytest.param({"preset": "x"}, "required", id="no-name"),
         pytest.param({"name": "a", "preset": "x", "contextTokens": 0}, "minimum", id="zero-ctx"),
         pytest.param(
-            {"name": "a", "preset": "x", "contextTokens": 2_000_000}, "maximum", id="huge-ctx"
+            {"name": "a", "preset": "x", "contextTokens": limits.MAX_CONTEXT_TOKENS + 1},
+            "maximum",
+            id="context-over-limit",
         ),
-        pytest.param({"name": "a", "preset": "x", "tensorParallel": 65}, "maximum", id="tp-65"),
+        pytest.param(
+            {"name": "a", "preset": "x", "tensorParallel": limits.MAX_TENSOR_PARALLEL + 1},
+            "maximum",
+            id="tensor-parallel-over-limit",
+        ),
         pytest.param({"name": "a", "preset": "x", "tensorParalel": 2}, "Additional", id="typo"),
         pytest.param(
             {"name": "a", "configMapRef": {"key": "c.json"}}, "required", id="map-no-name"

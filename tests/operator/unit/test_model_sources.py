@@ -1,11 +1,14 @@
 from __future__ import annotations
 
 import json
+from typing import Any
 
+import pytest
 from tests.model_configs import TINY_LLAMA
 
 from roofline_operator.model_sources import config_maps_needed, resolve_models
 from roofline_operator.model_spec import ModelSpec
+from roofline_profiler.model_request import ModelsJsonError, parse_models_json
 
 CM = ("roofline", "cfg")
 
@@ -84,3 +87,35 @@ def test_the_digest_follows_the_config_maps_content() -> None:
     assert second
     assert first != second
     assert resolve_models((), "ns", {}).models_json() is None
+
+
+@pytest.mark.parametrize(
+    "model",
+    [
+        pytest.param(ModelSpec("a", preset="llama-3.1-8b", tensor_parallel=8), id="preset"),
+        pytest.param(ModelSpec("a", preset="gpt-9"), id="unknown-preset"),
+        pytest.param(ModelSpec("a", config=TINY_LLAMA, tensor_parallel=2), id="config"),
+        pytest.param(ModelSpec("a", config=TINY_LLAMA, tensor_parallel=3), id="tp-not-dividing"),
+        pytest.param(ModelSpec("a", preset="qwen3-30b-a3b", tensor_parallel=64), id="moe-tp-64"),
+        pytest.param(
+            ModelSpec("a", config={**TINY_LLAMA, "hidden_size": 0}), id="config-out-of-range"
+        ),
+    ],
+)
+def test_the_operator_and_the_pod_refuse_the_same_models(model: ModelSpec) -> None:
+    resolution = resolve_models((model,), "ns", {})
+    entry: dict[str, Any] = {
+        "name": model.name,
+        "contextTokens": model.context_tokens,
+        "tensorParallel": model.tensor_parallel,
+    }
+    if model.preset is not None:
+        entry["preset"] = model.preset
+    else:
+        entry["config"] = model.config
+    try:
+        parse_models_json(json.dumps([entry]))
+        pod_accepts = True
+    except ModelsJsonError:
+        pod_accepts = False
+    assert pod_accepts is not bool(resolution.failures)
