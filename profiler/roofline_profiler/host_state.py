@@ -3,28 +3,36 @@
 A host can give a device one speed for a while and another after: a GPU that throttles for power
 or heat, a MIG or time-sliced neighbour that comes and goes, a virtual machine whose host hands
 it memory bandwidth at one level and then at another (a 2-vCPU AMD EPYC VM switched between about
-32 and 55-60 GB/s of read bandwidth on a time scale of seconds, with or without load). Interference
-(another process taking the device for a moment) slows the rounds it hits, each by its own amount,
-and the confirmed best and its interval absorb it (``stats.py``). A state is different: it moves
-every round it lasts to one other level, and a roofline whose ceiling came from one state and whose
-sweep from the other would describe neither.
+32 and 55-60 GB/s of read bandwidth, an Intel Xeon VM between about 23 and 29 GB/s, on a time
+scale of seconds). Interference (another process taking the device for a moment) slows the
+workloads it hits, each by its own amount, and the confirmed best and its interval absorb it
+(``stats.py``). A state is different: it moves every workload bound by the resource it changes
+(memory bandwidth, or compute) to one other level for every round it lasts, and a roofline whose
+ceiling came from one state and whose sweep from the other would describe neither.
 
-**Detection.** For each workload, its round bests as rates (rounds in which the profiler's threads
+**Detection**, per resource (:class:`Roles`): the workloads a state of memory moves are the
+bandwidth kernels and the sweep points well below the ridge point; those a state of compute moves
+are the peak matmuls and the sweep points well above it (:data:`BOUND_MARGIN`). Each workload's
+round bests become rates relative to its confirmed rate (rounds in which the profiler's threads
 waited for a CPU at least ``stats.CPU_WAIT_SUSPECT`` of the time left out: ``CpuContention``
-explains those), sorted, split into a faster and a slower group of at least
-:data:`MIN_STATE_ROUNDS` rounds each, such that
+explains those), and each round's **level** is the median over the resource's workloads timed in
+it: a state moves them all, so the median follows it, while a burst that hits some of a round's
+workloads leaves the median where the others are. The levels split into a faster and a slower
+group of at least :data:`MIN_STATE_ROUNDS` rounds each, such that
 
-* the two groups lie at least :data:`STATE_GAP` apart (the nearest rounds of the two), beyond the
-  noise between rounds of one state, and
-* the slower group's level is reproduced: its two fastest rounds agree within
-  ``stats.AGREEMENT``, as a confirmed best needs. Scattered interference slows each round it hits
-  by its own amount and does not gather rounds at a second level.
+* the two groups lie at least :data:`STATE_GAP` apart (the nearest levels of the two), and
+* the slower level is reproduced: its two fastest rounds agree within :data:`LEVEL_AGREEMENT`.
+  Rounds slowed by interference, each by its own amount, do not gather at a second level.
 
-The widest such gap gives the workload's two levels. Each round then takes the state that most of
-these workloads put it in (rounds none of them ran in take the state of the rounds around them), and
-the profile changed state when at least :data:`MIN_WITNESSES` workloads show two levels in the same
-rounds and each state holds :data:`MIN_STATE_ROUNDS` rounds. A single outlier round is never a
-state.
+The widest such gap gives the two states. A round takes its group's state only when at least
+:data:`STATE_SHARE` of the resource's workloads timed in it lie on that side of the midpoint
+between the levels (a round the switch fell in, or a burst hit unevenly, has no known state), and
+a workload **witnesses** the states when its own rounds follow them. The resource changed state
+when at least :data:`MIN_WITNESSES` workloads witness it, one of them a ceiling kernel of the
+resource: a state is the host's, so it moves the ceiling that measures the resource; sweep points
+that move while the ceilings hold still (short GPU kernels whose clocks ramp up) are not a state
+of the host. Each state must hold :data:`MIN_STATE_ROUNDS` rounds; a single outlier round is
+never a state. Rounds no witness placed take the state of the rounds around them.
 
 **Pairing.** Every workload ran in the same rounds, so a state is a set of rounds, and every number
 (ceilings, sweep points, and the recommendation from them) is derived from the rounds of one state
@@ -38,27 +46,52 @@ Pure module: no torch.
 
 from __future__ import annotations
 
+import math
+import statistics
 from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
-from roofline_profiler.stats import AGREEMENT, CPU_WAIT_SUSPECT, INTERFERENCE, Measurement
+from roofline_profiler.stats import (
+    CPU_WAIT_SUSPECT,
+    INTERFERENCE,
+    Measurement,
+    confirmed_minimum,
+)
 
 FAST, SLOW = "fast", "slow"
 STATES = (FAST, SLOW)
 #: Fewest rounds a level must hold to count as a state: one slow round is an outlier, and a level
 #: needs a second round to confirm it, as a best run does (``stats.confirmed_minimum``).
 MIN_STATE_ROUNDS = 2
-#: Two levels lie at least this far apart (the nearest rounds of the two groups): more than three
-#: times the noise between rounds of one state (``stats.AGREEMENT``, 3%), and the slowdown beyond
-#: which a round counts as hit by interference (``stats.INTERFERENCE``). The levels of a state
-#: change seen so far lie far wider apart: 32 against 55-60 GB/s on an AMD EPYC VM.
+#: Two levels lie at least this far apart (the nearest round levels of the two groups). A level
+#: is the median over the resource's workloads, steadier than any one of them, whose rounds scatter
+#: by 3-5% in one state on a shared VM; 10% is the slowdown beyond which a round counts as hit by
+#: interference (``stats.INTERFERENCE``). The state changes seen so far lie wider apart: 32 against
+#: 55-60 GB/s on an AMD EPYC VM, 23 against 29 GB/s (25%) on an Intel Xeon VM.
 STATE_GAP = INTERFERENCE
-#: Workloads that must show the same two levels in the same rounds: a state is the host's, so
-#: every workload bound by the same resource moves with it (the read kernels and the small-batch
-#: sweep points with memory, the matmuls and large batches with the clocks); one workload alone
-#: is that workload's noise, which the interference checks cover.
+#: The slower level's two fastest rounds agree within this: half the gap that sets two states
+#: apart, so those rounds lie nearer each other than either lies to the other state. Levels of
+#: one state scatter by about the noise of a median (2-3%), while rounds slowed by interference
+#: spread over the 10-40% a burst costs.
+LEVEL_AGREEMENT = STATE_GAP / 2
+#: A round takes a state when at least this share of the resource's workloads timed in it lie on
+#: that side of the midpoint between the levels. The midpoint lies half the gap from each level
+#: (10% at the gaps seen), two to three times the 3-5% noise of one workload, so a round of a
+#: state keeps nearly every workload on its side; a burst (about a second, a round lasts one to
+#: two) that reaches only part of a round's workloads leaves more than a quarter on the other.
+STATE_SHARE = 0.75
+#: Workloads that must witness the same states in the same rounds, one of them a ceiling kernel
+#: of the resource: a state is the host's, so every workload bound by the resource moves with it;
+#: one workload alone is that workload's noise, which the interference checks cover.
 MIN_WITNESSES = 2
+#: A sweep point witnesses a resource only when its arithmetic intensity lies this factor or
+#: more from the ridge point, on that resource's side: nearer, both ceilings bound it (a real
+#: device's knee is rounded), and a state that moves one ceiling by up to this factor (1.8 on the
+#: AMD EPYC VM) moves the ridge point as far, so a point beyond the margin stays bound by one
+#: resource in both states.
+BOUND_MARGIN = 2.0
+MEMORY, COMPUTE = "memory", "compute"
 
 
 @dataclass(frozen=True)
@@ -85,29 +118,6 @@ def round_rates(m: Measurement) -> dict[int, float]:
     }
 
 
-def two_levels(m: Measurement) -> Levels | None:
-    """``m``'s two levels, or None when its rounds show one (see the module docstring)."""
-    rates = round_rates(m)
-    order = sorted(rates, key=lambda r: rates[r], reverse=True)
-    values = [rates[r] for r in order]
-    widest: tuple[float, int] | None = None
-    for split in range(MIN_STATE_ROUNDS, len(values) - MIN_STATE_ROUNDS + 1):
-        gap = values[split - 1] / values[split] - 1
-        reproduced = values[split] <= values[split + 1] * (1 + AGREEMENT)
-        if gap >= STATE_GAP and reproduced and (widest is None or gap > widest[0]):
-            widest = (gap, split)
-    if widest is None:
-        return None
-    split = widest[1]
-    return Levels(
-        m.label,
-        fast=values[1],
-        slow=values[split + 1],
-        fast_rounds=tuple(sorted(order[:split])),
-        slow_rounds=tuple(sorted(order[split:])),
-    )
-
-
 @dataclass(frozen=True)
 class HostStates:
     """The two states of a profile: the workloads that show them and each round's state."""
@@ -121,17 +131,6 @@ class HostStates:
 
     def state_of(self, round_index: int) -> str | None:
         return self.states.get(round_index)
-
-
-def _vote(levels: Collection[Levels]) -> dict[int, str]:
-    """Each round's state by majority of the workloads that show two levels; ties have none."""
-    votes: dict[int, int] = {}
-    for lv in levels:
-        for r in lv.fast_rounds:
-            votes[r] = votes.get(r, 0) + 1
-        for r in lv.slow_rounds:
-            votes[r] = votes.get(r, 0) - 1
-    return {r: FAST if v > 0 else SLOW for r, v in votes.items() if v}
 
 
 def _fill(every_round: Collection[int], voted: Mapping[int, str]) -> dict[int, str]:
@@ -150,24 +149,185 @@ def _fill(every_round: Collection[int], voted: Mapping[int, str]) -> dict[int, s
     return states
 
 
-def detect(measurements: Mapping[str, Measurement]) -> HostStates | None:
-    """The profile's two states, or None when it stayed in one (see the module docstring)."""
-    levels = [lv for m in measurements.values() if (lv := two_levels(m)) is not None]
-    voted = _vote(levels)
-    # Only workloads whose slow rounds the vote confirms witness the state.
+@dataclass(frozen=True)
+class Resource:
+    """A resource the host gives (memory bandwidth, compute): its ceiling kernels and the sweep
+    points it bounds, the workloads a state of it moves."""
+
+    name: str
+    ceilings: tuple[str, ...]
+    bound: tuple[str, ...]
+
+    @property
+    def labels(self) -> tuple[str, ...]:
+        return (*self.ceilings, *self.bound)
+
+
+@dataclass(frozen=True)
+class Roles:
+    """Which workload measures what: the ceiling kernels of each resource, and each sweep
+    point's arithmetic intensity (FLOP/byte), which tells the resource that bounds it."""
+
+    bandwidth: tuple[str, ...]
+    peak: tuple[str, ...]
+    sweep: Mapping[str, float]
+
+    def resources(self, measurements: Mapping[str, Measurement]) -> tuple[Resource, Resource]:
+        """Memory and compute, each with the sweep points beyond :data:`BOUND_MARGIN` of the
+        ridge point on its side (none while a ceiling is unmeasured)."""
+        ridge = self.rough_ridge(measurements)
+        memory: list[str] = []
+        compute: list[str] = []
+        if ridge is not None:
+            memory = [x for x, i in self.sweep.items() if i * BOUND_MARGIN <= ridge]
+            compute = [x for x, i in self.sweep.items() if i >= ridge * BOUND_MARGIN]
+        return (
+            Resource(MEMORY, self.bandwidth, tuple(memory)),
+            Resource(COMPUTE, self.peak, tuple(compute)),
+        )
+
+    def rough_ridge(self, measurements: Mapping[str, Measurement]) -> float | None:
+        """The ridge point of the best confirmed ceilings over every round, whatever their
+        state: only to tell which resource bounds a sweep point, with a margin to spare."""
+        bandwidth = [measurements[x].confirmed_rate for x in self.bandwidth if x in measurements]
+        peak = [measurements[x].confirmed_rate for x in self.peak if x in measurements]
+        if not bandwidth or not peak:
+            return None
+        return max(peak) / max(bandwidth)
+
+
+def relative_rates(m: Measurement) -> dict[int, float]:
+    """Each round's rate (:func:`round_rates`) over the confirmed rate of those rounds: about 1
+    in the state that set it, lower in a slower one."""
+    rates = round_rates(m)
+    if not rates:
+        return {}
+    confirmed = 1.0 / confirmed_minimum([1.0 / v for v in rates.values()])
+    return {r: v / confirmed for r, v in rates.items()}
+
+
+def _split(levels: Mapping[int, float]) -> tuple[list[int], list[int]] | None:
+    """The rounds of ``levels`` as a faster and a slower group (see the module docstring)."""
+    order = sorted(levels, key=lambda r: levels[r], reverse=True)
+    values = [levels[r] for r in order]
+    widest: tuple[float, int] | None = None
+    for split in range(MIN_STATE_ROUNDS, len(values) - MIN_STATE_ROUNDS + 1):
+        gap = values[split - 1] / values[split] - 1
+        reproduced = values[split] <= values[split + 1] * (1 + LEVEL_AGREEMENT)
+        if gap >= STATE_GAP and reproduced and (widest is None or gap > widest[0]):
+            widest = (gap, split)
+    if widest is None:
+        return None
+    return order[: widest[1]], order[widest[1] :]
+
+
+@dataclass(frozen=True)
+class _Sides:
+    """The midpoint between two levels: a relative rate at or above it lies on the fast side."""
+
+    midpoint: float
+
+    def of(self, value: float) -> str:
+        return FAST if value >= self.midpoint else SLOW
+
+
+def _round_states(
+    groups: tuple[list[int], list[int]], by_round: Mapping[int, list[float]], sides: _Sides
+) -> dict[int, str]:
+    """Each round of a group takes its state when :data:`STATE_SHARE` of the resource's
+    workloads timed in it lie on that side."""
+    states = {}
+    for state, rounds in zip(STATES, groups, strict=True):
+        for r in rounds:
+            on_side = sum(sides.of(v) == state for v in by_round[r])
+            if on_side >= STATE_SHARE * len(by_round[r]):
+                states[r] = state
+    return states
+
+
+def _witness(
+    m: Measurement, relative: Mapping[int, float], states: Mapping[int, str], sides: _Sides
+) -> Levels | None:
+    """``m``'s levels when its rounds follow ``states``: :data:`MIN_STATE_ROUNDS` in each,
+    :data:`STATE_SHARE` of its rounds of a known state on that state's side."""
+    following = {
+        state: [r for r, v in relative.items() if states.get(r) == state == sides.of(v)]
+        for state in STATES
+    }
+    placed = sum(r in states for r in relative)
+    if any(len(following[s]) < MIN_STATE_ROUNDS for s in STATES):
+        return None
+    if len(following[FAST]) + len(following[SLOW]) < STATE_SHARE * placed:
+        return None
+    return Levels(
+        m.label,
+        fast=restrict(m, following[FAST]).confirmed_rate,
+        slow=restrict(m, following[SLOW]).confirmed_rate,
+        fast_rounds=tuple(sorted(following[FAST])),
+        slow_rounds=tuple(sorted(following[SLOW])),
+    )
+
+
+def resource_states(
+    resource: Resource, measurements: Mapping[str, Measurement]
+) -> HostStates | None:
+    """The two states of one resource, or None when its workloads show one (see the module
+    docstring). The levels come from every workload of the resource, else from those timed in
+    every round any of them was: a workload that settled before the switch has rounds of one
+    state only, and its own best sets it at 1 in them, where the workloads timed on (the ceiling
+    kernels that witness a state are) show the change."""
+    labels = [x for x in resource.labels if x in measurements]
+    every_round = {r for x in labels for r in measurements[x].rounds}
+    covering = [x for x in labels if set(measurements[x].rounds) == every_round]
+    for panel in (labels, covering) if len(covering) < len(labels) else (labels,):
+        states = _panel_states(resource, panel, measurements)
+        if states is not None:
+            return states
+    return None
+
+
+def _panel_states(
+    resource: Resource, panel: Collection[str], measurements: Mapping[str, Measurement]
+) -> HostStates | None:
+    relative = {x: relative_rates(measurements[x]) for x in panel if x in measurements}
+    by_round: dict[int, list[float]] = {}
+    for rates in relative.values():
+        for r, v in rates.items():
+            by_round.setdefault(r, []).append(v)
+    levels = {r: statistics.median(v) for r, v in by_round.items() if len(v) >= MIN_WITNESSES}
+    groups = _split(levels)
+    if groups is None:
+        return None
+    fast, slow = (statistics.median(levels[r] for r in group) for group in groups)
+    sides = _Sides(math.sqrt(fast * slow))
+    states = _round_states(groups, by_round, sides)
     witnesses = tuple(
         lv
-        for lv in levels
-        if sum(voted.get(r) == SLOW for r in lv.slow_rounds) >= MIN_STATE_ROUNDS
-        and sum(voted.get(r) == FAST for r in lv.fast_rounds) >= MIN_STATE_ROUNDS
+        for label, rates in relative.items()
+        if (lv := _witness(measurements[label], rates, states, sides)) is not None
     )
-    if len(witnesses) < MIN_WITNESSES:
+    if len(witnesses) < MIN_WITNESSES or not {lv.label for lv in witnesses} & set(
+        resource.ceilings
+    ):
         return None
+    if any(sum(s == state for s in states.values()) < MIN_STATE_ROUNDS for state in STATES):
+        return None
+    return HostStates(witnesses, states)
+
+
+def detect(measurements: Mapping[str, Measurement], roles: Roles) -> HostStates | None:
+    """The profile's two states, or None when it stayed in one (see the module docstring)."""
+    found = [
+        states
+        for resource in roles.resources(measurements)
+        if (states := resource_states(resource, measurements)) is not None
+    ]
+    if not found:
+        return None
+    # Both resources changed: the one more workloads witness gives the rounds' states.
+    best = max(found, key=lambda s: len(s.levels))
     every_round = {r for m in measurements.values() for r in m.rounds}
-    states = HostStates(witnesses, _fill(every_round, voted))
-    if any(len(states.rounds(s)) < MIN_STATE_ROUNDS for s in STATES):
-        return None
-    return states
+    return HostStates(best.levels, _fill(every_round, best.states))
 
 
 def rounds_in(m: Measurement, rounds: Collection[int]) -> int:

@@ -73,8 +73,9 @@ def profile_device(
     bandwidth_w = bandwidth_workloads(info, request.quick)
     peak_w = peak_workloads(shapes, dtype, info)
     sweep_w = sweep_workloads(info, dtype, request.k, request.n, request.batches)
+    roles = host_roles(request, dtype, [w.label for w in bandwidth_w], [w.label for w in peak_w])
     measured = measure_rounds(
-        [*bandwidth_w, *peak_w, *sweep_w], info.device, policy, tagged, started
+        [*bandwidth_w, *peak_w, *sweep_w], info.device, policy, tagged, started, roles
     )
 
     result = assemble_device_result(
@@ -114,6 +115,23 @@ def profile_device(
     )
 
 
+def host_roles(
+    request: ProfileRequest, dtype: str, bandwidth: Sequence[str], peak: Sequence[str]
+) -> host_state.Roles:
+    """Which workload measures what, for the detection of host states (``host_state.py``)."""
+    element_bytes = roofline.dtype_bytes(dtype)
+    return host_state.Roles(
+        bandwidth=tuple(bandwidth),
+        peak=tuple(peak),
+        sweep={
+            ceilings.sweep_kernel(b): roofline.arithmetic_intensity(
+                b, request.k, request.n, element_bytes
+            )
+            for b in request.batches
+        },
+    )
+
+
 def info_fields(info: DeviceInfo, dtype: str) -> dict[str, Any]:
     """The identity fields of a device's result."""
     return {
@@ -146,7 +164,9 @@ def assemble_device_result(
         tuple(peak_by_label),
         tuple(b for b, _ in sweep),
     )
-    states = host_state.detect(every)
+    states = host_state.detect(
+        every, host_roles(request, identity["dtype"], tuple(bandwidth), tuple(peak_by_label))
+    )
     report: host_state.HostStateReport | None = None
     used = every
     if states is not None:

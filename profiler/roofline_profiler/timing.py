@@ -8,9 +8,10 @@
   minimum rounds, rounds continue for the workloads interference hit — their best run not yet
   reproduced by a second round, or a level shift between the first and second half of their
   rounds — until they are confirmed or the time budget is spent.
-* When the host changes state during the rounds (several workloads at two levels in the same
-  rounds, ``host_state.py``), rounds continue for what the current state lacks, so that one state
-  covers every workload and the roofline pairs ceilings and sweep from the same rounds.
+* When the host changes state during the rounds (the workloads one resource bounds, a ceiling
+  kernel among them, at two levels in the same rounds, ``host_state.py``), rounds continue for
+  what the current state lacks, so that one state covers every workload and the roofline pairs
+  ceilings and sweep from the same rounds.
 * The caller defeats caches by rotating buffers; a timer never reuses one input in a way that
   lets the cache serve it (see ``measure.py``). In-cache kernels (the peak matmuls) are the
   exception: each of their slices starts with an untimed run that brings the operands back.
@@ -250,11 +251,14 @@ def needs_more_rounds(m: Measurement) -> bool:
     return not m.is_confirmed or m.step_change
 
 
-def due_workloads(workloads: Sequence[Workload], last_round: int) -> list[Workload]:
+def due_workloads(
+    workloads: Sequence[Workload], last_round: int, roles: host_state.Roles | None = None
+) -> list[Workload]:
     """The workloads the next round times: those interference hit (:func:`needs_more_rounds`);
-    after a change of host state, those the current state still lacks (``host_state.py``)."""
+    after a change of host state, those the current state still lacks (``host_state.py``; only
+    with ``roles``, which say what each workload measures)."""
     measured = {w.label: w.measurement() for w in workloads}
-    states = host_state.detect(measured)
+    states = host_state.detect(measured, roles) if roles is not None else None
     if states is None:
         return [w for w in workloads if needs_more_rounds(measured[w.label])]
     labels = host_state.to_remeasure(measured, states, last_round, needs_more_rounds)
@@ -267,11 +271,13 @@ def measure_rounds(
     policy: TimingPolicy,
     progress: Callable[[str], None],
     started: float | None = None,
+    roles: host_state.Roles | None = None,
 ) -> dict[str, Measurement]:
     """Time every workload in interleaved rounds (see the module docstring).
 
     ``started`` is the ``time.perf_counter()`` the budget counts from: the start of the device's
-    profile; by default, the start of the warm-up.
+    profile; by default, the start of the warm-up. ``roles`` say which workloads are ceiling
+    kernels and sweep points, so that rounds continue after a change of host state.
     """
     if started is None:
         started = time.perf_counter()
@@ -297,7 +303,7 @@ def measure_rounds(
                 w.cpu_waits.append(share)
         round_index += 1
         if round_index >= policy.min_rounds:
-            due = due_workloads(workloads, round_index - 1)
+            due = due_workloads(workloads, round_index - 1, roles)
         # The next round would take what its workloads' last slices took; it runs only if it
         # would end within the budget: a loaded device gets fewer rounds and wider intervals,
         # not a longer profile.

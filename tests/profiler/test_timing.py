@@ -5,6 +5,7 @@ import pytest
 import torch
 
 from roofline_profiler import timing
+from roofline_profiler.host_state import Roles
 from roofline_profiler.timing import MIN_ROUNDS, TimingPolicy, Workload, measure, measure_rounds
 
 CPU = torch.device("cpu")
@@ -89,7 +90,8 @@ def test_after_the_host_changes_state_a_settled_workload_is_measured_again_in_th
 
     workloads = [memory_bound("a"), memory_bound("b"), Workload("c", 1.0, steady)]
     policy = _policy(min_rounds=3, max_rounds=12, budget_seconds=1e6)
-    measured = measure_rounds(workloads, CPU, policy, progress)
+    roles = Roles(bandwidth=("a", "b"), peak=(), sweep={})
+    measured = measure_rounds(workloads, CPU, policy, progress, roles=roles)
     # "c" settled in rounds 0-2 (fast); once "a" and "b" showed the slow state (rounds 3 and 4),
     # "c" was timed again until the slow state had two rounds of it, and then the rounds ended.
     assert sorted(set(measured["c"].rounds)) == [0, 1, 2, 5, 6]
