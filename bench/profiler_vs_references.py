@@ -23,7 +23,12 @@ One command measures every goal of the profiler's specification and writes a Mar
    CoV ≤ 3% and the same recommended min batch in every run; every run that crossed states warns
    ``HostStateChanged`` and no steady run does; wall time ≤ 30 s. (A monitor around a run cannot
    see a state that came and went within it: such a run counts as steady, and its warning as a
-   false alarm, which the record's monitor columns let a reader check.)
+   false alarm, which the record's monitor columns let a reader check. Nor can it tell a switch
+   during the rounds from one during the peak search before them or after them, which leaves
+   every round in one state and rightly no warning: the column of memory levels by round, each
+   round's median rate relative to the confirmed rate over the memory-bound workloads
+   (``host_state.round_levels``; none for rounds that waited for a CPU), shows which rounds the
+   run's own samples put apart.)
 3. **Under bursty load.** The same runs beside a STREAM-style copy loop on one core, 1 s on and 1 s
    off, started here and always stopped. Goals: no sweep point above the roof, every ridge point
    within 10% of the quiet runs' mean. Then two runs beside the same loop running continuously,
@@ -58,10 +63,13 @@ from typing import Any
 
 import torch
 
+from roofline_profiler.ceilings import sweep_kernel
 from roofline_profiler.devices import resolve_devices
-from roofline_profiler.host_state import STATE_GAP
+from roofline_profiler.host_state import STATE_GAP, Roles, round_levels
 from roofline_profiler.limits import DEFAULT_BATCHES, DEFAULT_SHAPE
-from roofline_profiler.measure import bandwidth_buffer_bytes
+from roofline_profiler.measure import bandwidth_buffer_bytes, peak_label
+from roofline_profiler.result import ProfileResult
+from roofline_profiler.roofline import arithmetic_intensity, dtype_bytes
 from roofline_profiler.runner import ProfileRequest, profile_device
 
 HERE = Path(__file__).resolve().parent
@@ -204,6 +212,30 @@ def background_load(binary: Path | None, on: float, off: float) -> Iterator[str]
             proc.wait()
 
 
+def memory_round_levels(document: dict[str, Any]) -> dict[int, float]:
+    """The level of the memory-bound workloads in each round of a run, relative to their
+    confirmed rates (``host_state.round_levels``; rounds that waited for a CPU have none)."""
+    result = ProfileResult.from_dict(document)
+    device = result.devices[0]
+    peak = {peak_label((c.m, c.n, c.k)): c.measurement for c in device.peak_candidates}
+    every = {
+        **device.bandwidth,
+        **peak,
+        **{sweep_kernel(e.point.batch): e.measurement for e in device.sweep},
+    }
+    element_bytes = dtype_bytes(device.dtype)
+    roles = Roles(
+        tuple(device.bandwidth),
+        tuple(peak),
+        {
+            sweep_kernel(b): arithmetic_intensity(b, result.shape_k, result.shape_n, element_bytes)
+            for b in result.batches
+        },
+    )
+    memory, _ = roles.resources(every)
+    return round_levels(memory.labels, every)
+
+
 def profile_runs(
     runs: int, quick: bool, monitor: Callable[[], float | None]
 ) -> list[dict[str, Any]]:
@@ -222,12 +254,14 @@ def profile_runs(
                 capture_output=True,
             )
             wall = time.perf_counter() - start
-            device = json.loads(path.read_text())["devices"][0]
+            document = json.loads(path.read_text())
+            device = document["devices"][0]
         after = monitor()
         above = max(p["rooflineFraction"] for p in device["sweep"])
         rows.append(
             {
                 "monitor": (before, after),
+                "roundLevels": memory_round_levels(document),
                 "hostStates": device.get("hostStates"),
                 "wall": wall,
                 "ridge": device["ridgePoint"],
@@ -311,8 +345,9 @@ def verdict(ok: bool) -> str:
 def runs_table(rows: list[dict[str, Any]]) -> list[str]:
     lines = [
         "| run | monitor GB/s before → after | wall s | ridge point (95%) | slope GB/s (kernel) "
-        "| peak GFLOP/s (kernel) | min batch (crossing) | max of roofline | warnings |",
-        "|---|---|---|---|---|---|---|---|---|",
+        "| peak GFLOP/s (kernel) | min batch (crossing) | max of roofline | warnings "
+        "| memory level by round |",
+        "|---|---|---|---|---|---|---|---|---|---|",
     ]
     for i, r in enumerate(rows, start=1):
         interval = r["ridgeInterval"]
@@ -328,7 +363,8 @@ def runs_table(rows: list[dict[str, Any]]) -> list[str]:
             f"| {i} | {seen} | {r['wall']:.1f} | {r['ridge']:.2f} ({interval['low']:.2f}–"
             f"{interval['high']:.2f}) | {r['bandwidth'] / 1e9:.1f} ({r['kernel']}) "
             f"| {r['peak'] / 1e9:.0f} ({r['peakKernel']}) | {r['minBatch']} ({crossing}) "
-            f"| {r['maxRooflineFraction']:.3f} | {', '.join(r['warnings']) or '-'} |"
+            f"| {r['maxRooflineFraction']:.3f} | {', '.join(r['warnings']) or '-'} "
+            f"| {' '.join(f'{i}: {v:.2f}' for i, v in r['roundLevels'].items()) or '-'} |"
         )
     return lines
 

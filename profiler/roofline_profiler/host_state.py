@@ -286,15 +286,33 @@ def resource_states(
     return None
 
 
-def _panel_states(
-    resource: Resource, panel: Collection[str], measurements: Mapping[str, Measurement]
-) -> HostStates | None:
-    relative = {x: relative_rates(measurements[x]) for x in panel if x in measurements}
+def _by_round(relative: Mapping[str, Mapping[int, float]]) -> dict[int, list[float]]:
     by_round: dict[int, list[float]] = {}
     for rates in relative.values():
         for r, v in rates.items():
             by_round.setdefault(r, []).append(v)
-    levels = {r: statistics.median(v) for r, v in by_round.items() if len(v) >= MIN_WITNESSES}
+    return by_round
+
+
+def round_levels(
+    labels: Collection[str], measurements: Mapping[str, Measurement]
+) -> dict[int, float]:
+    """Each round's level: the median rate relative to the confirmed rate over ``labels`` timed
+    in it (rounds with fewer than :data:`MIN_WITNESSES` of them have none)."""
+    relative = {x: relative_rates(measurements[x]) for x in labels if x in measurements}
+    return {
+        r: statistics.median(v)
+        for r, v in sorted(_by_round(relative).items())
+        if len(v) >= MIN_WITNESSES
+    }
+
+
+def _panel_states(
+    resource: Resource, panel: Collection[str], measurements: Mapping[str, Measurement]
+) -> HostStates | None:
+    relative = {x: relative_rates(measurements[x]) for x in panel if x in measurements}
+    by_round = _by_round(relative)
+    levels = round_levels(panel, measurements)
     groups = _split(levels)
     if groups is None:
         return None

@@ -347,6 +347,20 @@ def test_sweep_points_that_split_while_the_bandwidth_kernels_hold_still_are_not_
     assert host_state.detect(*profile) is None
 
 
+def test_a_rounds_level_is_the_median_of_its_workloads_rates_relative_to_their_confirmed_ones() -> (
+    None
+):
+    profile = {
+        "read": rates("read", [50.0, 50.0, 40.0]),
+        "copy": rates("copy", [25.0, 25.0, 25.0]),
+        "decode B=1": rates("decode B=1", [10.0, 10.0, 8.0]),
+        "alone": rates("alone", [1.0], rounds=[3]),
+    }
+    levels = host_state.round_levels(("read", "copy", "decode B=1", "alone"), profile)
+    # Round 2: read and B=1 at 0.8 of their confirmed rates, copy at 1; round 3 has one workload.
+    assert levels == pytest.approx({0: 1.0, 1: 1.0, 2: 0.8})
+
+
 def test_restricting_a_measurement_keeps_its_samples_and_cpu_waits_of_those_rounds() -> None:
     m = Measurement(
         "read",
