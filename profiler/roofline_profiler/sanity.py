@@ -24,9 +24,10 @@ physically implausible. Ordinary timing noise is not a warning: it is in the int
   interval says. Bursts that leave a quiet round among the two are no warning: a quiet round
   that the other does not reproduce is already in the interval (as for
   ``InterferenceUnresolved``).
-* ``HostStateChanged``: the host changed state during the profile (``host_state.py``): several
-  workloads ran at one level in some rounds and at another, at least ``host_state.STATE_GAP``
-  apart, in others (a GPU that throttles, a neighbour that comes and goes, a VM's memory bandwidth).
+* ``HostStateChanged``: the host changed state during the profile (``host_state.py``): the
+  workloads one resource bounds, a ceiling kernel among them, ran at one level in some rounds and
+  at another, at least ``host_state.STATE_GAP`` apart, in others (a GPU that throttles, a
+  neighbour that comes and goes, a VM's memory bandwidth).
   The message names those workloads with both levels, the rounds of each state, the state every
   number comes from (ceilings, sweep and recommendation from the same rounds) and the headline
   numbers the other state gives where they differ; when no state covered every workload within the

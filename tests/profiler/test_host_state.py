@@ -347,9 +347,7 @@ def test_sweep_points_that_split_while_the_bandwidth_kernels_hold_still_are_not_
     assert host_state.detect(*profile) is None
 
 
-def test_a_rounds_level_is_the_median_of_its_workloads_rates_relative_to_their_confirmed_ones() -> (
-    None
-):
+def test_a_rounds_level_is_the_median_relative_rate_of_the_workloads_timed_in_it() -> None:
     profile = {
         "read": rates("read", [50.0, 50.0, 40.0]),
         "copy": rates("copy", [25.0, 25.0, 25.0]),
