@@ -309,7 +309,7 @@ def main() -> int:
 
     configs = dict(CONFIGS)
     if args.preset:
-        from roofline_profiler.models import PRESETS
+        from roofline_profiler.model_config import PRESETS
 
         configs = {name: dict(PRESETS[name]) for name in args.preset}
         configs.update({name: CONFIGS[name] for name in args.only or ()})

@@ -19,9 +19,9 @@ from roofline_operator.metrics import OperatorMetrics
 from roofline_operator.names import ANNOTATION_NODE, FailureReason
 from roofline_operator.node_features import build_node_feature, node_feature_name
 from roofline_operator.outcomes import MAX_MESSAGE_CHARS, Failed
-from roofline_operator.planner import PodCheck, PodLookups, RoundPlan
 from roofline_operator.pods import PodCollection, PodFacts, finished_pod_collections
 from roofline_operator.records import record_annotation_key
+from roofline_operator.round_plan import PodCheck, PodLookups, RoundPlan
 
 #: Longest a sent node patch suppresses an identical one while the node watch shows no newer
 #: version of the node (a watch that lost the event; a large cluster's watch lags by tens of
@@ -56,7 +56,7 @@ class PlanApplier:
         #: round that sent it saw.
         self.sent_labels: dict[str, tuple[float, NodePatch, str]] = {}
         #: Pods the watch did not show: when a GET found each, those it did not find, and the
-        #: lag the latest found ones prove (``planner.PodLookups``).
+        #: lag the latest found ones prove (``round_plan.PodLookups``).
         self.pods_found: dict[str, float] = {}
         self.pods_missing: set[str] = set()
         self.lagging_since: tuple[float, float] | None = None
@@ -132,7 +132,7 @@ class PlanApplier:
         self._count_failures(results, "pod check(s)")
 
     def _count_failures(self, results: list[Any], what: str) -> None:
-        """Re-raise a result that is a bug; count and log the API errors among ``results``."""
+        """Re-raise a result that is a bug; count and log the API errors among ``node_results``."""
         errors = [r for r in results if isinstance(r, BaseException)]
         for error in errors:
             if not isinstance(error, ApiError):

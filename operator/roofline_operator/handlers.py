@@ -13,7 +13,6 @@ from typing import Any
 
 import kopf
 
-from roofline_operator.engine import ProfileLoop, release_profile
 from roofline_operator.labels import LabelClaim, label_claim
 from roofline_operator.names import (
     ANNOTATION_PREFIX,
@@ -26,6 +25,7 @@ from roofline_operator.names import (
 )
 from roofline_operator.nodes import node_facts
 from roofline_operator.pods import pod_facts
+from roofline_operator.reconcile import ProfileLoop, release_profile
 from roofline_operator.runtime import Runtime, pod_key
 from roofline_operator.server import start_server
 

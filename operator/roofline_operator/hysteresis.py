@@ -18,9 +18,10 @@ that disagrees moves it. A number without an interval (a version 1 compact resul
 written before intervals) counts as exact: any change publishes, as before hysteresis.
 
 A published bandwidth, peak or ridge point whose interval reaches further than
-``results.PROVISIONAL_HALF_WIDTH`` (10%) of its value on either side is *provisional* (``results.
-provisional_quantities``; the status says so): the first profile whose interval is within that
-bound replaces it, whether or not the two differ beyond noise, and that counts as no change.
+``node_results.PROVISIONAL_HALF_WIDTH`` (10%) of its value on either side is *provisional*
+(``node_results.provisional_quantities``; the status says so): the first profile whose interval
+is within that bound replaces it, whether or not the two differ beyond noise, and that counts as
+no change.
 
 A change is *material* when a number moved (beyond noise, as above) by more than the profile's
 ``changeThresholdPercent`` (default 10%) of its published value, for bandwidth, peak or ridge
@@ -48,14 +49,14 @@ import math
 from dataclasses import dataclass, replace
 from typing import Any
 
-from roofline_operator.records import NodeRecord
-from roofline_operator.results import (
+from roofline_operator.node_results import (
     GpuResult,
     Headline,
     NodeResult,
     headline_of,
     is_wide,
 )
+from roofline_operator.records import NodeRecord
 from roofline_operator.spec import DEFAULT_CHANGE_THRESHOLD_PERCENT
 from roofline_profiler.compact import CompactIntervals
 from roofline_profiler.host_state import STATE_GAP

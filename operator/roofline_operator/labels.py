@@ -22,8 +22,8 @@ from roofline_operator.names import (
     NODE_LABEL_KEYS,
     parse_time,
 )
+from roofline_operator.node_results import GpuResult
 from roofline_operator.nodes import NodeFacts, select_nodes
-from roofline_operator.results import GpuResult
 from roofline_operator.spec import NodeSelection, SpecError, parse_spec
 
 #: The Kubernetes label value syntax (apimachinery ``validation.IsValidLabelValue``).

@@ -2,8 +2,9 @@
 
 The CRD's schema and CEL rules check these at admission; an API server that does not run them
 (an old cluster, a schema-less emulator) hands them over unchecked, so every rule is repeated here
-and a violation is one line naming the field, for the ``InvalidSpec`` condition. Whether a model's
-config is usable is not a spec error: that fails the model alone (``roofline_operator.models``).
+and a violation is one line naming the field, for the ``InvalidSpec`` condition. Whether a
+model's config is usable is not a spec error: that fails the model alone
+(``roofline_operator.model_sources``).
 """
 
 from __future__ import annotations

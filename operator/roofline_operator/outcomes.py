@@ -9,8 +9,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from roofline_operator.names import FailureReason
+from roofline_operator.node_results import NodeResult, from_compact
 from roofline_operator.pods import PodFacts
-from roofline_operator.results import NodeResult, from_compact
 from roofline_operator.spec import ProfileSpec
 from roofline_profiler.compact import CompactDecodeError, decode_compact
 from roofline_profiler.errors import first_line

@@ -254,7 +254,7 @@ class Terminated:
 
 @dataclass(frozen=True)
 class PodFacts:
-    """The fields of a profiler pod the reconcile round reads (kept in a Kopf index)."""
+    """The fields of a profiler pod the reconcile round reads (kept in the pod cache, ``cache``)."""
 
     name: str
     namespace: str

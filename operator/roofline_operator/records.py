@@ -20,11 +20,11 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
-from roofline_operator import results, sizes
+from roofline_operator import node_results, sizes
 from roofline_operator.labels import label_safe
 from roofline_operator.names import ANNOTATION_RECORD_PREFIX, NodeState, format_time
+from roofline_operator.node_results import Headline, NodeResult
 from roofline_operator.nodes import NodeFacts
-from roofline_operator.results import Headline, NodeResult
 from roofline_profiler import plausibility
 from roofline_profiler.compact import MAX_WARNINGS
 
@@ -87,14 +87,14 @@ def record_to_status(record: NodeRecord) -> dict[str, Any]:
         "unavailableSince": format_time(record.unavailable_since),
     }
     if record.result is not None:
-        entry.update(results.to_status(record.result))
+        entry.update(node_results.to_status(record.result))
         entry.update(_publication_to_status(record, record.result))
     return {k: v for k, v in entry.items() if v is not None}
 
 
 def _provisional(result: NodeResult) -> list[str] | None:
     """The published numbers too uncertain to hold on to, on any GPU (``hysteresis.py``)."""
-    found = {q for gpu in result.gpus for q in results.provisional_quantities(gpu)}
+    found = {q for gpu in result.gpus for q in node_results.provisional_quantities(gpu)}
     return sorted(found) or None
 
 
@@ -110,10 +110,10 @@ def _publication_to_status(record: NodeRecord, result: NodeResult) -> dict[str, 
         "provisional": _provisional(result),
     }
     measured = record.measured
-    if measured is not None and measured != results.headline_of(result):
-        fields["measured"] = results.headline_to_status(measured)
+    if measured is not None and measured != node_results.headline_of(result):
+        fields["measured"] = node_results.headline_to_status(measured)
     if record.previous is not None:
-        fields["previous"] = results.headline_to_status(record.previous)
+        fields["previous"] = node_results.headline_to_status(record.previous)
     return fields
 
 
@@ -134,10 +134,10 @@ def record_from_status(raw: Mapping[str, Any], now: float | None = None) -> Node
 
 
 def _record_from_status(raw: Mapping[str, Any], now: float | None) -> NodeRecord:
-    result = results.from_status(raw, now)
-    measured = results.headline_from_status(raw.get("measured"), now)
+    result = node_results.from_status(raw, now)
+    measured = node_results.headline_from_status(raw.get("measured"), now)
     if measured is None and result is not None:
-        measured = results.headline_of(result)
+        measured = node_results.headline_of(result)
     warnings = raw.get("warnings") or []
     if not isinstance(warnings, list) or len(warnings) > MAX_WARNINGS:
         raise plausibility.ImplausibleValue("field 'warnings' is not a list of codes")
@@ -156,20 +156,20 @@ def _record_from_status(raw: Mapping[str, Any], now: float | None) -> NodeRecord
         cycle_hash=text("cycleHash") or "",
         pod=text("pod"),
         pod_namespace=text("podNamespace"),
-        last_attempt_at=results.restored_time(raw.get("lastAttemptTime"), "lastAttempt", now),
-        next_attempt_at=results.restored_time(raw.get("nextAttemptTime"), "nextAttempt", None),
+        last_attempt_at=node_results.restored_time(raw.get("lastAttemptTime"), "lastAttempt", now),
+        next_attempt_at=node_results.restored_time(raw.get("nextAttemptTime"), "nextAttempt", None),
         reason=text("reason"),
         message=text("message"),
         result=result,
         measured=measured,
-        previous=results.headline_from_status(raw.get("previous"), now),
-        published_at=results.restored_time(raw.get("publishedTime"), "publishedTime", now),
+        previous=node_results.headline_from_status(raw.get("previous"), now),
+        published_at=node_results.restored_time(raw.get("publishedTime"), "publishedTime", now),
         change=text("materialChange"),
         warnings=tuple(
             plausibility.text(code, plausibility.WARNING_CODE, "warnings") for code in warnings
         ),
         held=raw.get("heldBack") is True,
-        unavailable_since=results.restored_time(
+        unavailable_since=node_results.restored_time(
             raw.get("unavailableSince"), "unavailableSince", now
         ),
     )
@@ -200,7 +200,10 @@ def record_to_annotation(record: NodeRecord) -> str | None:
     """
     if record.result is None:
         return None
-    entry = {**results.to_status(record.result), **_publication_to_status(record, record.result)}
+    entry = {
+        **node_results.to_status(record.result),
+        **_publication_to_status(record, record.result),
+    }
     entry = {k: v for k, v in entry.items() if v is not None}
     entry = sizes.fit(entry, sizes.RECORD_ANNOTATION_BUDGET_BYTES)
     return json.dumps(entry, separators=(",", ":"), sort_keys=True)

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 import torch
 import torch.nn.functional as F
 
-from roofline_profiler.models import ModelArch
+from roofline_profiler.model_config import ModelArch
 
 RMS_EPS = 1e-6
 ROPE_THETA = 10000.0

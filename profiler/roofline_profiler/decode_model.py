@@ -24,7 +24,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, fields, replace
 from typing import Any
 
-from roofline_profiler.models import ModelArch, attended_tokens
+from roofline_profiler.model_config import ModelArch
+from roofline_profiler.models import attended_tokens
 from roofline_profiler.planning import ModelPlan, PlanOptions, StepPrediction, plan_model
 from roofline_profiler.stats import CPU_WAIT_SUSPECT, Measurement
 

@@ -19,7 +19,8 @@ from pathlib import Path
 from typing import Any
 
 from roofline_profiler import limits
-from roofline_profiler.models import ModelArch, ModelError, check_tensor_parallel, load_model
+from roofline_profiler.model_config import ModelArch, ModelError, load_model
+from roofline_profiler.models import check_tensor_parallel
 from roofline_profiler.planning import ModelPlan, PlanOptions, parse_duration
 
 DEFAULT_CONTEXT = limits.DEFAULT_CONTEXT_TOKENS

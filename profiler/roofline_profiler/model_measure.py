@@ -62,11 +62,8 @@ from roofline_profiler.decode_model import (
     layer_kinds,
 )
 from roofline_profiler.devices import DTYPES, DeviceInfo
-from roofline_profiler.models import (
-    ModelArch,
-    attended_tokens,
-    weight_bytes,
-)
+from roofline_profiler.model_config import ModelArch
+from roofline_profiler.models import attended_tokens, weight_bytes
 from roofline_profiler.roofline import dtype_bytes
 
 #: Between two uses of one weight copy (or KV slice) the runs touch this many caches' worth.

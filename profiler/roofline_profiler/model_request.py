@@ -19,7 +19,8 @@ from typing import Any
 
 from roofline_profiler import limits
 from roofline_profiler.compact import CompactModelPlan
-from roofline_profiler.models import PRESETS, ModelArch, ModelError, UnknownPreset, checked_model
+from roofline_profiler.model_config import PRESETS, ModelArch, ModelError
+from roofline_profiler.models import UnknownPreset, checked_model
 from roofline_profiler.planning import ModelPlan
 
 

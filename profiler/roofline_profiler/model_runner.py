@@ -19,8 +19,8 @@ from roofline_profiler.collective import (
 from roofline_profiler.decode_model import ComponentTime, ModelMeasurements, plan_models
 from roofline_profiler.devices import DeviceInfo
 from roofline_profiler.errors import first_line
+from roofline_profiler.model_config import ModelArch
 from roofline_profiler.model_measure import MeasureSettings, measure_model
-from roofline_profiler.models import ModelArch
 from roofline_profiler.planning import ModelPlan, PlanOptions
 from roofline_profiler.roofline import dtype_bytes
 from roofline_profiler.stats import Measurement

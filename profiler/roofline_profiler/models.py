@@ -1,8 +1,7 @@
 """Transformer architectures as a decode step sees them: shapes, parameter and byte counts.
 
-The architecture itself (:class:`ModelArch`) is read by :mod:`roofline_profiler.model_config`,
-whose public names this module re-exports (:func:`load_model`, :func:`model_from_config`,
-:data:`PRESETS`, :class:`ModelError`).
+The architecture itself (:class:`ModelArch`, presets, ``config.json`` reading) lives in
+:mod:`roofline_profiler.model_config`; import those names from there.
 
 One decode step, per GPU of a tensor-parallel group of ``tp``, is the GEMMs of
 :func:`decode_gemms` (M = batch rows; each reads its K×N weight once per step) plus attention over
@@ -27,9 +26,8 @@ Checked against published counts in ``tests/profiler/test_models.py``: Llama-3.1
 8,030,261,248 parameters (layer 218,112,000; embeddings and lm_head 525,336,576 each) and 131,072
 KV bytes per token in bf16.
 
-Additions beyond the planning interface: :attr:`ModelArch.moe_layers`,
-:attr:`ModelArch.sliding_window`, :attr:`ModelArch.mlp_bias`, :func:`attended_tokens`,
-:func:`heads_per_gpu`, :func:`active_parameter_count`, :data:`SUPPORTED_MODEL_TYPES`.
+Beyond the shapes, this module holds :func:`attended_tokens`, :func:`heads_per_gpu`,
+:func:`active_parameter_count` and the one model check (:func:`checked_model`).
 
 Pure module: no torch, no numpy.
 """
@@ -41,12 +39,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from roofline_profiler.model_config import PRESETS as PRESETS
-from roofline_profiler.model_config import SUPPORTED_MODEL_TYPES as SUPPORTED_MODEL_TYPES
-from roofline_profiler.model_config import ModelArch as ModelArch
-from roofline_profiler.model_config import ModelError as ModelError
-from roofline_profiler.model_config import load_model as load_model
-from roofline_profiler.model_config import model_from_config as model_from_config
+from roofline_profiler.model_config import PRESETS, ModelArch, ModelError, model_from_config
 
 #: vLLM's ``DEFAULT_VOCAB_PADDING_SIZE``: embedding rows are padded to a multiple of this.
 VOCAB_PADDING = 64

@@ -24,8 +24,6 @@ Definitions (tested exactly in ``tests/profiler/test_planning.py``, explained in
   predicted batch, with a warning). Tokens/s count one model replica: a TP group produces
   ``batch / step`` tokens per second, and costs ``tp`` GPU-hours per hour.
 
-Additions beyond the planning interface: :func:`interpolated_step_seconds`.
-
 Pure module: no torch, no numpy.
 """
 
@@ -36,14 +34,14 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from roofline_profiler import engines, models, units
-from roofline_profiler.models import ModelArch
+from roofline_profiler import models, serving_flags, units
+from roofline_profiler.model_config import ModelArch
 from roofline_profiler.roofline import dtype_bytes
 
 #: vLLM's default ``--block-size``: KV memory is handed out in blocks of this many tokens.
 KV_BLOCK_TOKENS = 16
 #: Tokens of vLLM's profiling forward (its ``--max-num-batched-tokens`` for online serving).
-DEFAULT_MAX_NUM_BATCHED_TOKENS = engines.DEFAULT_MAX_NUM_BATCHED_TOKENS
+DEFAULT_MAX_NUM_BATCHED_TOKENS = serving_flags.DEFAULT_MAX_NUM_BATCHED_TOKENS
 #: vLLM's default ``--max-num-seqs``: rows of logits its profiling run samples.
 DEFAULT_MAX_NUM_SEQS = 256
 #: CUDA graphs, library workspaces and allocator slack outside the activations proper.
@@ -288,10 +286,10 @@ def plan_model(
         per_second = options.gpu_hour_cost * tensor_parallel / units.SECONDS_PER_HOUR
         cost = tuple((p.batch, per_second / p.tokens_per_second * 1e6) for p in points)
     # A model that leaves no room for one sequence gets no flags: any value would fail to start.
-    settings: dict[str, tuple[str, ...]] = dict.fromkeys(engines.ENGINES, ())
+    settings: dict[str, tuple[str, ...]] = dict.fromkeys(serving_flags.ENGINES, ())
     # One that meets no SLO gets batch 1, the lowest latency there is.
     if by_memory >= 1:
-        settings = engines.engine_settings(
+        settings = serving_flags.engine_settings(
             arch,
             max_batch=max(1, high),
             context_tokens=context_tokens,

@@ -33,7 +33,7 @@ SCHEMA_RESOURCE = "roofline-result.schema.json"
 
 
 @dataclass(frozen=True)
-class Warning_:
+class ResultWarning:
     """A problem attached to a result: noise, an implausible number, a fallback taken."""
 
     code: str
@@ -142,7 +142,7 @@ class DeviceResult:
     #: Interleaved measurement rounds (the most any workload got).
     rounds: int
     sweep: tuple[SweepEntry, ...]
-    warnings: tuple[Warning_, ...] = ()
+    warnings: tuple[ResultWarning, ...] = ()
     telemetry: dict[str, Any] = field(default_factory=dict)
     #: Serving plans, one per model and context (``roofline profile --model``).
     models: tuple[ModelPlan, ...] = ()
@@ -303,7 +303,7 @@ class DeviceResult:
                 )
                 for e in d["sweep"]
             ),
-            warnings=tuple(Warning_(w["code"], w["message"]) for w in d["warnings"]),
+            warnings=tuple(ResultWarning(w["code"], w["message"]) for w in d["warnings"]),
             telemetry=d["telemetry"],
             models=tuple(ModelPlan.from_dict(p) for p in d.get("models", ())),
             model_measurements=tuple(

@@ -30,8 +30,8 @@ from roofline_profiler.result import (
     DeviceResult,
     PeakCandidate,
     ProfileResult,
+    ResultWarning,
     SweepEntry,
-    Warning_,
 )
 from roofline_profiler.sanity import host_state_warning, plausibility_warnings
 from roofline_profiler.stats import Measurement
@@ -89,7 +89,7 @@ def profile_device(
     del bandwidth_w, peak_w, sweep_w, measured  # free the roofline's buffers for the models
     plans: tuple[ModelPlan, ...] = ()
     model_measurements: tuple[ModelMeasurements, ...] = ()
-    failed: list[Warning_] = []
+    failed: list[ResultWarning] = []
     requests = (request.models, *request.model_groups) if request.models else request.model_groups
     for model_request in requests:
         if not model_request.models:
@@ -106,7 +106,7 @@ def profile_device(
         )
         plans += more_plans
         model_measurements += more_measurements
-        failed += [Warning_(MODEL_FAILED, f"model {f.name}: {f.reason}") for f in failures]
+        failed += [ResultWarning(MODEL_FAILED, f"model {f.name}: {f.reason}") for f in failures]
     return replace(
         result,
         models=plans,

@@ -46,7 +46,7 @@ from collections.abc import Mapping, Sequence
 
 from roofline_profiler.ceilings import READ_KERNELS, DeviceRoofline, sweep_kernel
 from roofline_profiler.host_state import HostStateReport
-from roofline_profiler.result import Warning_
+from roofline_profiler.result import ResultWarning
 from roofline_profiler.stats import AGREEMENT, CPU_WAIT_SUSPECT, Measurement
 
 #: Bounds no current device gets near; outside them a number is a measuring error.
@@ -108,7 +108,7 @@ def _interference(
     bandwidth: Mapping[str, Measurement],
     peak: Mapping[str, Measurement],
     sweep: Sequence[tuple[int, Measurement]],
-) -> list[Warning_]:
+) -> list[ResultWarning]:
     shifted, single = [], []
     for role, m in _headline_workloads(derived, bandwidth, peak, sweep):
         if m.step_change:
@@ -125,7 +125,7 @@ def _interference(
     if not problems:
         return []
     return [
-        Warning_(
+        ResultWarning(
             "InterferenceUnresolved",
             "; ".join(problems)
             + f" and re-measuring did not settle it, so the intervals understate the error: "
@@ -139,7 +139,7 @@ def _contention(
     bandwidth: Mapping[str, Measurement],
     peak: Mapping[str, Measurement],
     sweep: Sequence[tuple[int, Measurement]],
-) -> list[Warning_]:
+) -> list[ResultWarning]:
     waited = []
     for role, m in _headline_workloads(derived, bandwidth, peak, sweep):
         wait = m.confirmed_cpu_wait
@@ -149,7 +149,7 @@ def _contention(
         return []
     worst = max(wait for wait, _ in waited)
     return [
-        Warning_(
+        ResultWarning(
             "CpuContention",
             "the best rounds of " + ", ".join(label for _, label in waited) + " ran while the "
             f"profiler's threads waited for a CPU up to {worst:.0%} of the time: another process "
@@ -165,7 +165,7 @@ def _from_decode(
     bandwidth: Mapping[str, Measurement],
     peak: Mapping[str, Measurement],
     bandwidth_kind: str,
-) -> list[Warning_]:
+) -> list[ResultWarning]:
     out = []
     kernels = READ_KERNELS if bandwidth_kind == "read" else ("copy",)
     dedicated = max((bandwidth[k].confirmed_rate for k in kernels if k in bandwidth), default=0.0)
@@ -174,7 +174,7 @@ def _from_decode(
     # (``bandwidthKernel`` records it); only a margin no kernel choice explains is suspect.
     if dedicated and derived.slope.interval[0] > dedicated * DECODE_SLOPE_SUSPECT:
         out.append(
-            Warning_(
+            ResultWarning(
                 "SlopeFromDecode",
                 f"the {derived.slope.kernel} step moved its weight "
                 f"{derived.slope.value / dedicated:.2f}x faster than the best {bandwidth_kind} "
@@ -185,7 +185,7 @@ def _from_decode(
     best_mm = max((m.confirmed_rate for m in peak.values()), default=0.0)
     if best_mm and derived.peak.interval[0] > best_mm * (1 + AGREEMENT):
         out.append(
-            Warning_(
+            ResultWarning(
                 "PeakFromDecode",
                 f"the {derived.peak.kernel} step ran {derived.peak.value / best_mm:.2f}x faster "
                 "than the best matmul the peak search found, so the peak is set by the sweep; the "
@@ -201,7 +201,7 @@ def plausibility_warnings(
     peak: Mapping[str, Measurement],
     sweep: Sequence[tuple[int, Measurement]],
     bandwidth_kind: str,
-) -> tuple[Warning_, ...]:
+) -> tuple[ResultWarning, ...]:
     """Every warning of one device (see the module docstring)."""
     warnings = _interference(derived, bandwidth, peak, sweep)
     warnings += _contention(derived, bandwidth, peak, sweep)
@@ -209,7 +209,7 @@ def plausibility_warnings(
     slope, top = derived.slope.value, derived.peak.value
     if not MIN_PLAUSIBLE_BANDWIDTH <= slope <= MAX_PLAUSIBLE_BANDWIDTH:
         warnings.append(
-            Warning_(
+            ResultWarning(
                 "ImplausibleBandwidth",
                 f"bandwidth {slope:.3g} B/s is outside what any memory delivers "
                 f"({MIN_PLAUSIBLE_BANDWIDTH:.0e}-{MAX_PLAUSIBLE_BANDWIDTH:.0e} B/s): the timer "
@@ -218,7 +218,7 @@ def plausibility_warnings(
         )
     if not MIN_PLAUSIBLE_PEAK <= top <= MAX_PLAUSIBLE_PEAK:
         warnings.append(
-            Warning_(
+            ResultWarning(
                 "ImplausiblePeak",
                 f"peak {top:.3g} FLOP/s is outside what any device delivers "
                 f"({MIN_PLAUSIBLE_PEAK:.0e}-{MAX_PLAUSIBLE_PEAK:.0e} FLOP/s): the timer or the "
@@ -228,7 +228,7 @@ def plausibility_warnings(
     read, copy = derived.read.value, derived.copy.value
     if max(read, copy) > MAX_READ_COPY_RATIO * min(read, copy):
         warnings.append(
-            Warning_(
+            ResultWarning(
                 "BandwidthMismatch",
                 f"read ({read:.3g} B/s) and copy ({copy:.3g} B/s) bandwidth disagree by more "
                 f"than {MAX_READ_COPY_RATIO}x, which one memory does not do: one kernel hit a "
@@ -238,7 +238,7 @@ def plausibility_warnings(
     rec = derived.recommendation
     if rec.source == "model":
         warnings.append(
-            Warning_(
+            ResultWarning(
                 "MinBatchFromModel",
                 f"no swept batch reached {rec.min_efficiency:.0%} of peak; the minimum "
                 f"batch {rec.batch} is the roofline model's estimate "
@@ -300,7 +300,7 @@ def _differing(report: HostStateReport, derived: DeviceRoofline) -> list[str]:
 
 def host_state_warning(
     report: HostStateReport, derived: DeviceRoofline, bandwidth_labels: frozenset[str]
-) -> Warning_:
+) -> ResultWarning:
     """``HostStateChanged`` (see the module docstring)."""
     levels = ", ".join(
         f"{lv.label} {_rate(lv.fast, 'B/s' if lv.label in bandwidth_labels else 'FLOP/s')} or "
@@ -324,7 +324,7 @@ def host_state_warning(
         if differing
         else "; the other state's headline numbers lie within these intervals"
     )
-    return Warning_(
+    return ResultWarning(
         HOST_STATE_CODE,
         f"the host changed state during the profile: {levels} (fast in rounds "
         f"{_spans(report.fast_rounds)}, slow in rounds {_spans(report.slow_rounds)}); {chosen}"

@@ -10,7 +10,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
-from roofline_profiler import limits, models, planning, roofline
+from roofline_profiler import limits, model_config, planning, roofline
 from roofline_profiler.planning import PlanOptions, StepPrediction
 from roofline_profiler.result import DeviceResult, ProfileResult
 from roofline_profiler.runner import ProfileRequest, assemble_device_result
@@ -185,7 +185,7 @@ def planned_result() -> ProfileResult:
     batch meets (the engine flags are then a fallback)."""
     result = synthetic_result()
     device = result.devices[0]
-    arch = models.load_model("llama-3.1-8b")
+    arch = model_config.load_model("llama-3.1-8b")
     steps = [StepPrediction(batch, 4096, seconds) for batch, seconds in PLANNED_STEPS]
 
     def plan(**options: Any) -> planning.ModelPlan:

@@ -12,12 +12,12 @@ from roofline_profiler.compact import (
     decode_compact,
     encode_compact,
 )
-from roofline_profiler.result import Warning_
+from roofline_profiler.result import ResultWarning
 from tests.profiler.synthetic import synthetic_result
 
 
-def _warned(*codes: str) -> tuple[Warning_, ...]:
-    return tuple(Warning_(code, f"{code}: what to do") for code in codes)
+def _warned(*codes: str) -> tuple[ResultWarning, ...]:
+    return tuple(ResultWarning(code, f"{code}: what to do") for code in codes)
 
 
 def test_each_gpus_warning_codes_travel_once_under_w() -> None:

@@ -24,7 +24,7 @@ from roofline_profiler.decode_model import (
     same_shapes,
     step_seconds,
 )
-from roofline_profiler.models import load_model, model_from_config
+from roofline_profiler.model_config import load_model, model_from_config
 from roofline_profiler.planning import PlanOptions
 from roofline_profiler.stats import Measurement
 

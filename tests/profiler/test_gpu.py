@@ -68,8 +68,8 @@ def test_every_part_of_a_models_decode_step_is_timed_as_a_cuda_graph(
 ) -> None:
     from roofline_profiler.decode_model import step_seconds
     from roofline_profiler.devices import resolve_devices
+    from roofline_profiler.model_config import model_from_config
     from roofline_profiler.model_measure import MeasureSettings, measure_model
-    from roofline_profiler.models import model_from_config
 
     arch = model_from_config(config, "gpu-check")
     info = resolve_devices("cuda:0")[0]

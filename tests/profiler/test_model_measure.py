@@ -20,8 +20,9 @@ from roofline_profiler.decode_layer import (
 )
 from roofline_profiler.decode_model import step_seconds
 from roofline_profiler.devices import resolve_devices
+from roofline_profiler.model_config import model_from_config
 from roofline_profiler.model_measure import MeasureSettings, measure_model
-from roofline_profiler.models import expected_active_experts, model_from_config
+from roofline_profiler.models import expected_active_experts
 from roofline_profiler.stats import Measurement
 
 TINY_MOE = {

@@ -1,4 +1,4 @@
-from roofline_profiler import model_report, models, planning
+from roofline_profiler import model_config, model_report, planning
 from roofline_profiler.planning import PlanOptions, StepPrediction
 
 GIB = 2**30
@@ -6,7 +6,7 @@ PEAK = 1e15
 
 
 def _plan(memory: int, **options: float) -> planning.ModelPlan:
-    arch = models.load_model("llama-3.1-8b")
+    arch = model_config.load_model("llama-3.1-8b")
     predictions = [StepPrediction(1, 4096, 0.008), StepPrediction(64, 4096, 0.030)]
     return planning.plan_model(
         arch, "bfloat16", 4096, 1, True, predictions, memory, PEAK, PlanOptions(**options)

@@ -10,8 +10,8 @@ import torch
 
 from roofline_profiler import model_runner
 from roofline_profiler.devices import resolve_devices
+from roofline_profiler.model_config import model_from_config
 from roofline_profiler.model_runner import ModelRequest, profile_models
-from roofline_profiler.models import model_from_config
 from roofline_profiler.planning import PlanOptions
 from tests.model_configs import TINY_LLAMA
 

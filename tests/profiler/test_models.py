@@ -3,27 +3,27 @@ import math
 
 import pytest
 
-from roofline_profiler import models
-from roofline_profiler.models import ModelError
+from roofline_profiler import model_config, models
+from roofline_profiler.model_config import ModelError
 
 
 @pytest.fixture
-def llama8() -> models.ModelArch:
-    return models.load_model("llama-3.1-8b")
+def llama8() -> model_config.ModelArch:
+    return model_config.load_model("llama-3.1-8b")
 
 
 def _config(**overrides: object) -> dict[str, object]:
-    config = dict(models.PRESETS["llama-3.1-8b"])
+    config = dict(model_config.PRESETS["llama-3.1-8b"])
     config.update(overrides)
     return {k: v for k, v in config.items() if v is not ...}
 
 
-def test_llama_3_1_8b_has_its_published_parameter_count(llama8: models.ModelArch) -> None:
+def test_llama_3_1_8b_has_its_published_parameter_count(llama8: model_config.ModelArch) -> None:
     assert models.parameter_count(llama8) == 8_030_261_248
 
 
 def test_llama_3_1_8b_layer_and_embeddings_match_the_published_breakdown(
-    llama8: models.ModelArch,
+    llama8: model_config.ModelArch,
 ) -> None:
     layer = sum(g.k * g.n for g in models.decode_gemms(llama8, 1) if g.per_layer) + 2 * 4096
     assert layer == 218_112_000
@@ -45,7 +45,7 @@ def test_llama_3_1_8b_layer_and_embeddings_match_the_published_breakdown(
 def test_kv_cache_bytes_per_token_in_bf16_match_the_published_figures(
     preset: str, kv_bytes: int
 ) -> None:
-    assert models.kv_cache_bytes_per_token(models.load_model(preset), 2) == kv_bytes
+    assert models.kv_cache_bytes_per_token(model_config.load_model(preset), 2) == kv_bytes
 
 
 @pytest.mark.parametrize(
@@ -60,25 +60,27 @@ def test_kv_cache_bytes_per_token_in_bf16_match_the_published_figures(
 def test_total_and_active_parameters_match_the_model_cards(
     preset: str, total: int, active: int
 ) -> None:
-    arch = models.load_model(preset)
+    arch = model_config.load_model(preset)
     assert models.parameter_count(arch) == total
     assert models.active_parameter_count(arch) == active
 
 
 def test_weight_bytes_on_one_gpu_are_parameters_times_element_size(
-    llama8: models.ModelArch,
+    llama8: model_config.ModelArch,
 ) -> None:
     assert models.weight_bytes(llama8, 2) == 2 * 8_030_261_248
 
 
-def test_tensor_parallel_shards_weights_but_replicates_norms(llama8: models.ModelArch) -> None:
+def test_tensor_parallel_shards_weights_but_replicates_norms(
+    llama8: model_config.ModelArch,
+) -> None:
     norms = 32 * 2 * 4096 + 4096
     sharded = 2 * 8_030_261_248 - 2 * norms
     assert models.weight_bytes(llama8, 2, 4) == sharded // 4 + 2 * norms
 
 
 def test_kv_heads_fewer_than_the_tp_degree_are_replicated_one_per_gpu(
-    llama8: models.ModelArch,
+    llama8: model_config.ModelArch,
 ) -> None:
     assert models.kv_cache_bytes_per_token(llama8, 2, 4) == 131_072 // 4
     assert models.kv_cache_bytes_per_token(llama8, 2, 16) == 2 * 32 * 1 * 128 * 2
@@ -86,7 +88,9 @@ def test_kv_heads_fewer_than_the_tp_degree_are_replicated_one_per_gpu(
     assert (qkv.k, qkv.n) == (4096, (2 + 2 * 1) * 128)
 
 
-def test_decode_gemms_of_a_dense_layer_have_the_engines_shapes(llama8: models.ModelArch) -> None:
+def test_decode_gemms_of_a_dense_layer_have_the_engines_shapes(
+    llama8: model_config.ModelArch,
+) -> None:
     shapes = {
         g.name: (g.k, g.n, g.tokens, g.count, g.per_layer)
         for g in models.decode_gemms(llama8, 8, 2)
@@ -101,7 +105,7 @@ def test_decode_gemms_of_a_dense_layer_have_the_engines_shapes(llama8: models.Mo
 
 
 def test_vocabulary_is_padded_to_a_multiple_of_64_before_sharding() -> None:
-    arch = models.model_from_config(_config(vocab_size=32001), "odd")
+    arch = model_config.model_from_config(_config(vocab_size=32001), "odd")
     (lm_head,) = [g for g in models.decode_gemms(arch, 1, 2) if g.name == "lm_head"]
     assert lm_head.n == 32064 // 2
 
@@ -122,7 +126,7 @@ def test_expected_active_experts_follow_uniform_top_k_routing(
 
 
 def test_expert_gemms_see_their_share_of_the_batch() -> None:
-    arch = models.load_model("mixtral-8x7b")
+    arch = model_config.load_model("mixtral-8x7b")
     gemms = {g.name: g for g in models.decode_gemms(arch, 64)}
     active = models.expected_active_experts(8, 2, 64)
     assert gemms["expert_gate_up"].count == pytest.approx(active)
@@ -134,7 +138,7 @@ def test_expert_gemms_see_their_share_of_the_batch() -> None:
 
 
 def test_moe_step_reads_only_the_active_experts() -> None:
-    arch = models.load_model("mixtral-8x7b")
+    arch = model_config.load_model("mixtral-8x7b")
     b1 = models.decode_step_bytes(arch, 1, 0, 2)
     assert b1 == 2 * (models.active_parameter_count(arch) - 32000 * 4096 + 4096)
     assert (
@@ -144,34 +148,34 @@ def test_moe_step_reads_only_the_active_experts() -> None:
     )
 
 
-def test_decode_step_bytes_add_every_sequences_kv_cache(llama8: models.ModelArch) -> None:
+def test_decode_step_bytes_add_every_sequences_kv_cache(llama8: model_config.ModelArch) -> None:
     no_context = models.decode_step_bytes(llama8, 16, 0, 2)
     assert models.decode_step_bytes(llama8, 16, 8192, 2) - no_context == 16 * 8192 * 131_072
 
 
 def test_kv_traffic_passes_weight_traffic_near_batch_14_at_8k_context(
-    llama8: models.ModelArch,
+    llama8: model_config.ModelArch,
 ) -> None:
     weights = models.weight_bytes(llama8, 2)
     crossing = weights / (8192 * 131_072)
     assert 14 < crossing < 15
 
 
-def test_decode_step_flops_are_gemms_plus_attention(llama8: models.ModelArch) -> None:
+def test_decode_step_flops_are_gemms_plus_attention(llama8: model_config.ModelArch) -> None:
     gemm = 2 * 4 * (8_030_261_248 - 525_336_576 - 32 * 2 * 4096 - 4096)
     attention = 32 * 4 * 4 * 32 * 128 * 1000
     assert models.decode_step_flops(llama8, 4, 1000) == pytest.approx(gemm + attention)
 
 
 def test_moe_flops_count_every_token_expert_pair_exactly() -> None:
-    arch = models.load_model("mixtral-8x7b")
+    arch = model_config.load_model("mixtral-8x7b")
     dense_part = models.decode_step_flops(arch, 3, 0) - 2 * 3 * 2 * 32 * 3 * 4096 * 14336
     attention_and_rest = 2 * 3 * (32 * (4096 * 6144 + 4096 * 4096 + 4096 * 8) + 4096 * 32000)
     assert dense_part == pytest.approx(attention_and_rest)
 
 
 def test_sliding_window_caps_the_tokens_attention_reads() -> None:
-    arch = models.model_from_config(
+    arch = model_config.model_from_config(
         _config(model_type="mistral", sliding_window=4096, architectures=["MistralForCausalLM"]),
         "mistral",
     )
@@ -180,8 +184,8 @@ def test_sliding_window_caps_the_tokens_attention_reads() -> None:
 
 
 def test_qwen_moe_dense_layers_count_as_fractions_of_a_layer() -> None:
-    config = dict(models.PRESETS["qwen3-30b-a3b"], decoder_sparse_step=2, mlp_only_layers=[1])
-    arch = models.model_from_config(config, "mixed")
+    config = dict(model_config.PRESETS["qwen3-30b-a3b"], decoder_sparse_step=2, mlp_only_layers=[1])
+    arch = model_config.model_from_config(config, "mixed")
     assert arch.moe_layers == 23
     gemms = {g.name: g for g in models.decode_gemms(arch, 1)}
     assert gemms["gate_up"].count == pytest.approx(25 / 48)
@@ -205,15 +209,15 @@ def test_qwen2_moe_shared_expert_and_qkv_bias_are_counted() -> None:
         "max_position_embeddings": 8192,
         "tie_word_embeddings": False,
     }  # Qwen1.5-MoE-A2.7B: 14.3B parameters
-    arch = models.model_from_config(config, "qwen1.5-moe")
+    arch = model_config.model_from_config(config, "qwen1.5-moe")
     assert arch.attention_bias
     assert models.parameter_count(arch) == 14_315_784_192
     assert {"shared_gate_up", "shared_down"} <= {g.name for g in models.decode_gemms(arch, 4)}
 
 
 def test_tied_embeddings_are_stored_once_but_read_as_lm_head() -> None:
-    tied = models.model_from_config(_config(tie_word_embeddings=True), "tied")
-    untied = models.model_from_config(_config(), "untied")
+    tied = model_config.model_from_config(_config(tie_word_embeddings=True), "tied")
+    untied = model_config.model_from_config(_config(), "untied")
     assert models.parameter_count(untied) - models.parameter_count(tied) == 525_336_576
     assert models.decode_step_bytes(tied, 1, 0, 2) == models.decode_step_bytes(untied, 1, 0, 2)
 
@@ -229,31 +233,31 @@ def test_tied_embeddings_are_stored_once_but_read_as_lm_head() -> None:
 def test_a_tp_degree_the_engines_cannot_shard_by_is_rejected(
     preset: str, tp: int, message: str
 ) -> None:
-    if preset in models.PRESETS:
-        arch = models.load_model(preset)
+    if preset in model_config.PRESETS:
+        arch = model_config.load_model(preset)
     else:
-        config = dict(models.PRESETS["qwen3-30b-a3b"], moe_intermediate_size=1000)
-        arch = models.model_from_config(config, preset)
+        config = dict(model_config.PRESETS["qwen3-30b-a3b"], moe_intermediate_size=1000)
+        arch = model_config.model_from_config(config, preset)
     with pytest.raises(ModelError, match=message):
         models.check_tensor_parallel(arch, tp)
 
 
 def test_tp_degrees_that_divide_or_replicate_kv_heads_are_accepted(
-    llama8: models.ModelArch,
+    llama8: model_config.ModelArch,
 ) -> None:
     for tp in (1, 2, 4, 8, 16, 32):
         models.check_tensor_parallel(llama8, tp)
-    kv4 = models.model_from_config(_config(num_key_value_heads=4), "x")
+    kv4 = model_config.model_from_config(_config(num_key_value_heads=4), "x")
     assert math.isclose(kv4.head_dim, 128)
     models.check_tensor_parallel(kv4, 8)
-    kv12 = models.model_from_config(
+    kv12 = model_config.model_from_config(
         _config(num_key_value_heads=16, num_attention_heads=48, head_dim=128), "x"
     )
     with pytest.raises(ModelError, match="neither divides nor is a multiple"):
         models.check_tensor_parallel(kv12, 12)
 
 
-def test_a_checked_preset_takes_the_name_it_is_given(llama8: models.ModelArch) -> None:
+def test_a_checked_preset_takes_the_name_it_is_given(llama8: model_config.ModelArch) -> None:
     arch = models.checked_model("chat", "llama-3.1-8b", None, 8, source="spec")
     assert arch == dataclasses.replace(llama8, name="chat")
 
@@ -274,7 +278,7 @@ def test_an_unknown_preset_is_its_own_model_error() -> None:
     assert "llama-3.1-8b" in str(info.value)
 
 
-def test_heads_per_gpu_replicate_kv_heads_past_their_count(llama8: models.ModelArch) -> None:
+def test_heads_per_gpu_replicate_kv_heads_past_their_count(llama8: model_config.ModelArch) -> None:
     assert models.heads_per_gpu(llama8) == (32, 8)
     assert models.heads_per_gpu(llama8, 4) == (8, 2)
     assert models.heads_per_gpu(llama8, 16) == (2, 1)

@@ -2,7 +2,7 @@ import math
 
 import pytest
 
-from roofline_profiler import models, planning
+from roofline_profiler import model_config, models, planning
 from roofline_profiler.planning import PlanOptions, StepPrediction
 
 GIB = 2**30
@@ -10,12 +10,12 @@ PEAK = 1e15
 
 
 @pytest.fixture
-def llama8() -> models.ModelArch:
-    return models.load_model("llama-3.1-8b")
+def llama8() -> model_config.ModelArch:
+    return model_config.load_model("llama-3.1-8b")
 
 
 def _at_fraction_of_peak(
-    arch: models.ModelArch, context: int, fractions: dict[int, float]
+    arch: model_config.ModelArch, context: int, fractions: dict[int, float]
 ) -> list[StepPrediction]:
     """Predictions whose batch B achieves exactly fractions[B] of PEAK, attention included."""
     return [
@@ -25,7 +25,7 @@ def _at_fraction_of_peak(
 
 
 def _plan(
-    arch: models.ModelArch,
+    arch: model_config.ModelArch,
     predictions: list[StepPrediction],
     context: int = 4096,
     memory: int = 80 * GIB,
@@ -74,7 +74,7 @@ def test_max_batch_by_memory_is_zero_when_the_weights_do_not_fit() -> None:
     assert planning.max_batch_by_memory(80 * GIB, 131_072, 4096, 80 * GIB, 0.9, GIB) == 0
 
 
-def test_llama_8b_on_80_gib_fits_about_110_sequences_of_4k(llama8: models.ModelArch) -> None:
+def test_llama_8b_on_80_gib_fits_about_110_sequences_of_4k(llama8: model_config.ModelArch) -> None:
     reserve = planning.activation_reserve_bytes(llama8, 2, 1)
     budget = 0.9 * 80 * GIB - 16_060_522_496 - reserve
     expected = int(budget // (131_072 * 16)) // 256
@@ -85,7 +85,7 @@ def test_llama_8b_on_80_gib_fits_about_110_sequences_of_4k(llama8: models.ModelA
 
 
 def test_activation_reserve_is_one_layers_live_tensors_logits_and_runtime(
-    llama8: models.ModelArch,
+    llama8: model_config.ModelArch,
 ) -> None:
     layer = 8192 * (2 * 4096 + 6144 + 3 * 14336) * 2
     logits = 256 * 128_256 * 4
@@ -93,13 +93,13 @@ def test_activation_reserve_is_one_layers_live_tensors_logits_and_runtime(
 
 
 def test_moe_activation_reserve_counts_every_token_expert_pair() -> None:
-    arch = models.load_model("qwen3-30b-a3b")
+    arch = model_config.load_model("qwen3-30b-a3b")
     layer = 8192 * (2 * 2048 + 5120 + 8 * (3 * 768 + 2048)) * 2
     assert planning.activation_reserve_bytes(arch, 2, 1) == layer + 256 * 151_936 * 4 + GIB
 
 
 def test_min_batch_is_the_smallest_from_which_every_larger_batch_is_efficient(
-    llama8: models.ModelArch,
+    llama8: model_config.ModelArch,
 ) -> None:
     predictions = _at_fraction_of_peak(
         llama8, 4096, {16: 0.2, 32: 0.55, 64: 0.45, 128: 0.6, 256: 0.7}
@@ -109,13 +109,13 @@ def test_min_batch_is_the_smallest_from_which_every_larger_batch_is_efficient(
     assert (plan.min_batch, plan.min_batch_reason) == (128, None)
 
 
-def test_min_batch_threshold_follows_the_option(llama8: models.ModelArch) -> None:
+def test_min_batch_threshold_follows_the_option(llama8: model_config.ModelArch) -> None:
     predictions = _at_fraction_of_peak(llama8, 4096, {16: 0.2, 32: 0.35, 64: 0.45})
     assert _plan(llama8, predictions, min_efficiency_percent=30).min_batch == 32
 
 
 def test_min_batch_is_null_with_a_reason_when_attention_keeps_every_batch_below(
-    llama8: models.ModelArch,
+    llama8: model_config.ModelArch,
 ) -> None:
     predictions = _at_fraction_of_peak(llama8, 32768, {1: 0.01, 8: 0.05, 64: 0.1})
     plan = _plan(llama8, predictions, context=32768)
@@ -126,7 +126,7 @@ def test_min_batch_is_null_with_a_reason_when_attention_keeps_every_batch_below(
     )
 
 
-def test_a_min_batch_beyond_the_memory_bound_says_so(llama8: models.ModelArch) -> None:
+def test_a_min_batch_beyond_the_memory_bound_says_so(llama8: model_config.ModelArch) -> None:
     predictions = _at_fraction_of_peak(llama8, 4096, {64: 0.3, 256: 0.6})
     plan = _plan(llama8, predictions)
     assert plan.min_batch == 256
@@ -136,17 +136,17 @@ def test_a_min_batch_beyond_the_memory_bound_says_so(llama8: models.ModelArch) -
     assert any("below the min batch 256" in w for w in plan.warnings)
 
 
-def test_max_batch_by_latency_interpolates_on_log_log_axes(llama8: models.ModelArch) -> None:
+def test_max_batch_by_latency_interpolates_on_log_log_axes(llama8: model_config.ModelArch) -> None:
     predictions = [StepPrediction(16, 4096, 0.010), StepPrediction(64, 4096, 0.040)]
     plan = _plan(llama8, predictions, itl_slo_seconds=0.02)
     assert plan.max_batch_by_latency == 32  # linear through the origin on log-log: exact
 
 
-def test_max_batch_by_latency_is_null_without_an_slo(llama8: models.ModelArch) -> None:
+def test_max_batch_by_latency_is_null_without_an_slo(llama8: model_config.ModelArch) -> None:
     assert _plan(llama8, [StepPrediction(16, 4096, 0.01)]).max_batch_by_latency is None
 
 
-def test_an_slo_no_batch_meets_gives_zero_and_a_warning(llama8: models.ModelArch) -> None:
+def test_an_slo_no_batch_meets_gives_zero_and_a_warning(llama8: model_config.ModelArch) -> None:
     plan = _plan(llama8, [StepPrediction(1, 4096, 0.02)], itl_slo_seconds=0.01)
     assert plan.max_batch_by_latency == 0
     assert plan.recommended_range is None
@@ -154,7 +154,7 @@ def test_an_slo_no_batch_meets_gives_zero_and_a_warning(llama8: models.ModelArch
 
 
 def test_an_slo_no_batch_meets_still_gives_flags_for_batch_one(
-    llama8: models.ModelArch,
+    llama8: model_config.ModelArch,
 ) -> None:
     plan = _plan(llama8, [StepPrediction(1, 4096, 0.05)], itl_slo_seconds=0.01)
     assert plan.max_batch_by_latency == 0
@@ -162,7 +162,7 @@ def test_an_slo_no_batch_meets_still_gives_flags_for_batch_one(
 
 
 def test_an_slo_every_batch_meets_stops_at_the_largest_prediction(
-    llama8: models.ModelArch,
+    llama8: model_config.ModelArch,
 ) -> None:
     plan = _plan(llama8, [StepPrediction(8, 4096, 0.01), StepPrediction(16, 4096, 0.012)],
                  itl_slo_seconds=1.0)  # fmt: skip
@@ -171,7 +171,7 @@ def test_an_slo_every_batch_meets_stops_at_the_largest_prediction(
 
 
 def test_recommended_range_runs_from_min_batch_to_the_tighter_bound(
-    llama8: models.ModelArch,
+    llama8: model_config.ModelArch,
 ) -> None:
     fractions = {8: 0.2, 16: 0.5, 32: 0.6, 64: 0.7, 128: 0.8}
     predictions = _at_fraction_of_peak(llama8, 4096, fractions)
@@ -186,7 +186,7 @@ def test_recommended_range_runs_from_min_batch_to_the_tighter_bound(
 
 
 def test_cost_per_million_tokens_counts_every_gpu_of_the_tp_group(
-    llama8: models.ModelArch,
+    llama8: model_config.ModelArch,
 ) -> None:
     predictions = [StepPrediction(10, 4096, 0.01)]  # 1000 tokens/s
     plan = planning.plan_model(
@@ -197,7 +197,7 @@ def test_cost_per_million_tokens_counts_every_gpu_of_the_tp_group(
     assert _plan(llama8, predictions).cost_per_million_tokens == ()
 
 
-def test_predictions_at_other_contexts_are_left_out(llama8: models.ModelArch) -> None:
+def test_predictions_at_other_contexts_are_left_out(llama8: model_config.ModelArch) -> None:
     predictions = [StepPrediction(4, 256, 0.01), StepPrediction(4, 4096, 0.02)]
     plan = _plan(llama8, predictions)
     assert plan.predictions == (StepPrediction(4, 4096, 0.02),)
@@ -205,7 +205,7 @@ def test_predictions_at_other_contexts_are_left_out(llama8: models.ModelArch) ->
         _plan(llama8, predictions, context=1024)
 
 
-def test_weights_that_do_not_fit_leave_no_batch_and_say_why(llama8: models.ModelArch) -> None:
+def test_weights_that_do_not_fit_leave_no_batch_and_say_why(llama8: model_config.ModelArch) -> None:
     plan = _plan(llama8, [StepPrediction(1, 4096, 0.01)], memory=16 * GIB)
     assert plan.max_batch_by_memory == 0
     assert plan.recommended_range is None
@@ -214,12 +214,12 @@ def test_weights_that_do_not_fit_leave_no_batch_and_say_why(llama8: models.Model
 
 
 def test_a_context_past_the_models_positions_warns() -> None:
-    arch = models.load_model("mixtral-8x7b")
+    arch = model_config.load_model("mixtral-8x7b")
     plan = _plan(arch, [StepPrediction(1, 65536, 0.05)], context=65536, memory=192 * GIB)
     assert any("max_position_embeddings (32768)" in w for w in plan.warnings)
 
 
-def test_engine_settings_use_the_top_of_the_range(llama8: models.ModelArch) -> None:
+def test_engine_settings_use_the_top_of_the_range(llama8: model_config.ModelArch) -> None:
     predictions = [StepPrediction(16, 4096, 0.010), StepPrediction(64, 4096, 0.040)]
     plan = _plan(llama8, predictions, itl_slo_seconds=0.02)
     assert "--max-num-seqs=32" in plan.engine_settings["vllm"]
@@ -234,7 +234,7 @@ def test_interpolation_is_exact_at_predictions_and_a_power_law_between() -> None
     assert planning.interpolated_step_seconds(points, 1) == pytest.approx(0.0025)
 
 
-def test_plan_round_trips_through_its_camel_case_dict(llama8: models.ModelArch) -> None:
+def test_plan_round_trips_through_its_camel_case_dict(llama8: model_config.ModelArch) -> None:
     predictions = _at_fraction_of_peak(llama8, 4096, {8: 0.2, 16: 0.5, 32: 0.6})
     plan = _plan(llama8, predictions, itl_slo_seconds=0.05, gpu_hour_cost=2.0)
     d = plan.to_dict()
@@ -249,7 +249,7 @@ def test_plan_round_trips_through_its_camel_case_dict(llama8: models.ModelArch) 
     assert planning.ModelPlan.from_dict(d) == plan
 
 
-def test_unknown_dtype_is_rejected(llama8: models.ModelArch) -> None:
+def test_unknown_dtype_is_rejected(llama8: model_config.ModelArch) -> None:
     with pytest.raises(ValueError, match="unknown dtype 'int3'"):
         planning.plan_model(
             llama8, "int3", 4096, 1, True, [StepPrediction(1, 4096, 0.01)], GIB, PEAK,
@@ -257,7 +257,7 @@ def test_unknown_dtype_is_rejected(llama8: models.ModelArch) -> None:
         )  # fmt: skip
 
 
-def test_modelled_tensor_parallel_is_flagged(llama8: models.ModelArch) -> None:
+def test_modelled_tensor_parallel_is_flagged(llama8: model_config.ModelArch) -> None:
     plan = planning.plan_model(
         llama8, "bfloat16", 4096, 2, False, [StepPrediction(8, 4096, 0.01)], 80 * GIB, PEAK,
         PlanOptions(),
@@ -265,6 +265,6 @@ def test_modelled_tensor_parallel_is_flagged(llama8: models.ModelArch) -> None:
     assert "all-reduces of tensor parallel 2 are modelled, not measured" in plan.warnings[0]
 
 
-def test_unknown_device_memory_is_rejected(llama8: models.ModelArch) -> None:
+def test_unknown_device_memory_is_rejected(llama8: model_config.ModelArch) -> None:
     with pytest.raises(ValueError, match="device memory must be known"):
         _plan(llama8, [StepPrediction(1, 4096, 0.01)], memory=0)

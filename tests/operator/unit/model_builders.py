@@ -8,8 +8,8 @@ from typing import Any
 from tests.operator.unit.operator_builders import device, profile
 
 from roofline_operator.names import NodeState
+from roofline_operator.node_results import from_compact
 from roofline_operator.records import NodeRecord
-from roofline_operator.results import from_compact
 from roofline_profiler.compact import CompactModelPlan
 
 

@@ -6,9 +6,9 @@ import time
 from collections.abc import Mapping
 from typing import Any
 
+from roofline_operator.node_results import GpuResult, from_compact
 from roofline_operator.nodes import NodeFacts
 from roofline_operator.pods import PodFacts, Terminated
-from roofline_operator.results import GpuResult, from_compact
 from roofline_operator.spec import ProfileSpec, parse_spec
 from roofline_profiler.compact import CompactDevice, CompactProfile, encode_compact
 

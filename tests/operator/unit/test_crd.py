@@ -230,8 +230,8 @@ def test_no_bare_n_key_that_yaml_1_1_readers_take_for_false(path: Path) -> None:
 def test_the_status_the_operator_writes_fits_the_status_schema(version: dict[str, Any]) -> None:
     from tests.operator.unit.operator_builders import device, profile
 
+    from roofline_operator.node_results import from_compact
     from roofline_operator.records import NodeRecord
-    from roofline_operator.results import from_compact
     from roofline_operator.status import build_status
 
     records = {

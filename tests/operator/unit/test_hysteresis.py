@@ -11,8 +11,8 @@ from roofline_operator.hysteresis import (
     publish,
     record_profile,
 )
+from roofline_operator.node_results import GpuResult, NodeResult, headline_of
 from roofline_operator.records import NodeRecord, record_to_status
-from roofline_operator.results import GpuResult, NodeResult, headline_of
 from roofline_profiler.compact import CompactIntervals
 
 

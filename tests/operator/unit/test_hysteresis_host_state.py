@@ -7,8 +7,8 @@ from dataclasses import replace
 from tests.operator.unit.test_publication import NOW, message, profile_once, reprofile
 
 from roofline_operator.hysteresis import level_persists, record_profile
+from roofline_operator.node_results import GpuResult, NodeResult, headline_of
 from roofline_operator.records import NodeRecord
-from roofline_operator.results import GpuResult, NodeResult, headline_of
 from roofline_profiler.compact import CompactIntervals
 
 FAST, SLOW = 4.3e12, 2.5e12  # a host that hands a device one bandwidth or the other

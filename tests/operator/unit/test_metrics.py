@@ -6,8 +6,8 @@ from tests.operator.unit.operator_builders import device, profile
 
 from roofline_operator.metrics import OperatorMetrics, snapshot_from_records
 from roofline_operator.names import FailureReason, NodeState
+from roofline_operator.node_results import from_compact
 from roofline_operator.records import NodeRecord
-from roofline_operator.results import from_compact
 
 
 @pytest.fixture

@@ -7,14 +7,14 @@ from dataclasses import replace
 
 from prometheus_client import CollectorRegistry
 from tests.operator.unit.operator_builders import device, node, profile, spec
-from tests.operator.unit.test_planner import created_pods, finished, world
+from tests.operator.unit.test_round_plan import created_pods, finished, world
 
 from roofline_operator.hysteresis import record_profile
 from roofline_operator.metrics import OperatorMetrics, snapshot_from_records
 from roofline_operator.names import NodeState
-from roofline_operator.planner import RoundPlan, plan_round
+from roofline_operator.node_results import NodeResult, from_compact
 from roofline_operator.records import NodeRecord, record_from_status, record_to_status
-from roofline_operator.results import NodeResult, from_compact
+from roofline_operator.round_plan import RoundPlan, plan_round
 from roofline_operator.status import build_status, device_changed_condition
 from roofline_profiler.compact import CompactDevice, CompactIntervals, encode_compact
 

@@ -10,6 +10,7 @@ from tests.operator.unit.model_builders import plan
 from tests.operator.unit.operator_builders import device, profile
 
 from roofline_operator.names import NodeState
+from roofline_operator.node_results import from_compact, headline_of, to_status
 from roofline_operator.nodes import NodeFacts
 from roofline_operator.records import (
     AnnotationMemo,
@@ -22,7 +23,6 @@ from roofline_operator.records import (
     records_from_status,
     restore_records,
 )
-from roofline_operator.results import from_compact, headline_of, to_status
 
 
 def test_a_single_gpu_node_round_trips_through_status_without_a_device_list() -> None:

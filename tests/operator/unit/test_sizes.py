@@ -10,13 +10,13 @@ from tests.operator.unit.operator_builders import device, profile
 from roofline_operator.model_spec import parse_models
 from roofline_operator.model_status import ModelsView
 from roofline_operator.names import NodeState
+from roofline_operator.node_results import from_compact, headline_of
 from roofline_operator.records import (
     NodeRecord,
     record_from_annotation,
     record_to_annotation,
     record_to_status,
 )
-from roofline_operator.results import from_compact, headline_of
 from roofline_operator.sizes import (
     ANNOTATIONS_LIMIT_BYTES,
     MAX_RECORDS_PER_NODE,

@@ -12,9 +12,9 @@ from tests.operator.unit.operator_builders import device, profile
 from roofline_operator.model_spec import ModelSpec
 from roofline_operator.model_status import ModelsView
 from roofline_operator.names import NodeState
+from roofline_operator.node_results import from_compact, headline_of
 from roofline_operator.outcomes import MAX_MESSAGE_CHARS
 from roofline_operator.records import NodeRecord
-from roofline_operator.results import from_compact, headline_of
 from roofline_operator.status import (
     DEFAULT_STATUS_MAX_NODES,
     build_status,

@@ -24,7 +24,6 @@ from roofline_operator.metrics import OperatorMetrics, snapshot_from_records
 from roofline_operator.names import FailureReason, NodeState
 from roofline_operator.nodes import NodeFacts
 from roofline_operator.outcomes import Failed, Succeeded, classify_pod
-from roofline_operator.planner import RoundInput, plan_round
 from roofline_operator.pods import PodFacts, ProfileRef, Terminated, pod_facts
 from roofline_operator.records import (
     NodeRecord,
@@ -33,6 +32,7 @@ from roofline_operator.records import (
     record_to_annotation,
     restore_records,
 )
+from roofline_operator.round_plan import RoundInput, plan_round
 from roofline_operator.sizes import RECORD_ANNOTATION_BUDGET_BYTES, STATUS_ENTRY_BUDGET_BYTES
 from roofline_operator.status import build_status
 from roofline_profiler.compact import CompactIntervals, encode_compact

@@ -15,17 +15,17 @@ from prometheus_client import CollectorRegistry
 from tests.model_configs import TINY_LLAMA
 from tests.operator.unit.model_builders import plan
 from tests.operator.unit.operator_builders import device, fresh_succeeded_pod, node, profile
-from tests.operator.unit.test_engine import RecordingClient, quiet_events  # noqa: F401
+from tests.operator.unit.test_reconcile import RecordingClient, quiet_events  # noqa: F401
 
 from roofline_operator import model_delivery
 from roofline_operator.config import load_config
-from roofline_operator.engine import ProfileLoop, release_profile
 from roofline_operator.kubeapi import ApiError
 from roofline_operator.labels import label_claim
 from roofline_operator.metrics import OperatorMetrics
 from roofline_operator.names import LABEL_PROFILE
 from roofline_operator.node_features import build_node_feature, node_feature_name
 from roofline_operator.pods import pod_facts
+from roofline_operator.reconcile import ProfileLoop, release_profile
 from roofline_operator.runtime import Runtime
 from roofline_profiler.compact import encode_compact
 

@@ -1,13 +1,13 @@
 import pytest
 
-from roofline_profiler import engines, models
+from roofline_profiler import model_config, serving_flags
 
 GIB = 2**30
 
 
 def _settings(tp: int = 1, batch: int = 64, context: int = 4096) -> dict[str, tuple[str, ...]]:
-    return engines.engine_settings(
-        models.load_model("llama-3.1-8b"),
+    return serving_flags.engine_settings(
+        model_config.load_model("llama-3.1-8b"),
         max_batch=batch,
         context_tokens=context,
         tensor_parallel=tp,
@@ -58,7 +58,7 @@ def test_tensor_parallel_adds_each_engines_degree_flag() -> None:
 
 
 def test_engine_names_are_the_result_keys() -> None:
-    assert tuple(_settings()) == engines.ENGINES
+    assert tuple(_settings()) == serving_flags.ENGINES
 
 
 @pytest.mark.parametrize("bad", [{"batch": 0}, {"context": 0}, {"tp": 0}])
@@ -68,8 +68,8 @@ def test_non_positive_bounds_are_rejected(bad: dict[str, int]) -> None:
 
 
 def test_memory_fractions_stay_within_zero_and_one() -> None:
-    settings = engines.engine_settings(
-        models.load_model("llama-3.1-8b"),
+    settings = serving_flags.engine_settings(
+        model_config.load_model("llama-3.1-8b"),
         max_batch=1,
         context_tokens=128,
         tensor_parallel=1,

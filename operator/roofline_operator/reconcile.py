@@ -35,7 +35,6 @@ from roofline_operator.node_features import (
 )
 from roofline_operator.nodes import NodeFacts
 from roofline_operator.outcomes import Failed
-from roofline_operator.planner import RoundInput, RoundPlan, fail_node, plan_round
 from roofline_operator.pods import PodFacts, ProfileRef
 from roofline_operator.records import (
     AnnotationMemo,
@@ -44,6 +43,7 @@ from roofline_operator.records import (
     records_from_status,
     restore_records,
 )
+from roofline_operator.round_plan import RoundInput, RoundPlan, fail_node, plan_round
 from roofline_operator.runtime import RELIST_SECONDS, Runtime
 from roofline_operator.spec import ProfileSpec, SpecError, check_namespace, parse_spec
 from roofline_operator.status import build_status, merge_patch

@@ -10,8 +10,11 @@ from tests.operator.unit.operator_builders import device, node, profile, spec, s
 
 from roofline_operator.labels import LabelClaim, label_safe
 from roofline_operator.names import LABEL_PROFILE, FailureReason, NodeState
+from roofline_operator.node_results import from_compact
 from roofline_operator.nodes import NodeFacts
-from roofline_operator.planner import (
+from roofline_operator.pods import PodFacts, ProfileRef, Terminated, pod_facts
+from roofline_operator.records import NodeRecord
+from roofline_operator.round_plan import (
     POD_APPEARANCE_GRACE_SECONDS,
     POD_CHECK_WAKE_SECONDS,
     POD_CHECKS_PER_ROUND,
@@ -21,9 +24,6 @@ from roofline_operator.planner import (
     RoundPlan,
     plan_round,
 )
-from roofline_operator.pods import PodFacts, ProfileRef, Terminated, pod_facts
-from roofline_operator.records import NodeRecord
-from roofline_operator.results import from_compact
 from roofline_operator.spec import ProfileSpec
 from roofline_profiler.compact import encode_compact
 

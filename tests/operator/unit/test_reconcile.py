@@ -14,14 +14,14 @@ from prometheus_client import CollectorRegistry
 from tests.operator.unit.operator_builders import device, fresh_succeeded_pod, node, profile
 
 from roofline_operator.config import load_config
-from roofline_operator.engine import ProfileLoop, batch_window, first_of
 from roofline_operator.kubeapi import ApiError
 from roofline_operator.metrics import OperatorMetrics
 from roofline_operator.names import LABEL_PROFILE, FailureReason, NodeState
+from roofline_operator.node_results import to_status
 from roofline_operator.nodes import NodeFacts
-from roofline_operator.planner import POD_APPEARANCE_GRACE_SECONDS
 from roofline_operator.pods import PodFacts, Terminated, pod_facts, profiler_pod_name
-from roofline_operator.results import to_status
+from roofline_operator.reconcile import ProfileLoop, batch_window, first_of
+from roofline_operator.round_plan import POD_APPEARANCE_GRACE_SECONDS
 from roofline_operator.runtime import Runtime
 from roofline_profiler.compact import encode_compact
 
@@ -195,7 +195,7 @@ async def test_a_refused_collection_falls_back_to_one_delete_per_finished_pod(
     nodes = {n: node(n) for n in ("a", "b")}
     await loop.round(nodes, [], {})
     a, b = (pod_facts(p) for p in client.created)
-    with caplog.at_level(logging.WARNING, logger="roofline_operator.engine"):
+    with caplog.at_level(logging.WARNING, logger="roofline_operator.reconcile"):
         await loop.round(nodes, [fresh_succeeded_pod(a.name, "a", a.spec_hash)], {})
     assert client.deleted == [("default", a.name)]
     assert "deletecollection" in caplog.text
@@ -230,7 +230,7 @@ async def test_each_node_failure_is_logged_once_at_warning_with_reason_node_and_
         replace(p, phase="Failed", terminated=Terminated(1, "Error", "CUDA error: no device"))
         for p in pods
     ]
-    with caplog.at_level(logging.WARNING, logger="roofline_operator.engine"):
+    with caplog.at_level(logging.WARNING, logger="roofline_operator.reconcile"):
         await loop.round(nodes, failed, {})
         await loop.round(nodes, failed, {})  # the same failures seen again are not news
     lines = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
@@ -356,7 +356,7 @@ async def test_a_pod_the_watch_never_shows_is_looked_up_once_before_it_counts_as
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     clock = [1000.0]
-    monkeypatch.setattr("roofline_operator.engine.time.time", lambda: clock[0])
+    monkeypatch.setattr("roofline_operator.reconcile.time.time", lambda: clock[0])
     client = RecordingClient()
     loop = loop_with(client, {"retryBackoffSeconds": 60})
     nodes = {"a": node("a")}

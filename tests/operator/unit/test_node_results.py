@@ -4,7 +4,7 @@ from dataclasses import replace
 
 from tests.operator.unit.operator_builders import device, profile
 
-from roofline_operator.results import from_compact, from_status, to_status
+from roofline_operator.node_results import from_compact, from_status, to_status
 
 
 def test_the_worst_gpu_is_the_one_needing_the_largest_batch() -> None:

@@ -1,6 +1,6 @@
 """Serving-engine flags that carry a plan's batch, context and memory bounds into the engine.
 
-Every flag name is checked against the engines' sources; ``docs/engines.md`` cites the file of
+Every flag name is checked against the engines' sources; ``docs/serving-flags.md`` cites the file of
 each. The batch is the plan's recommended high end (``min`` of the memory and latency bounds), the
 context the plan's context. The engines split memory differently, so each gets the same KV budget
 in its own terms — ``device memory × utilization − weights − activation reserve``:
@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import math
 
-from roofline_profiler.models import ModelArch
+from roofline_profiler.model_config import ModelArch
 
 #: Names of the engines, as keys of the settings mapping (camelCase, as in the result).
 ENGINES = ("vllm", "sglang", "tgi", "tensorrtLlm")
