@@ -25,7 +25,8 @@ from roofline_operator.names import (
 )
 from roofline_operator.nodes import node_facts
 from roofline_operator.pods import pod_facts
-from roofline_operator.reconcile import ProfileLoop, release_profile
+from roofline_operator.reconcile import ProfileLoop
+from roofline_operator.release import release_profile
 from roofline_operator.runtime import Runtime, pod_key
 from roofline_operator.server import start_server
 

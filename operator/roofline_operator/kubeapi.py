@@ -1,4 +1,5 @@
-"""The operator's own API calls: pod create/delete, node label and profile status patches.
+"""The operator's own API calls: pod create/delete, node label and profile status patches, and
+the listing of a profile's NodeFeature objects.
 
 One shared aiohttp session, built from the credentials Kopf logged in with, carries every
 request; a semaphore bounds the requests in flight. Transient answers (429, 5xx, conflicts on
@@ -11,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import AsyncIterator, Mapping
+from dataclasses import dataclass
 from typing import Any
 from urllib.parse import quote, urlencode
 
@@ -18,7 +20,15 @@ import aiohttp
 import kopf
 
 from roofline_operator.names import GROUP, PLURAL, VERSION
-from roofline_operator.node_features import NFD_GROUP, NFD_PLURAL, NFD_VERSION
+from roofline_operator.node_features import (
+    NFD_GROUP,
+    NFD_NODE_NAME_LABEL,
+    NFD_PLURAL,
+    NFD_VERSION,
+    profile_selector,
+)
+from roofline_operator.nodes import NodeFacts
+from roofline_operator.records import record_annotation_key
 
 logger = logging.getLogger(__name__)
 
@@ -267,3 +277,35 @@ class KubeClient:
             body={"status": dict(status)},
             content_type=MERGE_PATCH,
         )
+
+
+@dataclass(frozen=True)
+class FoundNodeFeature:
+    """One of a profile's NodeFeature objects as listed: its name, its node, and its record
+    annotation as the node it describes would carry it."""
+
+    name: str
+    node: str
+    carrier: NodeFacts
+
+
+async def list_node_features(
+    client: KubeClient, namespace: str, profile: str
+) -> list[FoundNodeFeature]:
+    """A profile's NodeFeature objects (by their label selector)."""
+    found = []
+    key = record_annotation_key(profile)
+    path = client.node_features_path(namespace)
+    async for page in client.list_pages(path, profile_selector(profile)):
+        for body in page:
+            metadata = body.get("metadata") or {}
+            node = (metadata.get("labels") or {}).get(NFD_NODE_NAME_LABEL)
+            name = metadata.get("name")
+            if not node or not name:
+                continue
+            text = (metadata.get("annotations") or {}).get(key)
+            records = {key: str(text)} if text else {}
+            found.append(
+                FoundNodeFeature(str(name), str(node), NodeFacts(str(node), records=records))
+            )
+    return found

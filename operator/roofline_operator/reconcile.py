@@ -3,60 +3,59 @@
 It runs inside a Kopf daemon for as long as the profile exists. A round observes the cached
 world (no API reads; ``cache.py``), lets :func:`plan_round` decide, applies the plan
 (``apply.PlanApplier``: the requests, concurrently), and publishes: the whole status in one merge
-patch, Events, metrics.
+patch, Events (``round_events.py``), metrics.
 It then sleeps until the next deadline, the resync period, or a watch event about its pods, the
-nodes or the profiles, whichever comes first.
+nodes or the profiles, whichever comes first. What the finalizer does when the profile goes is
+in ``release.py``.
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
-import logging
 import time
-from collections import defaultdict
 from collections.abc import Awaitable, Iterable, Mapping
-from dataclasses import dataclass, replace
-from typing import Any, cast
+from dataclasses import dataclass
+from typing import Any
 
 import kopf
 
 from roofline_operator import provenance
 from roofline_operator.apply import PlanApplier
-from roofline_operator.kubeapi import ApiError, KubeClient
-from roofline_operator.labels import LabelClaim, label_patch, label_safe
+from roofline_operator.kubeapi import ApiError, KubeClient, list_node_features
+from roofline_operator.labels import LabelClaim
 from roofline_operator.model_delivery import ModelDelivery
+from roofline_operator.model_sources import ModelResolution
 from roofline_operator.model_status import ModelsView
-from roofline_operator.names import LABEL_PROFILE, FailureReason, parse_time
-from roofline_operator.node_features import (
-    BACKEND_NODE_FEATURE,
-    NFD_NODE_NAME_LABEL,
-    profile_selector,
-)
+from roofline_operator.names import parse_time
+from roofline_operator.node_features import BACKEND_NODE_FEATURE
 from roofline_operator.nodes import NodeFacts
 from roofline_operator.outcomes import Failed
 from roofline_operator.pods import PodFacts, ProfileRef
 from roofline_operator.records import (
     AnnotationMemo,
     NodeRecord,
-    record_annotation_key,
     records_from_status,
     restore_records,
 )
+from roofline_operator.round_events import ProfileEvents
 from roofline_operator.round_plan import RoundInput, RoundPlan, fail_node, plan_round
 from roofline_operator.runtime import RELIST_SECONDS, Runtime
 from roofline_operator.spec import ProfileSpec, SpecError, check_namespace, parse_spec
 from roofline_operator.status import build_status, merge_patch
-from roofline_profiler.sanity import HOST_STATE_CODE
 
 #: Pause after a round that raised, before the next try.
 ERROR_RETRY_SECONDS = 5.0
 #: Status keys the operator owns; anything else (``status.kopf``) belongs to Kopf.
 OWNED_STATUS_KEYS = ("summary", "nodes", "models", "conditions", "observedGeneration")
 
-#: Per-node lines go to this logger, not to Kopf's per-object one, which would post each line as
-#: an Event; the engine posts its own Events, one per failure reason per round.
-logger = logging.getLogger(__name__)
+
+@dataclass(frozen=True)
+class Observation:
+    """What a round observed: the input of its plan, and the spec's models as resolved (their
+    failures and the valid ones are published with the round)."""
+
+    round_input: RoundInput
+    models: ModelResolution
 
 
 class ProfileLoop:
@@ -137,16 +136,40 @@ class ProfileLoop:
         pods: list[PodFacts],
         claims: Mapping[str, LabelClaim],
     ) -> float | None:
-        """One round; returns the seconds until the next deadline, if any."""
+        """One round: observe, plan, apply, publish; returns the seconds until the next
+        deadline, if any. An invalid spec is published as such and nothing else is done."""
         now = time.time()
         client = await self.runtime.client()
-        # Observe.
         try:
-            spec = parse_spec(self.body.get("spec") or {})
-            check_namespace(spec, self.runtime.config.profiler_namespaces)
+            spec = self.valid_spec()
         except SpecError as exc:
-            await self.publish(client, {}, "", str(exc), now)
+            await self.write_status(client, {}, "", str(exc), now)
             return None
+        observed = await self.observe(client, spec, nodes, pods, claims, now)
+        plan = plan_round(observed.round_input)
+        rejected = await self.apply(client, observed.round_input, plan)
+        await self.publish(client, observed, plan, rejected)
+        return seconds_to_next_deadline(plan, rejected, now)
+
+    def valid_spec(self) -> ProfileSpec:
+        """The profile's spec, parsed; :class:`SpecError` if it is invalid or names a namespace
+        the operator does not watch."""
+        spec = parse_spec(self.body.get("spec") or {})
+        check_namespace(spec, self.runtime.config.profiler_namespaces)
+        return spec
+
+    async def observe(
+        self,
+        client: KubeClient,
+        spec: ProfileSpec,
+        nodes: Mapping[str, NodeFacts],
+        pods: list[PodFacts],
+        claims: Mapping[str, LabelClaim],
+        now: float,
+    ) -> Observation:
+        """What the round plans from: the spec's models (resolved, and delivered to the pods'
+        ConfigMap), the profile's own pods, and what the applier knows that the watch does not
+        show yet (pods asked to go, GETs of unseen pods)."""
         namespace = spec.namespace or self.runtime.config.namespace
         models = await self.models.resolve(client, spec, namespace, now)
         uses_config_maps = any(m.config_map is not None for m in spec.models)
@@ -156,32 +179,59 @@ class ProfileLoop:
         pods = self.own_pods(spec, pods, now)
         deleted = self.applier.observe(pods)
         profiling = {r.pod for r in self.records.values() if r.pod is not None}
-        lookups = self.applier.pod_lookups(profiling)
-        # Plan.
-        inp = self._input(spec, spec_hash, nodes, pods, claims, deleted, now)
-        plan = plan_round(
-            replace(
-                inp,
-                models_config_map=models_config_map,
-                pod_lookups=lookups,
-                annotation_of=self.annotations.text_of,
-            )
+        metadata = self.body.get("metadata") or {}
+        config = self.runtime.config
+        round_input = RoundInput(
+            profile=self.profile_ref(),
+            created_at=parse_time(metadata.get("creationTimestamp")) or 0.0,
+            spec=spec,
+            spec_hash=spec_hash,
+            namespace=namespace,
+            image=config.profiler_image,
+            pod_defaults=config.pod_defaults,
+            nodes=nodes,
+            pods=pods,
+            records=self.records,
+            claims=list(claims.values()),
+            deleted=deleted,
+            now=now,
+            models_config_map=models_config_map,
+            pod_lookups=self.applier.pod_lookups(profiling),
+            annotation_of=self.annotations.text_of,
         )
-        # Apply: a pod the API refused fails its node now, not a round later.
-        versions = {name: facts.resource_version for name, facts in nodes.items()}
-        rejected = await self.applier.apply(client, plan, now, versions)
-        await self.applier.check_pods(client, plan.pod_checks, now)
+        return Observation(round_input, models)
+
+    async def apply(
+        self, client: KubeClient, inp: RoundInput, plan: RoundPlan
+    ) -> list[tuple[str, Failed]]:
+        """Send the plan's requests and keep its records; a pod the API refused fails its node
+        now, not a round later. Returns the refused pods' nodes and failures."""
+        versions = {name: facts.resource_version for name, facts in inp.nodes.items()}
+        rejected = await self.applier.apply(client, plan, inp.now, versions)
+        await self.applier.check_pods(client, plan.pod_checks, inp.now)
         for node, failure in rejected:
-            plan.records[node] = fail_node(plan.records[node], failure, spec, now)
+            plan.records[node] = fail_node(plan.records[node], failure, inp.spec, inp.now)
         self.records = plan.records
-        # Publish.
-        self.count_and_announce(plan, [*plan.failures, *rejected])
-        view = ModelsView(spec.models, models.failures or {}, spec.gpu_hour_cost)
-        await self.publish(client, plan.conflicts, spec_hash, None, now, view)
+        return rejected
+
+    async def publish(
+        self,
+        client: KubeClient,
+        observed: Observation,
+        plan: RoundPlan,
+        rejected: list[tuple[str, Failed]],
+    ) -> None:
+        """Tell what the round did: Events and counters, the status, the metrics snapshot."""
+        inp, models = observed.round_input, observed.models
+        self.events().announce_round(plan, [*plan.failures, *rejected])
+        view = ModelsView(inp.spec.models, models.failures or {}, inp.spec.gpu_hour_cost)
+        await self.write_status(client, plan.conflicts, inp.spec_hash, None, inp.now, view)
         planned = tuple(m.spec.name for m in models.valid)
-        self.runtime.publish_snapshot(self.name, self.records, spec_hash, planned)
-        retries = [at - now for at in retry_times(plan, rejected)]
-        return min([w for w in (plan.wake_in, *retries) if w is not None], default=None)
+        self.runtime.publish_snapshot(self.name, self.records, inp.spec_hash, planned)
+
+    def events(self) -> ProfileEvents:
+        """Where this profile's Events go (read at each use: the body changes between rounds)."""
+        return ProfileEvents(self.body, self.name, self.runtime.metrics)
 
     def own_pods(self, spec: ProfileSpec, pods: list[PodFacts], now: float) -> list[PodFacts]:
         """The pods this operator created for this profile (``provenance.py``); the others are
@@ -191,14 +241,7 @@ class ProfileLoop:
             new, announce = self.foreign.record(found.foreign, now)
             self.runtime.metrics.foreign_pods.labels(self.name).inc(new)
             if announce:
-                message = (
-                    f"ignored {len(found.foreign)} pod(s) that carry this profile's labels but "
-                    f"were not created by the operator: {provenance.describe(found.foreign)}"
-                )
-                logger.warning("Profile %s: %s", self.name, message)
-                kopf.warn(
-                    cast(kopf.Body, self.body), reason="ForeignPodIgnored", message=message[:1000]
-                )
+                self.events().announce_foreign_pods(found.foreign)
         return found.own
 
     def profile_ref(self) -> ProfileRef:
@@ -212,126 +255,7 @@ class ProfileLoop:
         namespaces.update(r.pod_namespace for r in self.records.values() if r.pod_namespace)
         return namespaces
 
-    def _input(
-        self,
-        spec: ProfileSpec,
-        spec_hash: str,
-        nodes: Mapping[str, NodeFacts],
-        pods: list[PodFacts],
-        claims: Mapping[str, LabelClaim],
-        deleted: frozenset[str],
-        now: float,
-    ) -> RoundInput:
-        metadata = self.body.get("metadata") or {}
-        return RoundInput(
-            profile=self.profile_ref(),
-            created_at=parse_time(metadata.get("creationTimestamp")) or 0.0,
-            spec=spec,
-            spec_hash=spec_hash,
-            namespace=spec.namespace or self.runtime.config.namespace,
-            image=self.runtime.config.profiler_image,
-            pod_defaults=self.runtime.config.pod_defaults,
-            nodes=nodes,
-            pods=pods,
-            records=self.records,
-            claims=list(claims.values()),
-            deleted=deleted,
-            now=now,
-        )
-
-    def count_and_announce(self, plan: RoundPlan, failures: list[tuple[str, Failed]]) -> None:
-        """Failure counters, and Events: one per failure reason per round, not one per node."""
-        by_reason: dict[FailureReason, list[str]] = defaultdict(list)
-        for node, failure in failures:
-            self.runtime.metrics.failures.labels(self.name, failure.reason.value).inc()
-            by_reason[failure.reason].append(node)
-            logger.warning(
-                "Profile %s: node %s failed (%s): %s",
-                self.name,
-                node,
-                failure.reason.value,
-                failure.message,
-            )
-        for reason, nodes in by_reason.items():
-            first = next(f.message for n, f in failures if f.reason is reason)
-            message = f"{len(nodes)} node(s) failed ({', '.join(nodes[:5])}): {first}"
-            kopf.warn(cast(kopf.Body, self.body), reason=reason.value, message=message[:1000])
-        self.announce_changes(plan)
-        self.announce_held(plan)
-        self.announce_unschedulable(plan)
-        if plan.profiled:
-            names = ", ".join(plan.profiled[:5]) + (" ..." if len(plan.profiled) > 5 else "")
-            message = f"Profiled {len(plan.profiled)} node(s): {names}"
-            kopf.event(
-                cast(kopf.Body, self.body), type="Normal", reason="Profiled", message=message
-            )
-
-    def announce_changes(self, plan: RoundPlan) -> None:
-        """One ``DeviceChanged`` Event per round naming the nodes whose published numbers moved
-        materially: a Warning when a GPU lost bandwidth or peak, else Normal."""
-        if not plan.changes:
-            return
-        for _, publication in plan.changes:
-            for change in publication.changes:
-                self.runtime.metrics.device_changes.labels(self.name, change.quantity).inc()
-        message = "; ".join(f"node {node}: {p.describe()}" for node, p in plan.changes)
-        degraded = any(
-            c.quantity in ("bandwidth", "peak") and c.new < c.old
-            for _, p in plan.changes
-            for c in p.changes
-        )
-        logger.warning("Profile %s: %s", self.name, message)
-        kopf.event(
-            cast(kopf.Body, self.body),
-            type="Warning" if degraded else "Normal",
-            reason="DeviceChanged",
-            message=message[:1000],
-        )
-
-    def announce_unschedulable(self, plan: RoundPlan) -> None:
-        """One Normal ``Unschedulable`` Event per round naming the nodes whose pod could not be
-        scheduled: busy GPUs are the normal state of a serving fleet, not a failure."""
-        if not plan.unschedulable:
-            return
-        nodes = [node for node, _ in plan.unschedulable]
-        message = (
-            f"{len(nodes)} node(s) could not schedule a profiler pod ({', '.join(nodes[:5])}), "
-            f"tried again later: {plan.unschedulable[0][1].message}"
-        )
-        logger.info("Profile %s: %s", self.name, message)
-        kopf.event(
-            cast(kopf.Body, self.body),
-            type="Normal",
-            reason="Unschedulable",
-            message=message[:1000],
-        )
-
-    def announce_held(self, plan: RoundPlan) -> None:
-        """One ``ProfileHeldBack`` Warning Event per round naming the nodes whose new profile
-        warned of interference and so moved no published number."""
-        if not plan.held:
-            return
-        self.runtime.metrics.held_back.labels(self.name).inc(len(plan.held))
-        nodes = "; ".join(f"node {node}: {', '.join(p.held)}" for node, p in plan.held)
-        message = (
-            f"{nodes}: the profile warned of interference, so the published numbers stay; the "
-            "next profile publishes if it persists (check what else ran on the node)"
-        )
-        if any(HOST_STATE_CODE in p.held for _, p in plan.held):
-            message = (
-                f"{nodes}: the profile warned of interference or of a host that changed state "
-                "while it ran, so the published numbers stay; a level the next profile finds "
-                "again publishes (check what else ran on the node, and its clocks and power)"
-            )
-        logger.warning("Profile %s: %s", self.name, message)
-        kopf.event(
-            cast(kopf.Body, self.body),
-            type="Warning",
-            reason="ProfileHeldBack",
-            message=message[:1000],
-        )
-
-    async def publish(
+    async def write_status(
         self,
         client: KubeClient,
         conflicts: Mapping[str, str],
@@ -380,6 +304,14 @@ def retry_times(plan: RoundPlan, rejected: list[tuple[str, Failed]]) -> list[flo
     return [at for at in times if at is not None]
 
 
+def seconds_to_next_deadline(
+    plan: RoundPlan, rejected: list[tuple[str, Failed]], now: float
+) -> float | None:
+    """The plan's own next deadline or a refused pod's retry, whichever comes first."""
+    retries = [at - now for at in retry_times(plan, rejected)]
+    return min([w for w in (plan.wake_in, *retries) if w is not None], default=None)
+
+
 async def _wait_any(*waits: Awaitable[Any], timeout: float) -> None:
     """Wait until any of ``waits`` completes or ``timeout`` passes; cancel the rest."""
     tasks = [asyncio.ensure_future(w) for w in waits]
@@ -399,81 +331,3 @@ def first_of(index: Mapping[Any, Iterable[Any]]) -> dict[Any, Any]:
             flat[key] = value
             break
     return flat
-
-
-@dataclass(frozen=True)
-class FoundNodeFeature:
-    """One of a profile's NodeFeature objects as listed: its name, its node, and its record
-    annotation as the node it describes would carry it."""
-
-    name: str
-    node: str
-    carrier: NodeFacts
-
-
-async def list_node_features(
-    client: KubeClient, namespace: str, profile: str
-) -> list[FoundNodeFeature]:
-    """A profile's NodeFeature objects (by their label selector)."""
-    found = []
-    key = record_annotation_key(profile)
-    path = client.node_features_path(namespace)
-    async for page in client.list_pages(path, profile_selector(profile)):
-        for body in page:
-            metadata = body.get("metadata") or {}
-            node = (metadata.get("labels") or {}).get(NFD_NODE_NAME_LABEL)
-            name = metadata.get("name")
-            if not node or not name:
-                continue
-            text = (metadata.get("annotations") or {}).get(key)
-            records = {key: str(text)} if text else {}
-            found.append(
-                FoundNodeFeature(str(name), str(node), NodeFacts(str(node), records=records))
-            )
-    return found
-
-
-def release_namespaces(runtime: Runtime, body: Mapping[str, Any]) -> set[str]:
-    """Where a profile being deleted may have pods: the configured namespace, its spec's, and
-    those its status names."""
-    namespaces = {runtime.config.namespace}
-    with contextlib.suppress(SpecError):
-        namespaces.add(parse_spec(body.get("spec") or {}).namespace or runtime.config.namespace)
-    records = records_from_status(body.get("status") or {})
-    namespaces.update(r.pod_namespace for r in records.values() if r.pod_namespace)
-    return namespaces
-
-
-async def release_profile(runtime: Runtime, name: str, body: Mapping[str, Any]) -> None:
-    """Delete a profile's pods, remove the node labels it owns and its record annotations
-    (the finalizer's work). Only pods the operator created are deleted (``provenance.py``)."""
-    client = await runtime.client()
-    caches = runtime.caches
-    await caches.prime(client, runtime.config.profiler_namespaces)
-    uid = str((body.get("metadata") or {}).get("uid", ""))
-    own = provenance.partition(
-        caches.pods_of(name), ProfileRef(name, uid), release_namespaces(runtime, body)
-    ).own
-    jobs: list[Awaitable[Any]] = [
-        client.delete_pod(p.namespace, p.name) for p in own if not p.deleting
-    ]
-    config = runtime.config
-    if config.node_label_backend == BACKEND_NODE_FEATURE:
-        # One DELETE per object: no deletecollection, which the chart does not grant.
-        namespace = config.operator_namespace
-        for found in await list_node_features(client, namespace, name):
-            jobs.append(client.delete_node_feature(namespace, found.name))
-    else:
-        key = record_annotation_key(name)
-        for node in caches.nodes.values():
-            patch = None
-            if node.labels.get(LABEL_PROFILE) == label_safe(name):
-                patch = label_patch(node.labels, None)
-            annotations = {key: None} if key in node.records else {}
-            if patch or annotations:
-                jobs.append(client.patch_node_labels(node.name, patch or {}, annotations))
-    jobs += [client.delete_config_map(*key) for key in runtime.models_config_maps.pop(name, ())]
-    await asyncio.gather(*jobs)
-    runtime.metrics.forget(name)
-    runtime.wakeups.forget(name)
-    runtime.wakeups.wake_all()

@@ -24,7 +24,7 @@ import pytest
 import yaml
 
 from roofline_operator import handlers  # noqa: F401  (registers the handlers)
-from roofline_operator.kubeapi import KubeClient
+from roofline_operator.kubeapi import KubeClient, list_node_features
 from roofline_operator.names import GROUP, PLURAL
 from roofline_operator.node_features import build_node_feature
 from roofline_operator.permissions import (
@@ -38,7 +38,6 @@ from roofline_operator.permissions import (
     required,
 )
 from roofline_operator.pods import ProfileRef, build_profiler_pod
-from roofline_operator.reconcile import list_node_features
 from roofline_operator.runtime import Caches
 from roofline_operator.spec import parse_spec
 

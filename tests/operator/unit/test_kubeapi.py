@@ -11,7 +11,9 @@ import pytest
 import pytest_asyncio
 from aiohttp import web
 
-from roofline_operator.kubeapi import ApiError, KubeClient
+from roofline_operator.kubeapi import ApiError, KubeClient, list_node_features
+from roofline_operator.node_features import build_node_feature, node_feature_name, profile_selector
+from roofline_operator.records import record_annotation_key
 
 
 class FakeApi:
@@ -162,3 +164,22 @@ async def test_a_config_map_is_read_and_a_missing_one_is_none(
     assert await client.get_config_map("ns", "cfg") == {"config.json": "{}"}
     fake.answer[("GET", "/api/v1/namespaces/ns/configmaps/gone")] = 404
     assert await client.get_config_map("ns", "gone") is None
+
+
+@pytest.mark.asyncio
+async def test_a_profiles_node_features_are_listed_by_its_selector_with_their_records(
+    api: tuple[FakeApi, KubeClient],
+) -> None:
+    fake, client = api
+    path = "/apis/nfd.k8s-sigs.io/v1alpha1/namespaces/op/nodefeatures"
+    key = record_annotation_key("fleet")
+    recorded = build_node_feature("a", {}, "fleet", "op", {key: '{"s":"Profiled"}'})
+    bare = build_node_feature("b", {}, "fleet", "op")
+    nameless = {"metadata": {"labels": {}}}
+    fake.payloads[("GET", path)] = {"items": [recorded, bare, nameless]}
+    found = await list_node_features(client, "op", "fleet")
+    assert [(f.name, f.node, f.carrier.records) for f in found] == [
+        (node_feature_name("fleet", "a"), "a", {key: '{"s":"Profiled"}'}),
+        (node_feature_name("fleet", "b"), "b", {}),
+    ]
+    assert fake.queries[-1]["labelSelector"] == profile_selector("fleet")

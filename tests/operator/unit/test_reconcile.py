@@ -230,7 +230,7 @@ async def test_each_node_failure_is_logged_once_at_warning_with_reason_node_and_
         replace(p, phase="Failed", terminated=Terminated(1, "Error", "CUDA error: no device"))
         for p in pods
     ]
-    with caplog.at_level(logging.WARNING, logger="roofline_operator.reconcile"):
+    with caplog.at_level(logging.WARNING, logger="roofline_operator.round_events"):
         await loop.round(nodes, failed, {})
         await loop.round(nodes, failed, {})  # the same failures seen again are not news
     lines = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]

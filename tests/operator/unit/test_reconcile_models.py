@@ -25,7 +25,8 @@ from roofline_operator.metrics import OperatorMetrics
 from roofline_operator.names import LABEL_PROFILE
 from roofline_operator.node_features import build_node_feature, node_feature_name
 from roofline_operator.pods import pod_facts
-from roofline_operator.reconcile import ProfileLoop, release_profile
+from roofline_operator.reconcile import ProfileLoop
+from roofline_operator.release import release_profile
 from roofline_operator.runtime import Runtime
 from roofline_profiler.compact import encode_compact
 
