@@ -125,32 +125,99 @@ def build_profiler_pod(
     models_config_map: str | None = None,
     defaults: PodDefaults | None = None,
 ) -> dict[str, Any]:
-    """The Pod that profiles ``node`` once.
+    """The Pod that profiles ``node`` once."""
+    models = models_config_map is not None
+    volumes: list[dict[str, Any]] = [{"name": "tmp", "emptyDir": {"sizeLimit": "1Gi"}}]
+    if models_config_map is not None:
+        volumes.append({"name": "models", "configMap": {"name": models_config_map}})
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": _pod_metadata(profile, node, attempt, spec_hash, namespace),
+        "spec": {
+            "restartPolicy": "Never",
+            "automountServiceAccountToken": False,
+            "enableServiceLinks": False,
+            "activeDeadlineSeconds": spec.timeout_seconds,
+            "affinity": node_pinning(node),
+            "tolerations": [dict(t) for t in spec.raw_tolerations],
+            "securityContext": {
+                "runAsNonRoot": True,
+                "runAsUser": PROFILER_UID,
+                "runAsGroup": PROFILER_UID,
+                "seccompProfile": {"type": "RuntimeDefault"},
+            },
+            "containers": [profiler_container(spec, gpus, image, models)],
+            "volumes": volumes,
+            **pod_placement(spec, defaults or PodDefaults()),
+        },
+    }
 
-    Pinned with a required node affinity on ``metadata.name`` rather than ``spec.nodeName`` so
-    that the scheduler still runs and accounts for the GPUs it requests: a GPU held by a serving
-    pod keeps the profiler Pending instead of oversubscribing the device.
+
+def _pod_metadata(
+    profile: ProfileRef, node: str, attempt: int, spec_hash: str, namespace: str
+) -> dict[str, Any]:
+    """Name, labels, annotations and owner of a profiler pod.
 
     Labels carry label-safe forms of the profile and node names (for selectors), annotations the
     full names (for reading back): a node name may be longer than a label value may be.
     """
-    labels = {
-        LABEL_APP_NAME: APP_NAME,
-        LABEL_MANAGED_BY: MANAGED_BY,
-        LABEL_PROFILE: label_safe(profile.name),
-        LABEL_NODE: label_safe(node),
+    return {
+        "name": profiler_pod_name(profile.name, node, spec_hash, attempt),
+        "namespace": namespace,
+        "labels": {
+            LABEL_APP_NAME: APP_NAME,
+            LABEL_MANAGED_BY: MANAGED_BY,
+            LABEL_PROFILE: label_safe(profile.name),
+            LABEL_NODE: label_safe(node),
+        },
+        "annotations": {
+            ANNOTATION_PROFILE: profile.name,
+            ANNOTATION_NODE: node,
+            ANNOTATION_ATTEMPT: str(attempt),
+            ANNOTATION_SPEC_HASH: spec_hash,
+        },
+        "ownerReferences": [
+            {
+                "apiVersion": API_VERSION,
+                "kind": KIND,
+                "name": profile.name,
+                "uid": profile.uid,
+                "controller": True,
+                "blockOwnerDeletion": True,
+            }
+        ],
     }
-    annotations = {
-        ANNOTATION_PROFILE: profile.name,
-        ANNOTATION_NODE: node,
-        ANNOTATION_ATTEMPT: str(attempt),
-        ANNOTATION_SPEC_HASH: spec_hash,
+
+
+def node_pinning(node: str) -> dict[str, Any]:
+    """The affinity that pins a pod to ``node``.
+
+    A required node affinity on ``metadata.name`` rather than ``spec.nodeName``, so that the
+    scheduler still runs and accounts for the GPUs the pod requests: a GPU held by a serving pod
+    keeps the profiler Pending instead of oversubscribing the device.
+    """
+    match = {"key": "metadata.name", "operator": "In", "values": [node]}
+    return {
+        "nodeAffinity": {
+            "requiredDuringSchedulingIgnoredDuringExecution": {
+                "nodeSelectorTerms": [{"matchFields": [match]}]
+            }
+        }
     }
-    container = {
+
+
+def profiler_container(spec: ProfileSpec, gpus: int, image: str, models: bool) -> dict[str, Any]:
+    """The one container: the profiler's command, its GPUs, a locked-down security context, a
+    writable ``/tmp``, and with ``models`` the mounted models file."""
+    mounts: list[dict[str, Any]] = [{"name": "tmp", "mountPath": "/tmp"}]
+    if models:
+        mounts.append({"name": "models", "mountPath": MODELS_MOUNT_PATH, "readOnly": True})
+    return {
         "name": CONTAINER_NAME,
         "image": spec.image or image,
         "imagePullPolicy": "IfNotPresent",
-        "command": profiler_command(spec, models_config_map is not None),
+        "command": profiler_command(spec, models),
         "env": [
             {"name": "HOME", "value": "/tmp"},
             {"name": "MPLCONFIGDIR", "value": "/tmp"},
@@ -166,61 +233,7 @@ def build_profiler_pod(
             "runAsNonRoot": True,
             "capabilities": {"drop": ["ALL"]},
         },
-        "volumeMounts": [{"name": "tmp", "mountPath": "/tmp"}],
-    }
-    volumes: list[dict[str, Any]] = [{"name": "tmp", "emptyDir": {"sizeLimit": "1Gi"}}]
-    if models_config_map is not None:
-        mount = {"name": "models", "mountPath": MODELS_MOUNT_PATH, "readOnly": True}
-        container["volumeMounts"] = [{"name": "tmp", "mountPath": "/tmp"}, mount]
-        volumes.append({"name": "models", "configMap": {"name": models_config_map}})
-    return {
-        "apiVersion": "v1",
-        "kind": "Pod",
-        "metadata": {
-            "name": profiler_pod_name(profile.name, node, spec_hash, attempt),
-            "namespace": namespace,
-            "labels": labels,
-            "annotations": annotations,
-            "ownerReferences": [
-                {
-                    "apiVersion": API_VERSION,
-                    "kind": KIND,
-                    "name": profile.name,
-                    "uid": profile.uid,
-                    "controller": True,
-                    "blockOwnerDeletion": True,
-                }
-            ],
-        },
-        "spec": {
-            "restartPolicy": "Never",
-            "automountServiceAccountToken": False,
-            "enableServiceLinks": False,
-            "activeDeadlineSeconds": spec.timeout_seconds,
-            "affinity": {
-                "nodeAffinity": {
-                    "requiredDuringSchedulingIgnoredDuringExecution": {
-                        "nodeSelectorTerms": [
-                            {
-                                "matchFields": [
-                                    {"key": "metadata.name", "operator": "In", "values": [node]}
-                                ]
-                            }
-                        ]
-                    }
-                }
-            },
-            "tolerations": [dict(t) for t in spec.raw_tolerations],
-            "securityContext": {
-                "runAsNonRoot": True,
-                "runAsUser": PROFILER_UID,
-                "runAsGroup": PROFILER_UID,
-                "seccompProfile": {"type": "RuntimeDefault"},
-            },
-            "containers": [container],
-            "volumes": volumes,
-            **pod_placement(spec, defaults or PodDefaults()),
-        },
+        "volumeMounts": mounts,
     }
 
 
