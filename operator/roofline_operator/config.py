@@ -80,6 +80,19 @@ def _parser() -> argparse.ArgumentParser:
         "their decode roofline to status, node labels and Prometheus. Each flag overrides "
         "the environment variable named in brackets.",
     )
+    _add_namespace_flags(parser)
+    _add_server_flags(parser)
+    _add_profiler_pod_flags(parser)
+    _add_peering_flags(parser)
+    _add_pacing_flags(parser)
+    _add_publication_flags(parser)
+    _add_log_level_flags(parser)
+    parser.add_argument("--version", action="version", version=f"roofline operator {__version__}")
+    return parser
+
+
+def _add_namespace_flags(parser: argparse.ArgumentParser) -> None:
+    """Where profiler pods run."""
     parser.add_argument(
         "--namespace",
         help="namespace of profiler pods for profiles without spec.namespace (default: the "
@@ -92,6 +105,10 @@ def _parser() -> argparse.ArgumentParser:
         help="another namespace profiles may name in spec.namespace; repeatable (default: none) "
         "[ROOFLINE_EXTRA_NAMESPACES, comma-separated]",
     )
+
+
+def _add_server_flags(parser: argparse.ArgumentParser) -> None:
+    """The HTTP server of ``/metrics`` and ``/healthz``."""
     parser.add_argument(
         "--metrics-host",
         help="address of the /metrics and /healthz server (default 0.0.0.0) "
@@ -102,6 +119,10 @@ def _parser() -> argparse.ArgumentParser:
         help=f"port of the /metrics and /healthz server (default {DEFAULT_METRICS_PORT}) "
         "[ROOFLINE_METRICS_PORT]",
     )
+
+
+def _add_profiler_pod_flags(parser: argparse.ArgumentParser) -> None:
+    """What every profiler pod gets unless its profile says otherwise."""
     parser.add_argument(
         "--profiler-image",
         help="profiler image for profiles without spec.image "
@@ -119,12 +140,20 @@ def _parser() -> argparse.ArgumentParser:
         help="service account of profiler pods for profiles without spec.serviceAccountName "
         "(default: the namespace's default) [ROOFLINE_PROFILER_SERVICE_ACCOUNT]",
     )
+
+
+def _add_peering_flags(parser: argparse.ArgumentParser) -> None:
+    """Kopf peering, which keeps several replicas from handling the same profiles."""
     peering = parser.add_mutually_exclusive_group()
     peering.add_argument("--standalone", action="store_true", help="no peering (the default)")
     peering.add_argument(
         "--peering", help="Kopf ClusterKopfPeering name (default: none) [ROOFLINE_PEERING]"
     )
     parser.add_argument("--priority", default="0", help="peering priority (default 0)")
+
+
+def _add_pacing_flags(parser: argparse.ArgumentParser) -> None:
+    """How often rounds run and how many requests they keep in flight."""
     parser.add_argument(
         "--resync-seconds",
         help="longest pause between two rounds of a profile (default 30) [ROOFLINE_RESYNC_SECONDS]",
@@ -138,6 +167,10 @@ def _parser() -> argparse.ArgumentParser:
         "--api-concurrency",
         help="API requests in flight at once (default 32) [ROOFLINE_API_CONCURRENCY]",
     )
+
+
+def _add_publication_flags(parser: argparse.ArgumentParser) -> None:
+    """Where node labels go, and how much of the fleet the status lists."""
     parser.add_argument(
         "--node-label-backend",
         help="node (patch Nodes) or nodeFeature (NFD NodeFeature objects) (default node) "
@@ -148,6 +181,9 @@ def _parser() -> argparse.ArgumentParser:
         help="nodes listed in full in a profile's status.nodes[] "
         f"(default {DEFAULT_STATUS_MAX_NODES}) [ROOFLINE_STATUS_MAX_NODES]",
     )
+
+
+def _add_log_level_flags(parser: argparse.ArgumentParser) -> None:
     level = parser.add_mutually_exclusive_group()
     level.add_argument(
         "--verbose",
@@ -157,8 +193,6 @@ def _parser() -> argparse.ArgumentParser:
     )
     level.add_argument("--debug", action="store_true", help="log everything, asyncio included")
     level.add_argument("--quiet", "-q", action="store_true", help="log warnings only")
-    parser.add_argument("--version", action="version", version=f"roofline operator {__version__}")
-    return parser
 
 
 def _pick(flag: str | None, env: Mapping[str, str], key: str, default: str) -> str:
@@ -176,6 +210,14 @@ def _number(text: str, name: str, *, minimum: float, integer: bool) -> float:
     if value < minimum:
         raise ConfigError(f"{name} must be at least {minimum:g}, got {text!r}")
     return value
+
+
+def _integer(text: str, name: str, *, minimum: int) -> int:
+    return int(_number(text, name, minimum=minimum, integer=True))
+
+
+def _seconds(text: str, name: str, *, minimum: float) -> float:
+    return _number(text, name, minimum=minimum, integer=False)
 
 
 def _default_namespace() -> str:
@@ -208,20 +250,9 @@ def load_config(argv: Sequence[str], env: Mapping[str, str] | None = None) -> Op
     """
     env = os.environ if env is None else env
     args = _parser().parse_args(list(argv))
-    port = int(
-        _number(
-            _pick(args.metrics_port, env, "ROOFLINE_METRICS_PORT", str(DEFAULT_METRICS_PORT)),
-            "--metrics-port",
-            minimum=0,
-            integer=True,
-        )
-    )
-    if port > 65535:
-        raise ConfigError(f"--metrics-port must be at most 65535, got {port}")
+    port = _metrics_port(args, env)
     peering = None if args.standalone else (args.peering or env.get("ROOFLINE_PEERING") or None)
-    image = _pick(args.profiler_image, env, "ROOFLINE_PROFILER_IMAGE", DEFAULT_PROFILER_IMAGE)
-    if not image.strip() or any(c.isspace() for c in image):
-        raise ConfigError(f"--profiler-image {image!r} is not an image reference")
+    image = _profiler_image(args, env)
     return OperatorConfig(
         namespace=_check_namespace(
             _pick(args.namespace, env, "ROOFLINE_NAMESPACE", "") or _default_namespace()
@@ -230,26 +261,21 @@ def load_config(argv: Sequence[str], env: Mapping[str, str] | None = None) -> Op
         metrics_port=port,
         profiler_image=image,
         peering=peering,
-        priority=int(_number(args.priority, "--priority", minimum=-(2**31), integer=True)),
-        resync_seconds=_number(
+        priority=_integer(args.priority, "--priority", minimum=-(2**31)),
+        resync_seconds=_seconds(
             _pick(args.resync_seconds, env, "ROOFLINE_RESYNC_SECONDS", "30"),
             "--resync-seconds",
             minimum=0.1,
-            integer=False,
         ),
-        batch_window_seconds=_number(
+        batch_window_seconds=_seconds(
             _pick(args.batch_window_seconds, env, "ROOFLINE_BATCH_WINDOW_SECONDS", "0.5"),
             "--batch-window-seconds",
             minimum=0,
-            integer=False,
         ),
-        api_concurrency=int(
-            _number(
-                _pick(args.api_concurrency, env, "ROOFLINE_API_CONCURRENCY", "32"),
-                "--api-concurrency",
-                minimum=1,
-                integer=True,
-            )
+        api_concurrency=_integer(
+            _pick(args.api_concurrency, env, "ROOFLINE_API_CONCURRENCY", "32"),
+            "--api-concurrency",
+            minimum=1,
         ),
         log_level=_log_level(args),
         node_label_backend=_backend(
@@ -258,42 +284,54 @@ def load_config(argv: Sequence[str], env: Mapping[str, str] | None = None) -> Op
         operator_namespace=_check_namespace(
             env.get("ROOFLINE_OPERATOR_NAMESPACE") or _default_namespace()
         ),
-        extra_namespaces=tuple(
-            _check_namespace(ns.strip())
-            for ns in (
-                args.extra_namespace
-                if args.extra_namespace is not None
-                else (env.get("ROOFLINE_EXTRA_NAMESPACES") or "").split(",")
-            )
-            if ns.strip()
-        ),
-        pod_defaults=PodDefaults(
-            image_pull_secrets=_secret_names(
-                _pick(
-                    args.profiler_image_pull_secrets,
-                    env,
-                    "ROOFLINE_PROFILER_IMAGE_PULL_SECRETS",
-                    "",
-                )
+        extra_namespaces=_extra_namespaces(args, env),
+        pod_defaults=_pod_defaults(args, env),
+        status_max_nodes=_integer(
+            _pick(
+                args.status_max_nodes,
+                env,
+                "ROOFLINE_STATUS_MAX_NODES",
+                str(DEFAULT_STATUS_MAX_NODES),
             ),
-            service_account=_object_name(
-                _pick(args.profiler_service_account, env, "ROOFLINE_PROFILER_SERVICE_ACCOUNT", ""),
-                "--profiler-service-account",
-            ),
+            "--status-max-nodes",
+            minimum=0,
         ),
-        status_max_nodes=int(
-            _number(
-                _pick(
-                    args.status_max_nodes,
-                    env,
-                    "ROOFLINE_STATUS_MAX_NODES",
-                    str(DEFAULT_STATUS_MAX_NODES),
-                ),
-                "--status-max-nodes",
-                minimum=0,
-                integer=True,
-            )
-        ),
+    )
+
+
+def _metrics_port(args: argparse.Namespace, env: Mapping[str, str]) -> int:
+    text = _pick(args.metrics_port, env, "ROOFLINE_METRICS_PORT", str(DEFAULT_METRICS_PORT))
+    port = _integer(text, "--metrics-port", minimum=0)
+    if port > 65535:
+        raise ConfigError(f"--metrics-port must be at most 65535, got {port}")
+    return port
+
+
+def _profiler_image(args: argparse.Namespace, env: Mapping[str, str]) -> str:
+    image = _pick(args.profiler_image, env, "ROOFLINE_PROFILER_IMAGE", DEFAULT_PROFILER_IMAGE)
+    if not image.strip() or any(c.isspace() for c in image):
+        raise ConfigError(f"--profiler-image {image!r} is not an image reference")
+    return image
+
+
+def _extra_namespaces(args: argparse.Namespace, env: Mapping[str, str]) -> tuple[str, ...]:
+    """``--extra-namespace`` (repeated) or ``ROOFLINE_EXTRA_NAMESPACES`` (comma-separated)."""
+    names = (
+        args.extra_namespace
+        if args.extra_namespace is not None
+        else (env.get("ROOFLINE_EXTRA_NAMESPACES") or "").split(",")
+    )
+    return tuple(_check_namespace(ns.strip()) for ns in names if ns.strip())
+
+
+def _pod_defaults(args: argparse.Namespace, env: Mapping[str, str]) -> PodDefaults:
+    secrets = _pick(
+        args.profiler_image_pull_secrets, env, "ROOFLINE_PROFILER_IMAGE_PULL_SECRETS", ""
+    )
+    account = _pick(args.profiler_service_account, env, "ROOFLINE_PROFILER_SERVICE_ACCOUNT", "")
+    return PodDefaults(
+        image_pull_secrets=_secret_names(secrets),
+        service_account=_object_name(account, "--profiler-service-account"),
     )
 
 
