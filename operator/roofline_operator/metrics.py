@@ -127,83 +127,39 @@ class RooflineCollector(Collector):
         return self._families(list(self._snapshots.values()))
 
     def _families(self, snapshots: list[ProfileSnapshot] | None = None) -> list[GaugeMetricFamily]:
-        bandwidth = _gauge(
-            "roofline_memory_bandwidth_bytes_per_second",
-            "Measured device memory bandwidth.",
-            GPU_LABELS,
-        )
-        peak = _gauge("roofline_peak_flops_per_second", "Measured peak matrix FLOP/s.", GPU_LABELS)
-        ridge = _gauge(
-            "roofline_ridge_point",
-            "Arithmetic intensity (FLOP per byte) where compute and memory bounds meet.",
-            GPU_LABELS,
-        )
-        min_batch = _gauge(
-            "roofline_recommended_min_batch",
-            "Smallest decode batch that reaches the efficiency threshold.",
-            GPU_LABELS,
-        )
-        step = _gauge(
-            "roofline_decode_step_seconds",
-            "Measured decode-GEMM step time per batch size.",
-            [*GPU_LABELS, "batch"],
-        )
-        timestamp = _gauge(
-            "roofline_profile_timestamp_seconds",
-            "Unix time of the node's last successful profile.",
-            NODE_LABELS,
-        )
-        duration = _gauge(
-            "roofline_profile_duration_seconds",
-            "Wall time of the node's last successful profile.",
-            NODE_LABELS,
-        )
-        failed = _gauge(
-            "roofline_node_profile_failed",
-            "1 when the node's latest profiling attempt failed, else 0.",
-            NODE_LABELS,
-        )
-        unschedulable = _gauge(
-            "roofline_node_profile_unschedulable",
-            "1 when the node's latest profiler pod could not be scheduled (busy GPUs), else 0.",
-            NODE_LABELS,
-        )
-        nodes = _gauge(
-            "roofline_profile_nodes", "Nodes of a profile by state.", ["profile", "state"]
-        )
-        intervals = _interval_gauges()
-        for snapshot in snapshots or []:
-            self._add_snapshot(snapshot, bandwidth, peak, ridge, min_batch, step)
-            _add_intervals(snapshot, intervals)
-            for node in snapshot.nodes:
-                labels = [snapshot.profile, node.node]
-                if node.timestamp_seconds is not None:
-                    timestamp.add_metric(labels, node.timestamp_seconds)
-                if node.duration_seconds is not None:
-                    duration.add_metric(labels, node.duration_seconds)
-                failed.add_metric(labels, 1.0 if node.failed else 0.0)
-                unschedulable.add_metric(labels, 1.0 if node.unschedulable else 0.0)
-            for state, count in snapshot.counts.items():
-                nodes.add_metric([snapshot.profile, state], count)
-        families = [
-            *(bandwidth, peak, ridge, min_batch, step, timestamp, duration),
-            *(failed, unschedulable, nodes),
+        snapshots = snapshots or []
+        return [
+            *_device_families(snapshots),
+            *_node_families(snapshots),
+            *_interval_families(snapshots),
+            *model_families((s.profile, s.models) for s in snapshots),
         ]
-        return (
-            families
-            + list(intervals)
-            + model_families((s.profile, s.models) for s in snapshots or [])
-        )
 
-    @staticmethod
-    def _add_snapshot(
-        snapshot: ProfileSnapshot,
-        bandwidth: GaugeMetricFamily,
-        peak: GaugeMetricFamily,
-        ridge: GaugeMetricFamily,
-        min_batch: GaugeMetricFamily,
-        step: GaugeMetricFamily,
-    ) -> None:
+
+def _device_families(snapshots: list[ProfileSnapshot]) -> list[GaugeMetricFamily]:
+    """The headline numbers of every profiled GPU, and its step time per batch size."""
+    bandwidth = _gauge(
+        "roofline_memory_bandwidth_bytes_per_second",
+        "Measured device memory bandwidth.",
+        GPU_LABELS,
+    )
+    peak = _gauge("roofline_peak_flops_per_second", "Measured peak matrix FLOP/s.", GPU_LABELS)
+    ridge = _gauge(
+        "roofline_ridge_point",
+        "Arithmetic intensity (FLOP per byte) where compute and memory bounds meet.",
+        GPU_LABELS,
+    )
+    min_batch = _gauge(
+        "roofline_recommended_min_batch",
+        "Smallest decode batch that reaches the efficiency threshold.",
+        GPU_LABELS,
+    )
+    step = _gauge(
+        "roofline_decode_step_seconds",
+        "Measured decode-GEMM step time per batch size.",
+        [*GPU_LABELS, "batch"],
+    )
+    for snapshot in snapshots:
         for device in snapshot.devices:
             labels = [snapshot.profile, device.node, device.gpu, device.product, device.dtype]
             bandwidth.add_metric(labels, device.bandwidth_bytes_per_second)
@@ -212,6 +168,45 @@ class RooflineCollector(Collector):
             min_batch.add_metric(labels, device.recommended_min_batch)
             for batch, seconds in device.step_seconds:
                 step.add_metric([*labels, str(batch)], seconds)
+    return [bandwidth, peak, ridge, min_batch, step]
+
+
+def _node_families(snapshots: list[ProfileSnapshot]) -> list[GaugeMetricFamily]:
+    """Per node: when and how long it was last profiled, whether its latest pod failed or could
+    not be scheduled; per profile, its nodes by state."""
+    timestamp = _gauge(
+        "roofline_profile_timestamp_seconds",
+        "Unix time of the node's last successful profile.",
+        NODE_LABELS,
+    )
+    duration = _gauge(
+        "roofline_profile_duration_seconds",
+        "Wall time of the node's last successful profile.",
+        NODE_LABELS,
+    )
+    failed = _gauge(
+        "roofline_node_profile_failed",
+        "1 when the node's latest profiling attempt failed, else 0.",
+        NODE_LABELS,
+    )
+    unschedulable = _gauge(
+        "roofline_node_profile_unschedulable",
+        "1 when the node's latest profiler pod could not be scheduled (busy GPUs), else 0.",
+        NODE_LABELS,
+    )
+    nodes = _gauge("roofline_profile_nodes", "Nodes of a profile by state.", ["profile", "state"])
+    for snapshot in snapshots:
+        for node in snapshot.nodes:
+            labels = [snapshot.profile, node.node]
+            if node.timestamp_seconds is not None:
+                timestamp.add_metric(labels, node.timestamp_seconds)
+            if node.duration_seconds is not None:
+                duration.add_metric(labels, node.duration_seconds)
+            failed.add_metric(labels, 1.0 if node.failed else 0.0)
+            unschedulable.add_metric(labels, 1.0 if node.unschedulable else 0.0)
+        for state, count in snapshot.counts.items():
+            nodes.add_metric([snapshot.profile, state], count)
+    return [timestamp, duration, failed, unschedulable, nodes]
 
 
 def _interval_gauges() -> tuple[GaugeMetricFamily, ...]:
@@ -239,16 +234,19 @@ def _interval_gauges() -> tuple[GaugeMetricFamily, ...]:
     )
 
 
-def _add_intervals(snapshot: ProfileSnapshot, families: tuple[GaugeMetricFamily, ...]) -> None:
-    for device in snapshot.devices:
-        iv = device.intervals
-        if iv is None:
-            continue
-        labels = [snapshot.profile, device.node, device.gpu, device.product, device.dtype]
-        pairs = (iv.bandwidth, iv.peak, iv.ridge_point, iv.recommended_min_batch)
-        for family, (low, high) in zip(families, pairs, strict=True):
-            family.add_metric([*labels, "low"], low)
-            family.add_metric([*labels, "high"], high)
+def _interval_families(snapshots: list[ProfileSnapshot]) -> tuple[GaugeMetricFamily, ...]:
+    families = _interval_gauges()
+    for snapshot in snapshots:
+        for device in snapshot.devices:
+            iv = device.intervals
+            if iv is None:
+                continue
+            labels = [snapshot.profile, device.node, device.gpu, device.product, device.dtype]
+            pairs = (iv.bandwidth, iv.peak, iv.ridge_point, iv.recommended_min_batch)
+            for family, (low, high) in zip(families, pairs, strict=True):
+                family.add_metric([*labels, "low"], low)
+                family.add_metric([*labels, "high"], high)
+    return families
 
 
 class OperatorMetrics:
