@@ -365,27 +365,16 @@ def _pull_secrets(raw: Any) -> tuple[str, ...]:
 
 
 def parse_spec(spec: Mapping[str, Any]) -> ProfileSpec:
-    """Validate ``spec`` (with the CRD's defaults filled in) into a :class:`ProfileSpec`."""
-    gpu_resource = _optional_str(spec, "gpuResource") or DEFAULT_GPU_RESOURCE
-    if not _RESOURCE_NAME.fullmatch(gpu_resource):
-        raise SpecError(f"spec.gpuResource {gpu_resource!r} is not a resource name")
-    namespace = _optional_str(spec, "namespace")
-    if namespace is not None and not _NAMESPACE.fullmatch(namespace):
-        raise SpecError(f"spec.namespace {namespace!r} is not a valid namespace name")
-    dtype = _optional_str(spec, "dtype") or DEFAULT_DTYPE
-    if dtype not in limits.DTYPE_NAMES:
-        raise SpecError(f"spec.dtype must be one of {', '.join(limits.DTYPE_NAMES)}, got {dtype!r}")
-    interval_text = _optional_str(spec, "reprofileInterval")
-    interval = parse_duration(interval_text) if interval_text else None
-    if interval is not None and interval < 60:
-        raise SpecError(f"spec.reprofileInterval must be at least 1m, got {interval_text!r}")
-    retain_text = _optional_str(spec, "retainUnavailableFor") or DEFAULT_RETAIN_UNAVAILABLE
-    try:
-        retain = parse_duration(retain_text)
-    except SpecError as exc:
-        raise SpecError(f"spec.retainUnavailableFor: {exc}") from None
-    if retain > MAX_RETAIN_UNAVAILABLE_SECONDS:
-        raise SpecError(f"spec.retainUnavailableFor must be at most 720h, got {retain_text!r}")
+    """Validate ``spec`` (with the CRD's defaults filled in) into a :class:`ProfileSpec`.
+
+    The fields are checked in a fixed order, so a spec with several mistakes always names the
+    same one first.
+    """
+    gpu_resource = _gpu_resource(spec)
+    namespace = _namespace(spec)
+    dtype = _dtype(spec)
+    interval = _reprofile_interval(spec)
+    retain = _retain_unavailable(spec)
     resources = spec.get("resources") or {}
     if not isinstance(resources, Mapping):
         raise SpecError("spec.resources must be an object")
@@ -402,16 +391,7 @@ def parse_spec(spec: Mapping[str, Any]) -> ProfileSpec:
     if not isinstance(label_nodes, bool) or not isinstance(quick, bool):
         raise SpecError("spec.labelNodes and spec.quick must be true or false")
     return ProfileSpec(
-        selection=NodeSelection(
-            node_selector=_string_map(spec.get("nodeSelector"), "spec.nodeSelector"),
-            terms=_terms(spec.get("nodeSelectorTerms")),
-            tolerations=tolerations,
-            gpu_resource=gpu_resource,
-            gpus_per_node=_int(
-                spec, "gpusPerNode", DEFAULT_GPUS_PER_NODE, *INTEGER_FIELD_BOUNDS["gpusPerNode"]
-            )
-            or None,
-        ),
+        selection=_node_selection(spec, gpu_resource, tolerations),
         image=_optional_str(spec, "image"),
         resources=dict(resources),
         raw_tolerations=raw_tolerations,
@@ -441,6 +421,65 @@ def parse_spec(spec: Mapping[str, Any]) -> ProfileSpec:
         priority_class=_object_name(spec, "priorityClassName"),
         runtime_class=_object_name(spec, "runtimeClassName"),
         **_model_fields(spec),
+    )
+
+
+def _gpu_resource(spec: Mapping[str, Any]) -> str:
+    gpu_resource = _optional_str(spec, "gpuResource") or DEFAULT_GPU_RESOURCE
+    if not _RESOURCE_NAME.fullmatch(gpu_resource):
+        raise SpecError(f"spec.gpuResource {gpu_resource!r} is not a resource name")
+    return gpu_resource
+
+
+def _namespace(spec: Mapping[str, Any]) -> str | None:
+    namespace = _optional_str(spec, "namespace")
+    if namespace is not None and not _NAMESPACE.fullmatch(namespace):
+        raise SpecError(f"spec.namespace {namespace!r} is not a valid namespace name")
+    return namespace
+
+
+def _dtype(spec: Mapping[str, Any]) -> str:
+    dtype = _optional_str(spec, "dtype") or DEFAULT_DTYPE
+    if dtype not in limits.DTYPE_NAMES:
+        raise SpecError(f"spec.dtype must be one of {', '.join(limits.DTYPE_NAMES)}, got {dtype!r}")
+    return dtype
+
+
+def _reprofile_interval(spec: Mapping[str, Any]) -> float | None:
+    """``reprofileInterval`` in seconds, at least a minute; ``None``: profile once."""
+    text = _optional_str(spec, "reprofileInterval")
+    interval = parse_duration(text) if text else None
+    if interval is not None and interval < 60:
+        raise SpecError(f"spec.reprofileInterval must be at least 1m, got {text!r}")
+    return interval
+
+
+def _retain_unavailable(spec: Mapping[str, Any]) -> float:
+    """``retainUnavailableFor`` in seconds, at most :data:`MAX_RETAIN_UNAVAILABLE_SECONDS`."""
+    text = _optional_str(spec, "retainUnavailableFor") or DEFAULT_RETAIN_UNAVAILABLE
+    try:
+        retain = parse_duration(text)
+    except SpecError as exc:
+        raise SpecError(f"spec.retainUnavailableFor: {exc}") from None
+    if retain > MAX_RETAIN_UNAVAILABLE_SECONDS:
+        raise SpecError(f"spec.retainUnavailableFor must be at most 720h, got {text!r}")
+    return retain
+
+
+def _node_selection(
+    spec: Mapping[str, Any], gpu_resource: str, tolerations: tuple[Toleration, ...]
+) -> NodeSelection:
+    """The node selector, the ORed selector terms and the GPUs each pod requests (``0``: all
+    of the node's allocatable GPUs)."""
+    return NodeSelection(
+        node_selector=_string_map(spec.get("nodeSelector"), "spec.nodeSelector"),
+        terms=_terms(spec.get("nodeSelectorTerms")),
+        tolerations=tolerations,
+        gpu_resource=gpu_resource,
+        gpus_per_node=_int(
+            spec, "gpusPerNode", DEFAULT_GPUS_PER_NODE, *INTEGER_FIELD_BOUNDS["gpusPerNode"]
+        )
+        or None,
     )
 
 
