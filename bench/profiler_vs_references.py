@@ -18,7 +18,7 @@ One command measures every goal of the profiler's specification and writes a Mar
 2. **Run to run.** ``--runs`` default-mode ``roofline profile`` runs in fresh processes. A plain
    streaming loop (the C read loop, :data:`MONITOR_TRIALS` trials) runs before and after every run
    as a monitor of the host's state: a run whose two monitor levels differ by
-   ``host_state.STATE_GAP`` or more crossed states, the others were steady at their level, and
+   ``warning_codes.STATE_GAP`` or more crossed states, the others were steady at their level, and
    steady runs within that gap of each other share a state. Goals: within each state, ridge-point
    CoV ≤ 3% and the same recommended min batch in every run; every run that crossed states warns
    ``HostStateChanged`` and no steady run does; wall time ≤ 30 s. (A monitor around a run cannot
@@ -65,12 +65,13 @@ import torch
 
 from roofline_profiler.ceilings import sweep_kernel
 from roofline_profiler.devices import resolve_devices
-from roofline_profiler.host_state import STATE_GAP, Roles, round_levels
+from roofline_profiler.host_state import Roles, round_levels
 from roofline_profiler.limits import DEFAULT_BATCHES, DEFAULT_SHAPE
 from roofline_profiler.measure import bandwidth_buffer_bytes, peak_label
 from roofline_profiler.result import ProfileResult
 from roofline_profiler.roofline import arithmetic_intensity, dtype_bytes
 from roofline_profiler.runner import ProfileRequest, profile_device
+from roofline_profiler.warning_codes import STATE_GAP
 
 HERE = Path(__file__).resolve().parent
 TRIALS = 20

@@ -59,8 +59,7 @@ from roofline_operator.node_results import (
 from roofline_operator.records import NodeRecord
 from roofline_operator.spec import DEFAULT_CHANGE_THRESHOLD_PERCENT
 from roofline_profiler.compact import CompactIntervals
-from roofline_profiler.host_state import STATE_GAP
-from roofline_profiler.sanity import HOST_STATE_CODE, INTERFERENCE_CODES
+from roofline_profiler.warning_codes import HOST_STATE_CODE, INTERFERENCE_CODES, STATE_GAP
 
 #: The quantities a material change can name, in the order messages list them.
 MATERIAL_QUANTITIES = ("bandwidth", "peak", "ridge point")

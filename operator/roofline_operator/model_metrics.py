@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from prometheus_client.core import GaugeMetricFamily
 
 from roofline_operator.records import NodeRecord
-from roofline_profiler.compact import CompactModelPlan
+from roofline_profiler.compact_models import CompactModelPlan
 
 MODEL_LABELS = ["profile", "node", "gpu", "product", "dtype", "model"]
 

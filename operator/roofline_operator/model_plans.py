@@ -15,7 +15,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from roofline_profiler import limits, plausibility
-from roofline_profiler.compact import SIGNIFICANT_DIGITS, CompactModelPlan
+from roofline_profiler.compact_fields import SIGNIFICANT_DIGITS
+from roofline_profiler.compact_models import CompactModelPlan
 from roofline_profiler.units import round_significant
 
 #: Significant digits of the decimals in the status (model plans, intervals' ends): the

@@ -21,7 +21,7 @@ from roofline_operator.model_plans import (
 from roofline_operator.model_sources import ModelFailure
 from roofline_operator.model_spec import ModelSpec
 from roofline_operator.node_results import NodeResult
-from roofline_profiler.compact import CompactModelPlan
+from roofline_profiler.compact_models import CompactModelPlan
 from roofline_profiler.units import SECONDS_PER_HOUR, round_significant
 
 #: A node's entry reason when the bounds leave no efficient batch (the numbers are kept).

@@ -15,7 +15,8 @@ from typing import Any
 from roofline_operator import model_plans
 from roofline_operator.names import format_time, parse_time
 from roofline_profiler import plausibility
-from roofline_profiler.compact import CompactIntervals, CompactModelPlan, CompactProfile
+from roofline_profiler.compact import CompactIntervals, CompactProfile
+from roofline_profiler.compact_models import CompactModelPlan
 from roofline_profiler.units import round_significant
 
 

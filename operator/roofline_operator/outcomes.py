@@ -12,7 +12,8 @@ from roofline_operator.names import FailureReason
 from roofline_operator.node_results import NodeResult, from_compact
 from roofline_operator.pods import PodFacts
 from roofline_operator.spec import ProfileSpec
-from roofline_profiler.compact import CompactDecodeError, decode_compact
+from roofline_profiler.compact_decode import decode_compact
+from roofline_profiler.compact_fields import CompactDecodeError
 from roofline_profiler.errors import first_line
 from roofline_profiler.limits import DEFAULT_BATCHES
 

@@ -23,7 +23,7 @@ from roofline_operator.names import FailureReason
 from roofline_operator.outcomes import Failed
 from roofline_operator.pods import PodFacts
 from roofline_operator.round_plan import RoundPlan
-from roofline_profiler.sanity import HOST_STATE_CODE
+from roofline_profiler.warning_codes import HOST_STATE_CODE
 
 #: The API server keeps an Event's message short; longer ones are cut here.
 MAX_EVENT_MESSAGE_CHARS = 1000

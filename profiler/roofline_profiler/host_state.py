@@ -52,24 +52,14 @@ from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
-from roofline_profiler.stats import (
-    CPU_WAIT_SUSPECT,
-    INTERFERENCE,
-    Measurement,
-    confirmed_minimum,
-)
+from roofline_profiler.stats import CPU_WAIT_SUSPECT, Measurement, confirmed_minimum
+from roofline_profiler.warning_codes import STATE_GAP
 
 FAST, SLOW = "fast", "slow"
 STATES = (FAST, SLOW)
 #: Fewest rounds a level must hold to count as a state: one slow round is an outlier, and a level
 #: needs a second round to confirm it, as a best run does (``stats.confirmed_minimum``).
 MIN_STATE_ROUNDS = 2
-#: Two levels lie at least this far apart (the nearest round levels of the two groups). A level
-#: is the median over the resource's workloads, steadier than any one of them, whose rounds scatter
-#: by 3-5% in one state on a shared VM; 10% is the slowdown beyond which a round counts as hit by
-#: interference (``stats.INTERFERENCE``). The state changes seen so far lie wider apart: 32 against
-#: 55-60 GB/s on an AMD EPYC VM, 23 against 29 GB/s (25%) on an Intel Xeon VM.
-STATE_GAP = INTERFERENCE
 #: The slower level's two fastest rounds agree within this: half the gap that sets two states
 #: apart, so those rounds lie nearer each other than either lies to the other state. Levels of
 #: one state scatter by about the noise of a median (2-3%), while rounds slowed by interference

@@ -18,10 +18,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from roofline_profiler import limits
-from roofline_profiler.compact import CompactModelPlan
 from roofline_profiler.model_config import PRESETS, ModelArch, ModelError
 from roofline_profiler.models import UnknownPreset, checked_model
-from roofline_profiler.planning import ModelPlan
 
 
 class ModelsJsonError(ValueError):
@@ -121,45 +119,3 @@ def request_groups(
     for entry in entries:
         groups.setdefault((entry.tensor_parallel, entry.context_tokens), []).append(entry.arch)
     return [(tp, context, tuple(archs)) for (tp, context), archs in groups.items()]
-
-
-def compact_plans(
-    plans: Sequence[ModelPlan], batches: Sequence[int]
-) -> tuple[CompactModelPlan, ...]:
-    """A device's plans as the compact result carries them: one per model name (the first
-    context planned, when a model was planned at several), step times along ``batches`` up to the
-    memory bound."""
-    seen: set[str] = set()
-    compact = []
-    for plan in plans:
-        if plan.name in seen:
-            continue
-        seen.add(plan.name)
-        compact.append(compact_plan(plan, batches))
-    return tuple(compact)
-
-
-def compact_plan(plan: ModelPlan, batches: Sequence[int]) -> CompactModelPlan:
-    """The numbers of ``plan`` the operator publishes; the range's step times are
-    ``batch / tokens per second`` at its ends, as the plan computed them."""
-    low_step = high_step = None
-    if plan.recommended_range is not None and plan.tokens_per_second_at_range is not None:
-        (low, high), (low_rate, high_rate) = plan.recommended_range, plan.tokens_per_second_at_range
-        low_step, high_step = low / low_rate, high / high_rate
-    predicted = {p.batch: p.step_seconds for p in plan.predictions}
-    steps: list[float] = []
-    for batch in batches:
-        if batch > plan.max_batch_by_memory or batch not in predicted:
-            break
-        steps.append(predicted[batch])
-    return CompactModelPlan(
-        name=plan.name,
-        context_tokens=plan.context_tokens,
-        tensor_parallel=plan.tensor_parallel,
-        min_batch=plan.min_batch,
-        max_batch_by_memory=plan.max_batch_by_memory,
-        max_batch_by_latency=plan.max_batch_by_latency,
-        step_seconds_at_min_batch=low_step,
-        step_seconds_at_max_batch=high_step,
-        step_seconds=tuple(steps),
-    )

@@ -26,10 +26,6 @@ from roofline_profiler.roofline import dtype_bytes
 from roofline_profiler.stats import Measurement
 
 Progress = Callable[[str], None]
-#: The warning a device's result carries for each model that could not be measured on it (out
-#: of memory: a layer that does not fit; a driver error): that model fails alone, the roofline
-#: and the other models are kept.
-MODEL_FAILED = "ModelFailed"
 
 
 @dataclass(frozen=True)

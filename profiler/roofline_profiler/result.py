@@ -15,13 +15,13 @@ from pathlib import Path
 from typing import Any
 
 from roofline_profiler.compact import CompactDevice, CompactIntervals, CompactProfile
+from roofline_profiler.compact_models import compact_plans
 from roofline_profiler.decode_model import (
     ModelMeasurements,
     measurements_from_dict,
     measurements_to_dict,
 )
 from roofline_profiler.host_state import HostStateReport
-from roofline_profiler.model_request import compact_plans
 from roofline_profiler.planning import ModelPlan
 from roofline_profiler.recommend import SweepPoint
 from roofline_profiler.stats import Measurement

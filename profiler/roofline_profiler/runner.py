@@ -24,7 +24,7 @@ from roofline_profiler.measure import (
     sweep_workloads,
 )
 from roofline_profiler.metadata import environment, telemetry
-from roofline_profiler.model_runner import MODEL_FAILED, ModelRequest, profile_models
+from roofline_profiler.model_runner import ModelRequest, profile_models
 from roofline_profiler.planning import ModelPlan
 from roofline_profiler.result import (
     DeviceResult,
@@ -36,6 +36,7 @@ from roofline_profiler.result import (
 from roofline_profiler.sanity import host_state_warning, plausibility_warnings
 from roofline_profiler.stats import Measurement
 from roofline_profiler.timing import DEFAULT, QUICK, measure_rounds
+from roofline_profiler.warning_codes import MODEL_FAILED
 
 
 @dataclass(frozen=True)

@@ -1,4 +1,5 @@
-"""Warnings attached to a device result, each saying what to do.
+"""Warnings attached to a device result, each saying what to do; their codes are named in
+``warning_codes.py``.
 
 A warning appears only when a number is less trustworthy than its stated 95% interval, or
 physically implausible. Ordinary timing noise is not a warning: it is in the intervals.
@@ -26,7 +27,7 @@ physically implausible. Ordinary timing noise is not a warning: it is in the int
   ``InterferenceUnresolved``).
 * ``HostStateChanged``: the host changed state during the profile (``host_state.py``): the
   workloads one resource bounds, a ceiling kernel among them, ran at one level in some rounds and
-  at another, at least ``host_state.STATE_GAP`` apart, in others (a GPU that throttles, a
+  at another, at least ``warning_codes.STATE_GAP`` apart, in others (a GPU that throttles, a
   neighbour that comes and goes, a VM's memory bandwidth).
   The message names those workloads with both levels, the rounds of each state, the state every
   number comes from (ceilings, sweep and recommendation from the same rounds) and the headline
@@ -48,6 +49,17 @@ from roofline_profiler.ceilings import READ_KERNELS, DeviceRoofline, sweep_kerne
 from roofline_profiler.host_state import HostStateReport
 from roofline_profiler.result import ResultWarning
 from roofline_profiler.stats import AGREEMENT, CPU_WAIT_SUSPECT, Measurement
+from roofline_profiler.warning_codes import (
+    BANDWIDTH_MISMATCH,
+    CPU_CONTENTION,
+    HOST_STATE_CODE,
+    IMPLAUSIBLE_BANDWIDTH,
+    IMPLAUSIBLE_PEAK,
+    INTERFERENCE_UNRESOLVED,
+    MIN_BATCH_FROM_MODEL,
+    PEAK_FROM_DECODE,
+    SLOPE_FROM_DECODE,
+)
 
 #: Bounds no current device gets near; outside them a number is a measuring error.
 MAX_PLAUSIBLE_BANDWIDTH = 30e12  # bytes/s
@@ -59,14 +71,6 @@ MIN_PLAUSIBLE_PEAK = 1e9
 DECODE_SLOPE_SUSPECT = 1.25
 #: Read and copy bandwidth of one memory rarely differ by more than this factor.
 MAX_READ_COPY_RATIO = 2.5
-
-#: The warnings that say outside load held this run's numbers down: a re-run on a quiet device
-#: measures otherwise. The others (a cache, a missed shape, an implausible number, a minimum batch
-#: from the model) repeat in every run of the same device, and say nothing about this one.
-INTERFERENCE_CODES = frozenset({"InterferenceUnresolved", "CpuContention"})
-#: The warning that says the host itself changed state during the profile: a re-run may find it in
-#: either state, so the operator holds the profile back until a state persists.
-HOST_STATE_CODE = "HostStateChanged"
 
 IDLE_ADVICE = "re-run when nothing else uses the device (check other processes and GPU tenants)"
 
@@ -126,7 +130,7 @@ def _interference(
         return []
     return [
         ResultWarning(
-            "InterferenceUnresolved",
+            INTERFERENCE_UNRESOLVED,
             "; ".join(problems)
             + f" and re-measuring did not settle it, so the intervals understate the error: "
             f"{IDLE_ADVICE}",
@@ -150,7 +154,7 @@ def _contention(
     worst = max(wait for wait, _ in waited)
     return [
         ResultWarning(
-            "CpuContention",
+            CPU_CONTENTION,
             "the best rounds of " + ", ".join(label for _, label in waited) + " ran while the "
             f"profiler's threads waited for a CPU up to {worst:.0%} of the time: another process "
             "held the CPUs throughout, so these numbers understate what the device does alone (one "
@@ -175,7 +179,7 @@ def _from_decode(
     if dedicated and derived.slope.interval[0] > dedicated * DECODE_SLOPE_SUSPECT:
         out.append(
             ResultWarning(
-                "SlopeFromDecode",
+                SLOPE_FROM_DECODE,
                 f"the {derived.slope.kernel} step moved its weight "
                 f"{derived.slope.value / dedicated:.2f}x faster than the best {bandwidth_kind} "
                 "kernel, more than another kernel path explains: a cache probably held the "
@@ -186,7 +190,7 @@ def _from_decode(
     if best_mm and derived.peak.interval[0] > best_mm * (1 + AGREEMENT):
         out.append(
             ResultWarning(
-                "PeakFromDecode",
+                PEAK_FROM_DECODE,
                 f"the {derived.peak.kernel} step ran {derived.peak.value / best_mm:.2f}x faster "
                 "than the best matmul the peak search found, so the peak is set by the sweep; the "
                 "true peak may be higher still: sweep larger batches to see where it levels off",
@@ -210,7 +214,7 @@ def plausibility_warnings(
     if not MIN_PLAUSIBLE_BANDWIDTH <= slope <= MAX_PLAUSIBLE_BANDWIDTH:
         warnings.append(
             ResultWarning(
-                "ImplausibleBandwidth",
+                IMPLAUSIBLE_BANDWIDTH,
                 f"bandwidth {slope:.3g} B/s is outside what any memory delivers "
                 f"({MIN_PLAUSIBLE_BANDWIDTH:.0e}-{MAX_PLAUSIBLE_BANDWIDTH:.0e} B/s): the timer "
                 "or the device is misreporting; check the device and driver, then re-run",
@@ -219,7 +223,7 @@ def plausibility_warnings(
     if not MIN_PLAUSIBLE_PEAK <= top <= MAX_PLAUSIBLE_PEAK:
         warnings.append(
             ResultWarning(
-                "ImplausiblePeak",
+                IMPLAUSIBLE_PEAK,
                 f"peak {top:.3g} FLOP/s is outside what any device delivers "
                 f"({MIN_PLAUSIBLE_PEAK:.0e}-{MAX_PLAUSIBLE_PEAK:.0e} FLOP/s): the timer or the "
                 "device is misreporting; check the device and driver, then re-run",
@@ -229,7 +233,7 @@ def plausibility_warnings(
     if max(read, copy) > MAX_READ_COPY_RATIO * min(read, copy):
         warnings.append(
             ResultWarning(
-                "BandwidthMismatch",
+                BANDWIDTH_MISMATCH,
                 f"read ({read:.3g} B/s) and copy ({copy:.3g} B/s) bandwidth disagree by more "
                 f"than {MAX_READ_COPY_RATIO}x, which one memory does not do: one kernel hit a "
                 "cache or a slow path; compare with --bandwidth copy and report the device",
@@ -239,7 +243,7 @@ def plausibility_warnings(
     if rec.source == "model":
         warnings.append(
             ResultWarning(
-                "MinBatchFromModel",
+                MIN_BATCH_FROM_MODEL,
                 f"no swept batch reached {rec.min_efficiency:.0%} of peak; the minimum "
                 f"batch {rec.batch} is the roofline model's estimate "
                 f"(ridge point {derived.ridge_point:.1f}); sweep larger batches to measure it",

@@ -10,7 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from roofline_profiler.compact import MAX_COMPACT_BYTES, decode_compact
+from roofline_profiler.compact import MAX_COMPACT_BYTES
+from roofline_profiler.compact_decode import decode_compact
 from roofline_profiler.result import ProfileResult, validate_document
 
 

@@ -3,13 +3,9 @@ from dataclasses import replace
 
 import pytest
 
-from roofline_profiler.compact import (
-    MAX_COMPACT_BYTES,
-    CompactDecodeError,
-    CompactIntervals,
-    decode_compact,
-    encode_compact,
-)
+from roofline_profiler.compact import MAX_COMPACT_BYTES, CompactIntervals, encode_compact
+from roofline_profiler.compact_decode import decode_compact
+from roofline_profiler.compact_fields import CompactDecodeError
 from tests.profiler.synthetic import synthetic_result
 
 

@@ -7,13 +7,14 @@ import pytest
 
 from roofline_profiler.compact import (
     MAX_COMPACT_BYTES,
-    CompactDecodeError,
     CompactDevice,
-    CompactModelPlan,
     CompactProfile,
-    decode_compact,
     encode_compact,
 )
+from roofline_profiler.compact_decode import decode_compact
+from roofline_profiler.compact_fields import CompactDecodeError
+from roofline_profiler.compact_models import CompactModelPlan, compact_plan, compact_plans
+from roofline_profiler.planning import ModelPlan, StepPrediction
 
 BATCHES = tuple(2**i for i in range(10))
 
@@ -162,3 +163,53 @@ def _wire(**changes: object) -> str:
 def test_malformed_model_plans_are_rejected_with_a_reason(text: str, reason: str) -> None:
     with pytest.raises(CompactDecodeError, match=reason):
         decode_compact(text)
+
+
+def _planned(**changes: object) -> ModelPlan:
+    base = ModelPlan(
+        name="m",
+        dtype="bfloat16",
+        weight_bytes=1,
+        kv_cache_bytes_per_token=1,
+        context_tokens=4096,
+        tensor_parallel=1,
+        tensor_parallel_measured=True,
+        min_batch=8,
+        min_batch_reason=None,
+        max_batch_by_memory=20,
+        max_batch_by_latency=16,
+        recommended_range=(8, 16),
+        tokens_per_second_at_range=(800.0, 1280.0),
+        predictions=tuple(StepPrediction(b, 4096, 0.001 * b) for b in (1, 4, 16, 64)),
+        cost_per_million_tokens=(),
+        engine_settings={},
+        warnings=(),
+    )
+    return replace(base, **changes)  # type: ignore[arg-type]
+
+
+def test_a_plan_becomes_the_compact_numbers_with_steps_up_to_the_memory_bound() -> None:
+    compact = compact_plan(_planned(), (1, 4, 16, 64))
+    assert (compact.min_batch, compact.max_batch_by_memory, compact.max_batch_by_latency) == (
+        8,
+        20,
+        16,
+    )
+    assert compact.step_seconds_at_min_batch == pytest.approx(0.01)
+    assert compact.step_seconds_at_max_batch == pytest.approx(0.0125)
+    assert compact.tokens_per_second_at_max_batch == pytest.approx(1280.0)
+    assert compact.step_seconds == pytest.approx((0.001, 0.004, 0.016))
+
+
+def test_an_empty_range_travels_without_step_times_at_its_ends() -> None:
+    compact = compact_plan(
+        _planned(min_batch=32, recommended_range=None, tokens_per_second_at_range=None), (1,)
+    )
+    assert compact.step_seconds_at_min_batch is None
+    assert compact.step_seconds_at_max_batch is None
+    assert compact.min_batch == 32
+
+
+def test_a_model_planned_at_several_contexts_travels_once() -> None:
+    plans = compact_plans([_planned(), _planned(context_tokens=8192)], (1,))
+    assert [p.context_tokens for p in plans] == [4096]

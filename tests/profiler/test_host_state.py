@@ -9,7 +9,8 @@ from collections.abc import Callable, Collection, Mapping, Sequence
 import pytest
 
 from roofline_profiler import host_state
-from roofline_profiler.compact import decode_compact, encode_compact
+from roofline_profiler.compact import encode_compact
+from roofline_profiler.compact_decode import decode_compact
 from roofline_profiler.host_state import FAST, SLOW, Roles, restrict
 from roofline_profiler.limits import DEFAULT_BATCHES, DEFAULT_SHAPE
 from roofline_profiler.report import markdown_report, text_summary
@@ -17,6 +18,7 @@ from roofline_profiler.result import DeviceResult, ProfileResult, validate_docum
 from roofline_profiler.roofline import arithmetic_intensity
 from roofline_profiler.runner import assemble_device_result
 from roofline_profiler.stats import Measurement
+from roofline_profiler.warning_codes import STATE_GAP
 from tests.profiler.synthetic import (
     H200_LIKE,
     QUIET_JITTER,
@@ -138,7 +140,7 @@ def test_one_workload_at_two_levels_is_its_own_noise_not_the_hosts_state() -> No
 
 
 def test_levels_closer_than_the_state_gap_are_noise() -> None:
-    close = 1 + host_state.STATE_GAP * 0.8
+    close = 1 + STATE_GAP * 0.8
     profile = {
         label: rates(label, [level] * 4 + [level / close] * 4)
         for label, level in (("read", 55.0), ("copy", 50.0))

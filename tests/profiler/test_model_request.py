@@ -1,4 +1,3 @@
-import dataclasses
 import json
 from pathlib import Path
 
@@ -7,13 +6,10 @@ import pytest
 from roofline_profiler import limits
 from roofline_profiler.model_request import (
     ModelsJsonError,
-    compact_plan,
-    compact_plans,
     parse_models_json,
     read_models_file,
     request_groups,
 )
-from roofline_profiler.planning import ModelPlan, StepPrediction
 from tests.model_configs import TINY_LLAMA as TINY
 
 
@@ -82,56 +78,6 @@ def test_bad_models_json_is_one_line_naming_the_entry(text: str, message: str) -
     with pytest.raises(ModelsJsonError, match=message) as caught:
         parse_models_json(text)
     assert "\n" not in str(caught.value)
-
-
-def _plan(**changes: object) -> ModelPlan:
-    base = ModelPlan(
-        name="m",
-        dtype="bfloat16",
-        weight_bytes=1,
-        kv_cache_bytes_per_token=1,
-        context_tokens=4096,
-        tensor_parallel=1,
-        tensor_parallel_measured=True,
-        min_batch=8,
-        min_batch_reason=None,
-        max_batch_by_memory=20,
-        max_batch_by_latency=16,
-        recommended_range=(8, 16),
-        tokens_per_second_at_range=(800.0, 1280.0),
-        predictions=tuple(StepPrediction(b, 4096, 0.001 * b) for b in (1, 4, 16, 64)),
-        cost_per_million_tokens=(),
-        engine_settings={},
-        warnings=(),
-    )
-    return dataclasses.replace(base, **changes)  # type: ignore[arg-type]
-
-
-def test_a_plan_becomes_the_compact_numbers_with_steps_up_to_the_memory_bound() -> None:
-    compact = compact_plan(_plan(), (1, 4, 16, 64))
-    assert (compact.min_batch, compact.max_batch_by_memory, compact.max_batch_by_latency) == (
-        8,
-        20,
-        16,
-    )
-    assert compact.step_seconds_at_min_batch == pytest.approx(0.01)
-    assert compact.step_seconds_at_max_batch == pytest.approx(0.0125)
-    assert compact.tokens_per_second_at_max_batch == pytest.approx(1280.0)
-    assert compact.step_seconds == pytest.approx((0.001, 0.004, 0.016))
-
-
-def test_an_empty_range_travels_without_step_times_at_its_ends() -> None:
-    compact = compact_plan(
-        _plan(min_batch=32, recommended_range=None, tokens_per_second_at_range=None), (1,)
-    )
-    assert compact.step_seconds_at_min_batch is None
-    assert compact.step_seconds_at_max_batch is None
-    assert compact.min_batch == 32
-
-
-def test_a_model_planned_at_several_contexts_travels_once() -> None:
-    plans = compact_plans([_plan(), _plan(context_tokens=8192)], (1,))
-    assert [p.context_tokens for p in plans] == [4096]
 
 
 def test_a_models_file_reads_like_models_json(tmp_path: Path) -> None:

@@ -19,7 +19,8 @@ from pathlib import Path
 import pytest
 
 from roofline_profiler import cli, runner
-from roofline_profiler.compact import decode_compact, encode_compact
+from roofline_profiler.compact import encode_compact
+from roofline_profiler.compact_decode import decode_compact
 from roofline_profiler.result import ProfileResult, validate_document
 from tests import golden
 from tests.profiler.synthetic import planned_result, synthetic_result

@@ -19,10 +19,10 @@ from typing import Any
 from roofline_profiler.compact import (
     CompactDevice,
     CompactIntervals,
-    CompactModelPlan,
     CompactProfile,
     encode_compact,
 )
+from roofline_profiler.compact_models import CompactModelPlan
 
 
 class FaultMode(enum.Enum):

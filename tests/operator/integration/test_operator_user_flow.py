@@ -25,7 +25,7 @@ from harness.profiles import (
 )
 
 from roofline_operator.names import FailureReason
-from roofline_profiler.compact import decode_compact
+from roofline_profiler.compact_decode import decode_compact
 
 NODES = ["gpu-a", "gpu-b"]
 LABEL_VALUE = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$")

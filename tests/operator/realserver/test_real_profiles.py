@@ -24,7 +24,7 @@ from harness.realcluster import RealCluster
 from harness.realsuite import PROFILER_NAMESPACE, RealOperators, labels_of
 from harness.releases import Release
 
-from roofline_profiler.compact import decode_compact
+from roofline_profiler.compact_decode import decode_compact
 
 
 def test_the_example_profiles_nodes_with_labels_status_columns_and_metrics(

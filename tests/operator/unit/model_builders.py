@@ -10,7 +10,7 @@ from tests.operator.unit.operator_builders import device, profile
 from roofline_operator.names import NodeState
 from roofline_operator.node_results import from_compact
 from roofline_operator.records import NodeRecord
-from roofline_profiler.compact import CompactModelPlan
+from roofline_profiler.compact_models import CompactModelPlan
 
 
 def plan(name: str = "llama", **changes: Any) -> CompactModelPlan:
