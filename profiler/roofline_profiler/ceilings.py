@@ -120,6 +120,67 @@ def _draw(
     )
 
 
+def _analyse(
+    d: _Draw, k: int, n: int, element_bytes: int, min_efficiency: float
+) -> tuple[tuple[recommend.SweepPoint, ...], recommend.Recommendation]:
+    """A draw's sweep points under its own ceilings, and the minimum batch they recommend."""
+    points = recommend.analyse_sweep(d.steps, k, n, element_bytes, d.peak[1], d.slope[1])
+    ridge = roofline.ridge_point(d.peak[1], d.slope[1])
+    rec = recommend.recommended_min_batch(points, k, n, element_bytes, ridge, min_efficiency)
+    return points, rec
+
+
+def _resampled_draws(
+    reads: Mapping[str, Measurement],
+    copy: Measurement,
+    peak: Mapping[str, Measurement],
+    sweep: Sequence[tuple[int, Measurement]],
+    k: int,
+    n: int,
+    element_bytes: int,
+    bandwidth_kind: str,
+    boot: Bootstrap,
+) -> list[_Draw]:
+    """One draw per bootstrap resample: every workload's confirmed rate from the same resample of
+    its rounds, so each number's interval carries the others' uncertainty with it."""
+    resampled_reads = {name: boot.confirmed_rates(m) for name, m in reads.items()}
+    resampled_copy = boot.confirmed_rates(copy)
+    resampled_peak = {name: boot.confirmed_rates(m) for name, m in peak.items()}
+    resampled_steps = {b: [m.work / r for r in boot.confirmed_rates(m)] for b, m in sweep}
+    return [
+        _draw(
+            {name: rates[i] for name, rates in resampled_reads.items()},
+            resampled_copy[i],
+            {name: rates[i] for name, rates in resampled_peak.items()},
+            [(b, resampled_steps[b][i]) for b, _ in sweep],
+            k,
+            n,
+            element_bytes,
+            bandwidth_kind,
+        )
+        for i in range(boot.resamples)
+    ]
+
+
+def _ceiling(point: tuple[str, float], values: Sequence[float]) -> Ceiling:
+    """A ceiling at its measured ``(kernel, value)``, its interval the resamples' (widened to
+    include the value)."""
+    return Ceiling(point[1], widen_to_include(percentile_interval(values), point[1]), point[0])
+
+
+def _crossing_interval(
+    recommendation: recommend.Recommendation, analysed: Sequence[recommend.Recommendation]
+) -> Interval | None:
+    """The efficiency crossing's 95% interval, when the measured sweep crosses and at least half
+    the resamples do too; fewer leave too few crossings for the interval's ends."""
+    crossings = sorted(r.crossing for r in analysed if r.crossing is not None)
+    if recommendation.crossing is None or len(crossings) < len(analysed) // 2:
+        return None
+    return widen_to_include(
+        (quantile(crossings, 0.025), quantile(crossings, 0.975)), recommendation.crossing
+    )
+
+
 def derive(
     bandwidth: Mapping[str, Measurement],
     peak: Mapping[str, Measurement],
@@ -138,13 +199,6 @@ def derive(
         raise ValueError("a roofline needs a sweep and at least one peak candidate")
     reads = {name: m for name, m in bandwidth.items() if name in READ_KERNELS}
     copy = bandwidth[COPY_KERNEL]
-
-    def analyse(d: _Draw) -> tuple[tuple[recommend.SweepPoint, ...], recommend.Recommendation]:
-        points = recommend.analyse_sweep(d.steps, k, n, element_bytes, d.peak[1], d.slope[1])
-        ridge = roofline.ridge_point(d.peak[1], d.slope[1])
-        rec = recommend.recommended_min_batch(points, k, n, element_bytes, ridge, min_efficiency)
-        return points, rec
-
     measured = _draw(
         {name: m.confirmed_rate for name, m in reads.items()},
         copy.confirmed_rate,
@@ -155,45 +209,20 @@ def derive(
         element_bytes,
         bandwidth_kind,
     )
-    points, recommendation = analyse(measured)
-
-    boot = bootstrap or Bootstrap()
-    resampled_reads = {name: boot.confirmed_rates(m) for name, m in reads.items()}
-    resampled_copy = boot.confirmed_rates(copy)
-    resampled_peak = {name: boot.confirmed_rates(m) for name, m in peak.items()}
-    resampled_steps = {b: [m.work / r for r in boot.confirmed_rates(m)] for b, m in sweep}
-    draws = [
-        _draw(
-            {name: rates[i] for name, rates in resampled_reads.items()},
-            resampled_copy[i],
-            {name: rates[i] for name, rates in resampled_peak.items()},
-            [(b, resampled_steps[b][i]) for b, _ in sweep],
-            k,
-            n,
-            element_bytes,
-            bandwidth_kind,
-        )
-        for i in range(boot.resamples)
-    ]
-    analysed = [analyse(d)[1] for d in draws]
-
-    def ceiling(point: tuple[str, float], values: Sequence[float]) -> Ceiling:
-        return Ceiling(point[1], widen_to_include(percentile_interval(values), point[1]), point[0])
+    points, recommendation = _analyse(measured, k, n, element_bytes, min_efficiency)
+    draws = _resampled_draws(
+        reads, copy, peak, sweep, k, n, element_bytes, bandwidth_kind, bootstrap or Bootstrap()
+    )
+    analysed = [_analyse(d, k, n, element_bytes, min_efficiency)[1] for d in draws]
 
     ridge = roofline.ridge_point(measured.peak[1], measured.slope[1])
-    crossings = sorted(r.crossing for r in analysed if r.crossing is not None)
-    crossing_interval: Interval | None = None
-    if recommendation.crossing is not None and len(crossings) >= len(analysed) // 2:
-        crossing_interval = widen_to_include(
-            (quantile(crossings, 0.025), quantile(crossings, 0.975)), recommendation.crossing
-        )
     low, high = _integer_interval([r.batch for r in analysed])
     every = [*bandwidth.values(), *peak.values(), *(m for _, m in sweep)]
     return DeviceRoofline(
-        read=ceiling(measured.read, [d.read[1] for d in draws]),
-        copy=ceiling((COPY_KERNEL, measured.copy), [d.copy for d in draws]),
-        slope=ceiling(measured.slope, [d.slope[1] for d in draws]),
-        peak=ceiling(measured.peak, [d.peak[1] for d in draws]),
+        read=_ceiling(measured.read, [d.read[1] for d in draws]),
+        copy=_ceiling((COPY_KERNEL, measured.copy), [d.copy for d in draws]),
+        slope=_ceiling(measured.slope, [d.slope[1] for d in draws]),
+        peak=_ceiling(measured.peak, [d.peak[1] for d in draws]),
         ridge_point=ridge,
         ridge_point_interval=widen_to_include(
             percentile_interval([d.peak[1] / d.slope[1] for d in draws]), ridge
@@ -205,6 +234,6 @@ def derive(
             min(low, recommendation.batch),
             max(high, recommendation.batch),
         ),
-        crossing_interval=crossing_interval,
+        crossing_interval=_crossing_interval(recommendation, analysed),
         rounds=max(len(m.round_bests) for m in every),
     )

@@ -94,11 +94,59 @@ class PeakCandidate:
         """The candidate's confirmed best rate (see ``Measurement.confirmed_rate``)."""
         return self.measurement.confirmed_rate
 
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "shape": {"m": self.m, "n": self.n, "k": self.k},
+            "measurement": measurement_to_dict(self.measurement, "flops"),
+        }
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> PeakCandidate:
+        return cls(
+            m=d["shape"]["m"],
+            n=d["shape"]["n"],
+            k=d["shape"]["k"],
+            measurement=measurement_from_dict(d["measurement"], "flops"),
+        )
+
 
 @dataclass(frozen=True)
 class SweepEntry:
+    """One swept batch: its point on the roofline and the measurement behind it."""
+
     point: SweepPoint
     measurement: Measurement
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "batch": self.point.batch,
+            "stepSeconds": self.point.step_seconds,
+            "flopsPerSecond": self.point.flops_per_second,
+            "bytesPerSecond": self.point.bytes_per_second,
+            "arithmeticIntensity": self.point.arithmetic_intensity,
+            "rooflineFlopsPerSecond": self.point.roofline_flops_per_second,
+            "rooflineFraction": self.point.roofline_fraction,
+            "peakFraction": self.point.peak_fraction,
+            "secondsPerToken": self.point.seconds_per_token,
+            "measurement": measurement_to_dict(self.measurement, "flops"),
+        }
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> SweepEntry:
+        return cls(
+            point=SweepPoint(
+                batch=d["batch"],
+                step_seconds=d["stepSeconds"],
+                flops_per_second=d["flopsPerSecond"],
+                bytes_per_second=d["bytesPerSecond"],
+                arithmetic_intensity=d["arithmeticIntensity"],
+                roofline_flops_per_second=d["rooflineFlopsPerSecond"],
+                roofline_fraction=d["rooflineFraction"],
+                peak_fraction=d["peakFraction"],
+                seconds_per_token=d["secondsPerToken"],
+            ),
+            measurement=measurement_from_dict(d["measurement"], "flops"),
+        )
 
 
 @dataclass(frozen=True)
@@ -184,13 +232,7 @@ class DeviceResult:
             "peakKernel": self.peak_kernel,
             "peak": {
                 "shape": {"m": best.m, "n": best.n, "k": best.k},
-                "candidates": [
-                    {
-                        "shape": {"m": c.m, "n": c.n, "k": c.k},
-                        "measurement": measurement_to_dict(c.measurement, "flops"),
-                    }
-                    for c in self.peak_candidates
-                ],
+                "candidates": [c.to_dict() for c in self.peak_candidates],
             },
             "ridgePoint": self.ridge_point,
             "ridgePointInterval": interval_to_dict(self.ridge_point_interval),
@@ -208,21 +250,7 @@ class DeviceResult:
                 else None
             ),
             "rounds": self.rounds,
-            "sweep": [
-                {
-                    "batch": e.point.batch,
-                    "stepSeconds": e.point.step_seconds,
-                    "flopsPerSecond": e.point.flops_per_second,
-                    "bytesPerSecond": e.point.bytes_per_second,
-                    "arithmeticIntensity": e.point.arithmetic_intensity,
-                    "rooflineFlopsPerSecond": e.point.roofline_flops_per_second,
-                    "rooflineFraction": e.point.roofline_fraction,
-                    "peakFraction": e.point.peak_fraction,
-                    "secondsPerToken": e.point.seconds_per_token,
-                    "measurement": measurement_to_dict(e.measurement, "flops"),
-                }
-                for e in self.sweep
-            ],
+            "sweep": [e.to_dict() for e in self.sweep],
             "warnings": [w.to_dict() for w in self.warnings],
             "telemetry": self.telemetry,
             "models": [p.to_dict() for p in self.models],
@@ -251,15 +279,7 @@ class DeviceResult:
             bandwidth={
                 kind: measurement_from_dict(m, "bytes") for kind, m in d["bandwidth"].items()
             },
-            peak_candidates=tuple(
-                PeakCandidate(
-                    m=c["shape"]["m"],
-                    n=c["shape"]["n"],
-                    k=c["shape"]["k"],
-                    measurement=measurement_from_dict(c["measurement"], "flops"),
-                )
-                for c in d["peak"]["candidates"]
-            ),
+            peak_candidates=tuple(PeakCandidate.from_dict(c) for c in d["peak"]["candidates"]),
             bandwidth_bytes_per_second=bandwidth,
             bandwidth_interval=interval_from_dict(d.get("bandwidthInterval"), bandwidth),
             bandwidth_kernel=d.get("bandwidthKernel", d["bandwidthKind"]),
@@ -286,23 +306,7 @@ class DeviceResult:
                 (crossing_interval["low"], crossing_interval["high"]) if crossing_interval else None
             ),
             rounds=d.get("rounds", 1),
-            sweep=tuple(
-                SweepEntry(
-                    point=SweepPoint(
-                        batch=e["batch"],
-                        step_seconds=e["stepSeconds"],
-                        flops_per_second=e["flopsPerSecond"],
-                        bytes_per_second=e["bytesPerSecond"],
-                        arithmetic_intensity=e["arithmeticIntensity"],
-                        roofline_flops_per_second=e["rooflineFlopsPerSecond"],
-                        roofline_fraction=e["rooflineFraction"],
-                        peak_fraction=e["peakFraction"],
-                        seconds_per_token=e["secondsPerToken"],
-                    ),
-                    measurement=measurement_from_dict(e["measurement"], "flops"),
-                )
-                for e in d["sweep"]
-            ),
+            sweep=tuple(SweepEntry.from_dict(e) for e in d["sweep"]),
             warnings=tuple(ResultWarning(w["code"], w["message"]) for w in d["warnings"]),
             telemetry=d["telemetry"],
             models=tuple(ModelPlan.from_dict(p) for p in d.get("models", ())),

@@ -171,26 +171,8 @@ def assemble_device_result(
     report: host_state.HostStateReport | None = None
     used = every
     if states is not None:
-        choice = host_state.choose(states, every)
-        used = host_state.in_state(every, states, choice.state)
-        other = parts.derive(host_state.in_state(every, states, choice.other))
-        report = host_state.HostStateReport(
-            state=choice.state,
-            fast_rounds=states.rounds(host_state.FAST),
-            slow_rounds=states.rounds(host_state.SLOW),
-            levels=states.levels,
-            missing=choice.missing,
-            other=host_state.Headline(
-                other.slope.value, other.peak.value, other.ridge_point, other.recommendation.batch
-            ),
-        )
+        used, report = _in_one_state(every, states, parts)
     derived = parts.derive(used)
-    bandwidth_used, peak_used, sweep_used = parts.split(used)
-    warnings = plausibility_warnings(
-        derived, bandwidth_used, peak_used, sweep_used, request.bandwidth_kind
-    )
-    if report is not None:
-        warnings = (host_state_warning(report, derived, frozenset(bandwidth)), *warnings)
     by_batch = dict(sweep)
     rec = derived.recommendation
     return DeviceResult(
@@ -221,10 +203,30 @@ def assemble_device_result(
         min_batch_crossing_interval=derived.crossing_interval,
         rounds=derived.rounds,
         sweep=tuple(SweepEntry(point=p, measurement=by_batch[p.batch]) for p in derived.points),
-        warnings=warnings,
+        warnings=parts.warnings(used, derived, report),
         telemetry=device_telemetry,
         host_states=report,
     )
+
+
+def _in_one_state(
+    every: dict[str, Measurement], states: host_state.HostStates, parts: _Parts
+) -> tuple[dict[str, Measurement], host_state.HostStateReport]:
+    """The measurements restricted to the rounds of the state the profile keeps, and the report of
+    both states, with the headline numbers the other state's rounds give."""
+    choice = host_state.choose(states, every)
+    other = parts.derive(host_state.in_state(every, states, choice.other))
+    report = host_state.HostStateReport(
+        state=choice.state,
+        fast_rounds=states.rounds(host_state.FAST),
+        slow_rounds=states.rounds(host_state.SLOW),
+        levels=states.levels,
+        missing=choice.missing,
+        other=host_state.Headline(
+            other.slope.value, other.peak.value, other.ridge_point, other.recommendation.batch
+        ),
+    )
+    return host_state.in_state(every, states, choice.state), report
 
 
 @dataclass(frozen=True)
@@ -258,6 +260,22 @@ class _Parts:
             self.request.bandwidth_kind,
             self.request.min_batch_efficiency_percent / 100.0,
         )
+
+    def warnings(
+        self,
+        every: dict[str, Measurement],
+        derived: ceilings.DeviceRoofline,
+        report: host_state.HostStateReport | None,
+    ) -> tuple[ResultWarning, ...]:
+        """The device's warnings on the rounds ``derived`` came from: a change of host state
+        first, then the plausibility checks (``sanity.py``)."""
+        bandwidth, peak, sweep = self.split(every)
+        warnings = plausibility_warnings(
+            derived, bandwidth, peak, sweep, self.request.bandwidth_kind
+        )
+        if report is None:
+            return warnings
+        return (host_state_warning(report, derived, frozenset(self.bandwidth)), *warnings)
 
 
 def _free(info: DeviceInfo) -> None:
