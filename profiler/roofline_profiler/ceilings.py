@@ -141,8 +141,8 @@ def _resampled_draws(
     bandwidth_kind: str,
     boot: Bootstrap,
 ) -> list[_Draw]:
-    """One draw per bootstrap resample: every workload's confirmed rate from the same resample of
-    its rounds, so each number's interval carries the others' uncertainty with it."""
+    """One draw per bootstrap resample: every workload's confirmed rate from its own resample of
+    its rounds (``stats.Bootstrap``), the ceilings and steps recomputed from those rates."""
     resampled_reads = {name: boot.confirmed_rates(m) for name, m in reads.items()}
     resampled_copy = boot.confirmed_rates(copy)
     resampled_peak = {name: boot.confirmed_rates(m) for name, m in peak.items()}
