@@ -171,37 +171,10 @@ def model_from_config(
     fields = _Fields(config, source)
     model_type = _model_type(config, source)
     hidden = fields.positive("hidden_size")
-    heads = fields.positive("num_attention_heads")
-    kv_heads = fields.positive("num_key_value_heads", default=heads)
-    if heads % kv_heads:
-        raise ModelError(
-            f"{source}: num_key_value_heads ({kv_heads}) must divide num_attention_heads ({heads})"
-        )
-    head_dim = fields.positive("head_dim", default=0)
-    if head_dim == 0:
-        if hidden % heads:
-            raise ModelError(
-                f"{source}: head_dim is missing and hidden_size ({hidden}) is not a multiple of "
-                f"num_attention_heads ({heads})"
-            )
-        head_dim = hidden // heads
+    heads, kv_heads, head_dim = _attention_heads(fields, hidden, source)
     layers = fields.positive("num_hidden_layers")
-    experts = top_k = moe_inter = shared_inter = moe_layers = 0
-    if model_type in _MOE_TYPES:
-        experts = fields.positive("num_local_experts" if model_type == "mixtral" else "num_experts")
-        top_k = fields.positive("num_experts_per_tok")
-        if top_k > experts:
-            raise ModelError(
-                f"{source}: num_experts_per_tok ({top_k}) exceeds the experts ({experts})"
-            )
-        if model_type == "mixtral":
-            moe_inter = fields.positive("intermediate_size")
-        else:
-            moe_inter = fields.positive("moe_intermediate_size")
-        if model_type == "qwen2_moe":
-            shared_inter = fields.positive("shared_expert_intermediate_size", default=0)
-        moe_layers = _count_moe_layers(fields, model_type, layers)
-    needs_dense = model_type in _DENSE_TYPES or moe_layers < layers
+    moe = _experts(fields, model_type, layers, source) if model_type in _MOE_TYPES else _Experts()
+    needs_dense = model_type in _DENSE_TYPES or moe.layers < layers
     inter = fields.positive("intermediate_size", default=None if needs_dense else 0)
     if model_type.startswith("qwen2"):
         attention_bias = True  # Qwen2 hard-codes biases on q, k and v
@@ -218,16 +191,73 @@ def model_from_config(
         intermediate_size=inter,
         vocab_size=fields.positive("vocab_size"),
         tie_word_embeddings=fields.boolean("tie_word_embeddings", default=False),
-        num_experts=experts,
-        experts_per_token=top_k,
-        moe_intermediate_size=moe_inter,
-        shared_expert_intermediate_size=shared_inter,
+        num_experts=moe.count,
+        experts_per_token=moe.per_token,
+        moe_intermediate_size=moe.intermediate_size,
+        shared_expert_intermediate_size=moe.shared_intermediate_size,
         qk_norm=model_type in ("qwen3", "qwen3_moe"),
         attention_bias=attention_bias,
         max_position_embeddings=fields.positive("max_position_embeddings"),
-        moe_layers=moe_layers,
+        moe_layers=moe.layers,
         sliding_window=_sliding_window(fields, model_type, source),
         mlp_bias=model_type == "llama" and fields.boolean("mlp_bias", default=False),
+    )
+
+
+def _attention_heads(fields: _Fields, hidden: int, source: str) -> tuple[int, int, int]:
+    """Query heads, key/value heads (a divisor of them: grouped-query attention) and the head
+    dimension, which defaults to the hidden size split over the query heads."""
+    heads = fields.positive("num_attention_heads")
+    kv_heads = fields.positive("num_key_value_heads", default=heads)
+    if heads % kv_heads:
+        raise ModelError(
+            f"{source}: num_key_value_heads ({kv_heads}) must divide num_attention_heads ({heads})"
+        )
+    head_dim = fields.positive("head_dim", default=0)
+    if head_dim == 0:
+        if hidden % heads:
+            raise ModelError(
+                f"{source}: head_dim is missing and hidden_size ({hidden}) is not a multiple of "
+                f"num_attention_heads ({heads})"
+            )
+        head_dim = hidden // heads
+    return heads, kv_heads, head_dim
+
+
+@dataclass(frozen=True)
+class _Experts:
+    """A mixture-of-experts model's experts; all zero for a dense model."""
+
+    count: int = 0
+    per_token: int = 0
+    intermediate_size: int = 0
+    #: Qwen2-MoE's shared expert, which every token runs besides its routed ones.
+    shared_intermediate_size: int = 0
+    #: Layers whose MLP is the experts (the others are dense).
+    layers: int = 0
+
+
+def _experts(fields: _Fields, model_type: str, layers: int, source: str) -> _Experts:
+    """The experts of a mixture-of-experts ``model_type``, each family under its own field names."""
+    count = fields.positive("num_local_experts" if model_type == "mixtral" else "num_experts")
+    per_token = fields.positive("num_experts_per_tok")
+    if per_token > count:
+        raise ModelError(
+            f"{source}: num_experts_per_tok ({per_token}) exceeds the experts ({count})"
+        )
+    if model_type == "mixtral":
+        intermediate = fields.positive("intermediate_size")
+    else:
+        intermediate = fields.positive("moe_intermediate_size")
+    shared = 0
+    if model_type == "qwen2_moe":
+        shared = fields.positive("shared_expert_intermediate_size", default=0)
+    return _Experts(
+        count=count,
+        per_token=per_token,
+        intermediate_size=intermediate,
+        shared_intermediate_size=shared,
+        layers=_count_moe_layers(fields, model_type, layers),
     )
 
 

@@ -271,39 +271,16 @@ def _attention_at(
     tokens = attended_tokens(arch, context)
     per_sequence = 2 * s.kv_heads * tokens * s.head_dim * dtype_bytes(settings.dtype)
     sequences = _kv_sequences(settings, info, per_sequence)
-    keys = random_tensor((sequences, s.kv_heads, tokens, s.head_dim), dtype, device)
-    values = random_tensor((sequences, s.kv_heads, tokens, s.head_dim), dtype, device)
-    scale = s.head_dim**-0.5
+    cache = _KvCache(
+        keys=random_tensor((sequences, s.kv_heads, tokens, s.head_dim), dtype, device),
+        values=random_tensor((sequences, s.kv_heads, tokens, s.head_dim), dtype, device),
+        scale=s.head_dim**-0.5,
+    )
     timed = [b for b in settings.batches if b <= sequences] or [min(settings.batches)]
-    # Every run reads the sequences after the previous run's, whichever batch that was.
-    cursor = {"next": 0}
     parts = []
     for batch in timed:
         query = random_tensor((batch, s.kv_heads, group, s.head_dim), dtype, device)
-        # On CPUs, every position valid in a boolean mask, as a static or padded cache passes it
-        # (transformers' decode does), which also selects the CPU kernel that serves a grouped
-        # query well; GPU engines' paged kernels take sequence lengths instead: no mask.
-        valid = None
-        if device.type == "cpu":
-            valid = torch.ones((batch, 1, 1, tokens), dtype=torch.bool, device=device)
-
-        def run(
-            _: int,
-            batch: int = batch,
-            query: torch.Tensor = query,
-            valid: torch.Tensor | None = valid,
-        ) -> object:
-            j = cursor["next"] if cursor["next"] + batch <= sequences else 0
-            cursor["next"] = j + batch
-            with torch.no_grad():
-                return F.scaled_dot_product_attention(
-                    query,
-                    keys[j : j + batch],
-                    values[j : j + batch],
-                    attn_mask=valid,
-                    scale=scale,
-                )
-
+        run = cache.attention(query, _cpu_mask(device, batch, tokens))
         period = _attention_period(settings, info, batch, per_sequence, sequences)
         parts.append(Part(batch, f"{arch.name} attention B={batch} C={context}", run, period))
     measured = time_parts(parts, settings.quick, device, progress, notes)
@@ -318,6 +295,46 @@ def _attention_at(
         if b not in timed
     ]
     return sorted(results, key=lambda a: a.batch)
+
+
+@dataclass
+class _KvCache:
+    """The KV cache every timed batch's attention reads: each run the sequences after the previous
+    run's, whichever batch that was, so no run finds the keys and values the one before it left
+    in a cache."""
+
+    keys: torch.Tensor
+    values: torch.Tensor
+    scale: float
+    #: The first sequence the next run reads.
+    cursor: int = 0
+
+    def attention(self, query: torch.Tensor, valid: torch.Tensor | None) -> Callable[[int], object]:
+        """A run of decode attention for ``query``'s batch (its first dimension)."""
+        batch, sequences = query.shape[0], self.keys.shape[0]
+
+        def run(_: int) -> object:
+            j = self.cursor if self.cursor + batch <= sequences else 0
+            self.cursor = j + batch
+            with torch.no_grad():
+                return F.scaled_dot_product_attention(
+                    query,
+                    self.keys[j : j + batch],
+                    self.values[j : j + batch],
+                    attn_mask=valid,
+                    scale=self.scale,
+                )
+
+        return run
+
+
+def _cpu_mask(device: torch.device, batch: int, tokens: int) -> torch.Tensor | None:
+    """On CPUs, every position valid in a boolean mask, as a static or padded cache passes it
+    (transformers' decode does), which also selects the CPU kernel that serves a grouped query
+    well; GPU engines' paged kernels take sequence lengths instead: no mask."""
+    if device.type != "cpu":
+        return None
+    return torch.ones((batch, 1, 1, tokens), dtype=torch.bool, device=device)
 
 
 def measure_model(

@@ -34,6 +34,13 @@ ENGINES = ("vllm", "sglang", "tgi", "tensorrtLlm")
 DEFAULT_MAX_NUM_BATCHED_TOKENS = 8192
 #: TGI's queue: concurrent requests allowed per sequence of the batch.
 TGI_CONCURRENCY_PER_SEQUENCE = 2
+#: Each engine's flag for the tensor-parallel degree, added when the plan shards the model.
+TENSOR_PARALLEL_FLAGS = {
+    "vllm": "--tensor-parallel-size",
+    "sglang": "--tp-size",
+    "tgi": "--num-shard",
+    "tensorrtLlm": "--tp_size",
+}
 
 
 def engine_settings(
@@ -57,17 +64,9 @@ def engine_settings(
     if max_batch < 1 or context_tokens < 1 or tensor_parallel < 1:
         raise ValueError("batch, context and tensor parallel degree must be positive")
     batch, context, tp = max_batch, context_tokens, tensor_parallel
-    kv_budget = device_memory_bytes * gpu_memory_utilization - weight_bytes
-    kv_budget -= activation_reserve_bytes
-    free_after_load = device_memory_bytes - weight_bytes - activation_reserve_bytes
-    static_fraction = gpu_memory_utilization - activation_reserve_bytes / device_memory_bytes
-    free_fraction = kv_budget / free_after_load if free_after_load > 0 else 0.0
-    tp_flag = {
-        "vllm": f"--tensor-parallel-size={tp}",
-        "sglang": f"--tp-size={tp}",
-        "tgi": f"--num-shard={tp}",
-        "tensorrtLlm": f"--tp_size={tp}",
-    }
+    static_fraction, free_fraction = _kv_fractions(
+        gpu_memory_utilization, weight_bytes, activation_reserve_bytes, device_memory_bytes
+    )
     settings = {
         "vllm": (
             f"--max-num-seqs={batch}",
@@ -95,8 +94,28 @@ def engine_settings(
         ),
     }
     if tp > 1:
-        settings = {name: (*flags, tp_flag[name]) for name, flags in settings.items()}
+        settings = {
+            name: (*flags, f"{TENSOR_PARALLEL_FLAGS[name]}={tp}")
+            for name, flags in settings.items()
+        }
     return settings
+
+
+def _kv_fractions(
+    gpu_memory_utilization: float,
+    weight_bytes: int,
+    activation_reserve_bytes: int,
+    device_memory_bytes: int,
+) -> tuple[float, float]:
+    """The one KV budget, ``device memory × utilization − weights − activation reserve``, as
+    SGLang's static fraction (weights and KV pool, of the whole device) and as TensorRT-LLM's
+    fraction of the memory still free after weights and activations."""
+    kv_budget = device_memory_bytes * gpu_memory_utilization - weight_bytes
+    kv_budget -= activation_reserve_bytes
+    free_after_load = device_memory_bytes - weight_bytes - activation_reserve_bytes
+    static_fraction = gpu_memory_utilization - activation_reserve_bytes / device_memory_bytes
+    free_fraction = kv_budget / free_after_load if free_after_load > 0 else 0.0
+    return static_fraction, free_fraction
 
 
 def _fraction(value: float) -> str:
