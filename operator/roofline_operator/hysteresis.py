@@ -27,13 +27,14 @@ A change is *material* when a number moved (beyond noise, as above) by more than
 ``changeThresholdPercent`` (default 10%) of its published value, for bandwidth, peak or ridge
 point: a degrading GPU is news, noise is not.
 
-A profile that itself warns of interference (``sanity.INTERFERENCE_CODES``: ``CpuContention``,
-``InterferenceUnresolved``) is *held back*: its numbers may sit lower than the device by more than
-their intervals say, so every published number stays and nothing counts as a change. Only the
-first such profile in a row is held: interference that is still there at the next profile (hours
-later, on the re-profile schedule) is the node's condition, and that profile publishes as usual.
+A profile that itself warns of interference (``warning_codes.INTERFERENCE_CODES``:
+``CpuContention``, ``InterferenceUnresolved``) is *held back*: its numbers may sit lower than the
+device by more than their intervals say, so every published number stays and nothing counts as a
+change. Only the first such profile in a row is held: interference that is still there at the
+next profile (hours later, on the re-profile schedule) is the node's condition, and that profile
+publishes as usual.
 
-A profile that says the host changed state while it ran (``sanity.HOST_STATE_CODE``,
+A profile that says the host changed state while it ran (``warning_codes.HOST_STATE_CODE``,
 ``HostStateChanged``: a GPU that throttles, a neighbour that comes and goes) took its numbers from
 one of two states, and the next profile may find the other. It is held back unless the profile
 before it measured the same level (:func:`level_persists`): a level that persists across two
@@ -279,7 +280,7 @@ def publish(
 
 def level_persists(previous: Headline | None, latest: Headline) -> bool:
     """Whether ``latest`` found the level the profile before it measured: bandwidth, peak and
-    ridge point each within ``host_state.STATE_GAP`` of the previous profile's (two states of a
+    ridge point each within ``warning_codes.STATE_GAP`` of the previous profile's (two states of a
     host lie at least that far apart, so two profiles within it saw the same one)."""
     if previous is None:
         return False

@@ -23,14 +23,12 @@ from roofline_operator.model_spec import ModelSpec
 from roofline_operator.node_results import NodeResult
 from roofline_profiler.compact_models import CompactModelPlan
 from roofline_profiler.units import SECONDS_PER_HOUR, round_significant
+from roofline_profiler.warning_codes import MODEL_FAILED
 
 #: A node's entry reason when the bounds leave no efficient batch (the numbers are kept).
 RANGE_EMPTY = "RangeEmpty"
 #: A node's entry reason when its profile came back without a plan for the model.
 NOT_PLANNED = "NotPlanned"
-#: A node's entry reason when the profiler could not measure the model on the node (out of GPU
-#: memory: a layer that does not fit; a device error): the profile's ``ModelFailed`` warning.
-MODEL_FAILED = "ModelFailed"
 #: The numbers ``status.models[]`` summarizes across nodes, each as ``{min, median, max}``.
 SUMMARIZED = (
     "minBatch",
