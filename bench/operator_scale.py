@@ -41,13 +41,12 @@ from typing import Any
 REPO_ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [
     str(REPO_ROOT),
-    str(REPO_ROOT / "tests" / "operator"),
     str(REPO_ROOT / "profiler"),
     str(REPO_ROOT / "operator"),
 ]
 
-from harness import Cluster, FaultMode, OperatorProcess, wait_for  # noqa: E402
-from harness.profiles import CRD_PATH, GROUP, PLURAL, example_profile  # noqa: E402
+from tests.operator.harness import Cluster, FaultMode, OperatorProcess, wait_for  # noqa: E402
+from tests.operator.harness.profiles import CRD_PATH, GROUP, PLURAL, example_profile  # noqa: E402
 
 DEFAULT_SIZES = (10, 100, 1000, 10000)
 DEFAULT_MODELS = 2

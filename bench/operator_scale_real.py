@@ -18,12 +18,12 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-from harness import wait_for
-from harness.controlplane import ApiRequestError, ControlPlane, build_binaries
-from harness.processes import OperatorProcess
-from harness.profiles import CRD_PATH, GROUP, PLURAL, example_profile
-from harness.realcluster import RealCluster
-from harness.releases import install
+from tests.operator.harness import wait_for
+from tests.operator.harness.controlplane import ApiRequestError, ControlPlane, build_binaries
+from tests.operator.harness.processes import OperatorProcess
+from tests.operator.harness.profiles import CRD_PATH, GROUP, PLURAL, example_profile
+from tests.operator.harness.realcluster import RealCluster
+from tests.operator.harness.releases import install
 
 NAMESPACE = "roofline-system"
 

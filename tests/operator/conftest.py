@@ -8,21 +8,12 @@ module-scoped cluster that suites of instant-result tests share).
 from __future__ import annotations
 
 import contextlib
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-try:
-    import roofline_profiler  # noqa: F401  (installed: nothing to do)
-except ImportError:  # a source checkout that is not installed
-    _root = Path(__file__).resolve().parents[2]
-    sys.path[:0] = [str(_root / "profiler"), str(_root / "operator")]
-
-from harness import Cluster, FaultMode, Kubectl, OperatorFactory, OperatorProcess
-from harness.profiles import CRD_PATH, EXAMPLE_PATH
+from tests.operator.harness import Cluster, FaultMode, Kubectl, OperatorFactory, OperatorProcess
+from tests.operator.harness.profiles import CRD_PATH, EXAMPLE_PATH
 
 PROFILER_NAMESPACE = "roofline-system"
 

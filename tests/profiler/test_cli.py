@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import re
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -13,17 +12,7 @@ import pytest
 from roofline_profiler.compact import MAX_COMPACT_BYTES
 from roofline_profiler.compact_decode import decode_compact
 from roofline_profiler.result import ProfileResult, validate_document
-
-
-def run_cli(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "roofline_profiler.cli", *args],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        cwd=cwd,
-        check=False,
-    )
+from tests.profiler.cli_process import run_cli
 
 
 @pytest.fixture(scope="module")

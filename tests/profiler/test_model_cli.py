@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from roofline_profiler.result import ProfileResult, validate_document
-from tests.profiler.test_cli import run_cli
+from tests.profiler.cli_process import run_cli
 
 TINY = {
     "architectures": ["LlamaForCausalLM"],

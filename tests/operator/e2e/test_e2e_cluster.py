@@ -17,8 +17,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from harness import Kubectl, wait_for
-from harness.profiles import LABEL_PREFIX, example_profile, write_manifest
+from tests.operator.harness import Kubectl, wait_for
+from tests.operator.harness.profiles import LABEL_PREFIX, example_profile, write_manifest
 
 pytestmark = pytest.mark.e2e
 

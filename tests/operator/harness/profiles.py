@@ -103,3 +103,14 @@ def profiled(entry: Mapping[str, Any]) -> bool:
 
 def state_is(*states: str) -> Callable[[dict[str, Any]], bool]:
     return lambda entry: entry.get("state") in states
+
+
+def models_planned(names: list[str]) -> Callable[[dict[str, Any]], bool]:
+    """Whether a node entry is profiled with a plan (a max batch by memory) for each of ``names``
+    and no other model."""
+
+    def check(entry: dict[str, Any]) -> bool:
+        planned = {m["name"] for m in entry.get("models", []) if "maxBatchByMemory" in m}
+        return profiled(entry) and planned == set(names)
+
+    return check

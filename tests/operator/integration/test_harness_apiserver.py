@@ -11,8 +11,8 @@ from typing import Any
 
 import pytest
 import yaml
-from harness import Cluster, FaultMode, Kubectl
-from harness.samples import WIDGET_CRD, widget
+from tests.operator.harness import Cluster, FaultMode, Kubectl
+from tests.operator.harness.samples import WIDGET_CRD, widget
 
 
 @pytest.fixture(scope="module")

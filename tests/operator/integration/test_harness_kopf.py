@@ -9,9 +9,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from harness import Cluster, FaultMode, wait_for
-from harness.commands import die_with_parent, product_environment
-from harness.samples import WIDGET_CRD, widget
+from tests.operator.harness import Cluster, FaultMode, wait_for
+from tests.operator.harness.commands import die_with_parent, product_environment
+from tests.operator.harness.samples import WIDGET_CRD, widget
 
 HANDLERS = """
 import kopf

@@ -8,8 +8,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from harness import Cluster, FaultMode, Kubectl, wait_for
-from harness.kubelet import MAX_MESSAGE_BYTES, container_env_value
+from tests.operator.harness import Cluster, FaultMode, Kubectl, wait_for
+from tests.operator.harness.kubelet import MAX_MESSAGE_BYTES, container_env_value
 
 from roofline_profiler.compact_decode import decode_compact
 

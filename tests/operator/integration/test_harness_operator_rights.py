@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from harness.operator_rights import undeclared
+from tests.operator.harness.operator_rights import undeclared
 
 
 def audited(verb: str, resource: str, namespace: str = "", group: str = "") -> dict[str, Any]:

@@ -5,8 +5,13 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from harness.patching import PatchError, json_patch, merge_patch, strategic_merge_patch
-from harness.selectors import SelectorError, compile_selectors
+from tests.operator.harness.patching import (
+    PatchError,
+    json_patch,
+    merge_patch,
+    strategic_merge_patch,
+)
+from tests.operator.harness.selectors import SelectorError, compile_selectors
 
 POD: dict[str, Any] = {
     "metadata": {"labels": {"app": "x"}, "finalizers": ["a"]},

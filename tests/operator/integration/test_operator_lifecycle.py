@@ -11,9 +11,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from harness import Cluster, FaultMode, Kubectl, SyntheticGpu, wait_for
-from harness.kubelet import peak_concurrency
-from harness.profiles import (
+from tests.operator.harness import Cluster, FaultMode, Kubectl, SyntheticGpu, wait_for
+from tests.operator.harness.kubelet import peak_concurrency
+from tests.operator.harness.profiles import (
     GROUP,
     PLURAL,
     condition,

@@ -11,20 +11,27 @@ import json
 from typing import Any
 
 import pytest
-from harness import Cluster, FaultMode, Kubectl, OperatorFactory, OperatorProcess, wait_for
-from harness.faults import SyntheticGpu
-from harness.profiles import (
+from tests.model_configs import TINY_LLAMA
+from tests.operator.harness import (
+    Cluster,
+    FaultMode,
+    Kubectl,
+    OperatorFactory,
+    OperatorProcess,
+    wait_for,
+)
+from tests.operator.harness.faults import SyntheticGpu
+from tests.operator.harness.profiles import (
     CRD_PATH,
     GROUP,
     PLURAL,
     condition,
     example_profile,
+    models_planned,
     node_entries,
     profile_status,
-    profiled,
     wait_for_nodes,
 )
-from tests.model_configs import TINY_LLAMA
 
 TWO_MODELS = [
     {"name": "Llama-3.1-8B-Instruct", "preset": "llama-3.1-8b", "contextTokens": 8192},
@@ -36,14 +43,6 @@ NAMESPACE = "roofline-system"
 def model_entries(cluster: Cluster, profile: str, node: str) -> dict[str, dict[str, Any]]:
     entry = node_entries(cluster, profile).get(node, {})
     return {m["name"]: m for m in entry.get("models", [])}
-
-
-def models_planned(names: list[str]) -> Any:
-    def check(entry: dict[str, Any]) -> bool:
-        planned = {m["name"] for m in entry.get("models", []) if "maxBatchByMemory" in m}
-        return profiled(entry) and planned == set(names)
-
-    return check
 
 
 def model_series(operator: OperatorProcess, profile: str) -> set[tuple[str, str]]:

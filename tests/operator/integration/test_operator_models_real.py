@@ -5,11 +5,18 @@ message into status and metrics."""
 from __future__ import annotations
 
 import pytest
-from harness import Cluster, OperatorFactory, wait_for
-from harness.profiles import CRD_PATH, GROUP, PLURAL, condition, example_profile, profile_status
-from harness.profiles import wait_for_nodes as wait_for_entries
 from tests.model_configs import TINY_LLAMA
-from tests.operator.integration.test_operator_models import models_planned
+from tests.operator.harness import Cluster, OperatorFactory, wait_for
+from tests.operator.harness.profiles import (
+    CRD_PATH,
+    GROUP,
+    PLURAL,
+    condition,
+    example_profile,
+    models_planned,
+    profile_status,
+)
+from tests.operator.harness.profiles import wait_for_nodes as wait_for_entries
 
 NODES = ["real-a", "real-b"]
 MODELS = [

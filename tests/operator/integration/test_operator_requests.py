@@ -8,8 +8,8 @@ finalizer, the status patch, an Event) even on a small cluster.
 
 from __future__ import annotations
 
-from harness import Cluster, OperatorFactory, wait_for
-from harness.profiles import (
+from tests.operator.harness import Cluster, OperatorFactory, wait_for
+from tests.operator.harness.profiles import (
     CRD_PATH,
     GROUP,
     PLURAL,

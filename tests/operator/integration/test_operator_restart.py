@@ -14,8 +14,8 @@ from collections import Counter
 from typing import Any
 
 import pytest
-from harness import Cluster, FaultMode, Kubectl, OperatorFactory, wait_for
-from harness.profiles import (
+from tests.operator.harness import Cluster, FaultMode, Kubectl, OperatorFactory, wait_for
+from tests.operator.harness.profiles import (
     CRD_PATH,
     GROUP,
     PLURAL,

@@ -13,8 +13,8 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from harness import Cluster, FaultMode, OperatorProcess, wait_for
-from harness.profiles import (
+from tests.operator.harness import Cluster, FaultMode, OperatorProcess, wait_for
+from tests.operator.harness.profiles import (
     GROUP,
     PLURAL,
     example_profile,

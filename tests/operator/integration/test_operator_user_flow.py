@@ -13,8 +13,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from harness import Cluster, Kubectl, OperatorFactory, wait_for
-from harness.profiles import (
+from tests.operator.harness import Cluster, Kubectl, OperatorFactory, wait_for
+from tests.operator.harness.profiles import (
     CRD_PATH,
     example_profile,
     node_entries,

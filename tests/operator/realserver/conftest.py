@@ -15,17 +15,21 @@ from pathlib import Path
 
 import pytest
 import yaml
-from harness import Kubectl
-from harness.controlplane import ControlPlane, ControlPlaneUnavailable, build_binaries
-from harness.profiles import CRD_PATH
-from harness.realcluster import RealCluster
-from harness.realsuite import (
+from tests.operator.harness import Kubectl
+from tests.operator.harness.controlplane import (
+    ControlPlane,
+    ControlPlaneUnavailable,
+    build_binaries,
+)
+from tests.operator.harness.profiles import CRD_PATH
+from tests.operator.harness.realcluster import RealCluster
+from tests.operator.harness.realsuite import (
     NFD_NAMESPACE,
     PROFILER_NAMESPACE,
     RealOperators,
     remove_everything,
 )
-from harness.releases import Release, install
+from tests.operator.harness.releases import Release, install
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:

@@ -13,9 +13,6 @@ from typing import Any
 
 import pytest
 import yaml
-from harness import Kubectl
-from harness.profiles import EXAMPLE_PATH
-from harness.realcluster import RealCluster
 from tests.deploy.rendering import (
     NAMESPACE,
     ROOT,
@@ -24,6 +21,9 @@ from tests.deploy.rendering import (
     scenario_id,
     scenario_values,
 )
+from tests.operator.harness import Kubectl
+from tests.operator.harness.profiles import EXAMPLE_PATH
+from tests.operator.harness.realcluster import RealCluster
 
 #: Kinds of CRDs the project does not own; their objects are skipped (no such CRD is installed).
 FOREIGN_KINDS = {

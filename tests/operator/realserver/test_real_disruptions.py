@@ -11,11 +11,11 @@ import urllib.error
 import urllib.request
 from collections import Counter
 
-from harness import FaultMode, wait_for
-from harness.profiles import example_profile, our_labels, profiled, wait_for_nodes
-from harness.realcluster import RealCluster
-from harness.realsuite import PROFILER_NAMESPACE, RealOperators
-from harness.releases import Release
+from tests.operator.harness import FaultMode, wait_for
+from tests.operator.harness.profiles import example_profile, our_labels, profiled, wait_for_nodes
+from tests.operator.harness.realcluster import RealCluster
+from tests.operator.harness.realsuite import PROFILER_NAMESPACE, RealOperators
+from tests.operator.harness.releases import Release
 
 
 def running_pods(cluster: RealCluster) -> list[str]:

@@ -10,8 +10,9 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from harness import Kubectl, wait_for
-from harness.profiles import (
+from tests.model_configs import TINY_LLAMA
+from tests.operator.harness import Kubectl, wait_for
+from tests.operator.harness.profiles import (
     condition,
     example_profile,
     node_entries,
@@ -19,10 +20,14 @@ from harness.profiles import (
     profiled,
     wait_for_nodes,
 )
-from harness.realcluster import RealCluster
-from harness.realsuite import NFD_NAMESPACE, PROFILER_NAMESPACE, RealOperators, labels_of
-from harness.releases import Release
-from tests.model_configs import TINY_LLAMA
+from tests.operator.harness.realcluster import RealCluster
+from tests.operator.harness.realsuite import (
+    NFD_NAMESPACE,
+    PROFILER_NAMESPACE,
+    RealOperators,
+    labels_of,
+)
+from tests.operator.harness.releases import Release
 
 NFD_GROUP = "nfd.k8s-sigs.io"
 

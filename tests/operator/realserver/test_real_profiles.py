@@ -10,8 +10,8 @@ import time
 from pathlib import Path
 
 import pytest
-from harness import FaultMode, Kubectl, wait_for
-from harness.profiles import (
+from tests.operator.harness import FaultMode, Kubectl, wait_for
+from tests.operator.harness.profiles import (
     example_profile,
     node_entries,
     our_labels,
@@ -20,9 +20,9 @@ from harness.profiles import (
     wait_for_nodes,
     write_manifest,
 )
-from harness.realcluster import RealCluster
-from harness.realsuite import PROFILER_NAMESPACE, RealOperators, labels_of
-from harness.releases import Release
+from tests.operator.harness.realcluster import RealCluster
+from tests.operator.harness.realsuite import PROFILER_NAMESPACE, RealOperators, labels_of
+from tests.operator.harness.releases import Release
 
 from roofline_profiler.compact_decode import decode_compact
 

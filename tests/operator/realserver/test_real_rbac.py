@@ -11,10 +11,10 @@ import copy
 from typing import Any
 
 import pytest
-from harness.operator_rights import OPERATOR_REQUESTS, Request, allowed, namespace_of
-from harness.realcluster import RealCluster
-from harness.realsuite import NFD_NAMESPACE, PROFILER_NAMESPACE
-from harness.releases import Release, install
+from tests.operator.harness.operator_rights import OPERATOR_REQUESTS, Request, allowed, namespace_of
+from tests.operator.harness.realcluster import RealCluster
+from tests.operator.harness.realsuite import NFD_NAMESPACE, PROFILER_NAMESPACE
+from tests.operator.harness.releases import Release, install
 
 
 def _rows(backend: str) -> list[Any]:

@@ -11,7 +11,7 @@ import jsonschema
 import kubernetes_validate
 import pytest
 import yaml
-from harness.structural import as_json_schema
+from tests.operator.harness.structural import as_json_schema
 
 from roofline_operator import spec as spec_module
 from roofline_operator.names import GROUP, KIND, PLURAL, VERSION, NodeState

@@ -18,7 +18,7 @@ from typing import Any
 import jsonschema
 import pytest
 import yaml
-from harness.structural import as_json_schema
+from tests.operator.harness.structural import as_json_schema
 
 from roofline_operator.model_sources import resolve_models
 from roofline_operator.model_spec import ModelSpecError

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from tests.operator.unit.test_publication import NOW, message, profile_once, reprofile
+from tests.operator.unit.round_builders import NOW, message, profile_once, reprofile
 
 from roofline_operator.hysteresis import level_persists, record_profile
 from roofline_operator.node_results import GpuResult, NodeResult, headline_of

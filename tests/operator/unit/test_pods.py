@@ -3,8 +3,8 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from harness.selectors import compile_selectors
 from kubernetes_validate import utils as kubernetes_validate
+from tests.operator.harness.selectors import compile_selectors
 from tests.operator.unit.operator_builders import GPU, spec
 
 from roofline_operator.labels import LABEL_VALUE, label_safe

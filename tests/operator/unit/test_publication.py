@@ -6,81 +6,21 @@ from __future__ import annotations
 from dataclasses import replace
 
 from prometheus_client import CollectorRegistry
-from tests.operator.unit.operator_builders import device, node, profile, spec
-from tests.operator.unit.test_round_plan import created_pods, finished, world
+from tests.operator.unit.operator_builders import device, profile
+from tests.operator.unit.round_builders import (
+    NOW,
+    message,
+    profile_once,
+    reprofile,
+    with_intervals,
+)
 
 from roofline_operator.hysteresis import record_profile
 from roofline_operator.metrics import OperatorMetrics, snapshot_from_records
 from roofline_operator.names import NodeState
 from roofline_operator.node_results import NodeResult, from_compact
 from roofline_operator.records import NodeRecord, record_from_status, record_to_status
-from roofline_operator.round_plan import RoundPlan, plan_round
 from roofline_operator.status import build_status, device_changed_condition
-from roofline_profiler.compact import CompactDevice, CompactIntervals, encode_compact
-
-NOW = 10_000.0
-REPROFILE = spec(reprofileInterval="1h", maxParallel=2)
-
-
-def with_intervals(
-    d: CompactDevice, relative: float = 0.01, batches: tuple[int, int] | None = None
-) -> CompactDevice:
-    def around(value: float) -> tuple[float, float]:
-        return (value * (1 - relative), value * (1 + relative))
-
-    mb = d.recommended_min_batch
-    return replace(
-        d,
-        intervals=CompactIntervals(
-            around(d.bandwidth_bytes_per_second),
-            around(d.peak_flops_per_second),
-            around(d.ridge_point),
-            batches or (mb, mb),
-        ),
-    )
-
-
-def message(
-    bandwidth: float, at: float, relative: float = 0.01, warnings: tuple[str, ...] = ()
-) -> str:
-    """A one-GPU result whose peak stays put, so the ridge point follows the bandwidth."""
-    peak = 180.0 * 4.3e12
-    d = replace(
-        device(bandwidth=bandwidth),
-        peak_flops_per_second=peak,
-        ridge_point=peak / bandwidth,
-        warnings=warnings,
-    )
-    return encode_compact(profile(with_intervals(d, relative), created_at=at))
-
-
-def profile_once(records: dict[str, NodeRecord], text: str, now: float) -> RoundPlan:
-    """One profiling cycle of node ``a``: a pod is launched, then finishes with ``text``."""
-    launch = plan_round(world([node("a")], the_spec=REPROFILE, records=records, now=now))
-    (pod,) = created_pods(launch, at=now)
-    done = finished(pod, message=text)
-    return plan_round(
-        world([node("a")], the_spec=REPROFILE, pods=[done], records=launch.records, now=now + 30)
-    )
-
-
-def reprofile(first: RoundPlan, text: str, at: float) -> RoundPlan:
-    """The next profiling cycle of node ``a``, labelled by ``first``, finishing with ``text``."""
-    labelled = {k: v for k, v in first.label_patches["a"].items() if v}
-    launch = plan_round(
-        world([node("a", labels=labelled)], the_spec=REPROFILE, records=first.records, now=at)
-    )
-    (pod,) = created_pods(launch, at=at)
-    done = finished(pod, message=text)
-    return plan_round(
-        world(
-            [node("a", labels=labelled)],
-            the_spec=REPROFILE,
-            pods=[done],
-            records=launch.records,
-            now=at + 30,
-        )
-    )
 
 
 def test_a_reprofile_within_noise_keeps_the_labels_and_raises_nothing() -> None:

@@ -15,7 +15,7 @@ from prometheus_client import CollectorRegistry
 from tests.model_configs import TINY_LLAMA
 from tests.operator.unit.model_builders import plan
 from tests.operator.unit.operator_builders import device, fresh_succeeded_pod, node, profile
-from tests.operator.unit.test_reconcile import RecordingClient, quiet_events  # noqa: F401
+from tests.operator.unit.recording_client import RecordingClient
 
 from roofline_operator import model_delivery
 from roofline_operator.config import load_config
@@ -29,6 +29,8 @@ from roofline_operator.reconcile import ProfileLoop
 from roofline_operator.release import release_profile
 from roofline_operator.runtime import Runtime
 from roofline_profiler.compact import encode_compact
+
+pytestmark = pytest.mark.usefixtures("quiet_events")
 
 
 class ModelClient(RecordingClient):

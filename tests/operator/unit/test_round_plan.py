@@ -1,18 +1,18 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any
 
 import pytest
 from tests.operator.unit.operator_builders import device, node, profile, spec, succeeded_pod
+from tests.operator.unit.round_builders import DEFAULT_SPEC, NOW, created_pods, finished, world
 
 from roofline_operator.labels import LabelClaim, label_safe
 from roofline_operator.names import LABEL_PROFILE, FailureReason, NodeState
 from roofline_operator.node_results import from_compact
 from roofline_operator.nodes import NodeFacts
-from roofline_operator.pods import PodFacts, ProfileRef, Terminated, pod_facts
+from roofline_operator.pods import PodFacts, ProfileRef, Terminated
 from roofline_operator.records import NodeRecord
 from roofline_operator.round_plan import (
     POD_APPEARANCE_GRACE_SECONDS,
@@ -20,56 +20,10 @@ from roofline_operator.round_plan import (
     POD_CHECKS_PER_ROUND,
     PodCheck,
     PodLookups,
-    RoundInput,
     RoundPlan,
     plan_round,
 )
-from roofline_operator.spec import ProfileSpec
 from roofline_profiler.compact import encode_compact
-
-NOW = 10_000.0
-DEFAULT_SPEC = spec(maxParallel=2, retryBackoffSeconds=10, maxAttempts=2)
-
-
-def world(
-    nodes: Sequence[NodeFacts],
-    *,
-    the_spec: ProfileSpec | None = None,
-    pods: Sequence[PodFacts] = (),
-    records: dict[str, NodeRecord] | None = None,
-    claims: Sequence[LabelClaim] = (),
-    deleted: frozenset[str] = frozenset(),
-    now: float = NOW,
-) -> RoundInput:
-    chosen = the_spec or DEFAULT_SPEC
-    return RoundInput(
-        profile=ProfileRef("fleet", "uid-1"),
-        created_at=500.0,
-        spec=chosen,
-        spec_hash=chosen.measurement_hash(),
-        namespace="roofline-system",
-        image="roofline:test",
-        nodes={n.name: n for n in nodes},
-        pods=pods,
-        records=records or {},
-        claims=claims,
-        deleted=deleted,
-        now=now,
-    )
-
-
-def created_pods(plan: RoundPlan, at: float = NOW) -> list[PodFacts]:
-    """The planned pods as the watch would show them right after creation."""
-    pods = []
-    for body in plan.creates:
-        body = {**body, "metadata": {**body["metadata"], "creationTimestamp": None}}
-        pods.append(replace(pod_facts(body), created_at=at))
-    return pods
-
-
-def finished(pod: PodFacts, message: str | None = None, **changes: Any) -> PodFacts:
-    done = succeeded_pod(pod.name, pod.node, pod.spec_hash, pod.attempt, message=message)
-    return replace(done, **changes)
 
 
 def test_new_nodes_get_one_pod_each_but_never_more_than_max_parallel() -> None:
