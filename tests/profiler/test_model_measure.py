@@ -3,121 +3,19 @@
 from __future__ import annotations
 
 import itertools
-from collections import Counter
 
 import pytest
 import torch
 
-from roofline_profiler import decode_layer, model_measure
+from roofline_profiler import model_measure
 from roofline_profiler.component_timing import Part
-from roofline_profiler.decode_layer import (
-    DecoderLayer,
-    LayerShapes,
-    Routing,
-    StepState,
-    expert_assignment,
-    rotary_tables,
-)
+from roofline_profiler.decode_layer import DecoderLayer, StepState
 from roofline_profiler.decode_model import step_seconds
 from roofline_profiler.devices import resolve_devices
 from roofline_profiler.model_config import model_from_config
 from roofline_profiler.model_measure import MeasureSettings, measure_model
-from roofline_profiler.models import expected_active_experts
 from roofline_profiler.stats import Measurement
-
-TINY_MOE = {
-    "model_type": "mixtral",
-    "hidden_size": 64,
-    "num_hidden_layers": 2,
-    "num_attention_heads": 4,
-    "num_key_value_heads": 2,
-    "intermediate_size": 96,
-    "num_local_experts": 8,
-    "num_experts_per_tok": 2,
-    "vocab_size": 500,
-    "max_position_embeddings": 4096,
-}
-TINY_DENSE = {
-    "model_type": "qwen3",
-    "hidden_size": 64,
-    "num_hidden_layers": 2,
-    "num_attention_heads": 4,
-    "num_key_value_heads": 2,
-    "head_dim": 32,
-    "intermediate_size": 128,
-    "vocab_size": 500,
-    "max_position_embeddings": 4096,
-    "tie_word_embeddings": True,
-}
-
-
-@pytest.mark.parametrize("batch", [1, 3, 8, 64])
-def test_each_token_reads_k_distinct_experts(batch: int) -> None:
-    groups = expert_assignment(8, 2, batch, seed=3)
-    assert sum(len(tokens) for _, tokens, _ in groups) == batch * 2
-    per_token: Counter[int] = Counter()
-    for expert, tokens, slots in groups:
-        assert len(set(tokens)) == len(tokens), f"expert {expert} sees a token twice"
-        per_token.update(tokens)
-        assert set(slots) <= {0, 1}
-    assert all(per_token[t] == 2 for t in range(batch))
-
-
-@pytest.mark.parametrize("batch", [1, 4, 16])
-def test_uniform_routing_reads_the_expected_number_of_distinct_experts(batch: int) -> None:
-    counts = [len(expert_assignment(8, 2, batch, seed)) for seed in range(400)]
-    assert sum(counts) / len(counts) == pytest.approx(
-        expected_active_experts(8, 2, batch), rel=0.03
-    )
-
-
-def test_successive_seeds_route_to_other_experts() -> None:
-    first = {e for e, _, _ in expert_assignment(64, 2, 1, seed=0)}
-    assert any({e for e, _, _ in expert_assignment(64, 2, 1, seed)} != first for seed in (1, 2))
-
-
-def test_routing_ids_name_the_same_experts_as_the_per_expert_groups() -> None:
-    routing = Routing.build(8, 2, 5, seed=3, device=torch.device("cpu"))
-    assert routing.expert_ids.shape == (5, 2)
-    for expert, tokens, slots in routing.per_expert:
-        assert all(routing.expert_ids[t, s] == expert for t, s in zip(tokens, slots, strict=True))
-    # Top-k picks distinct experts per token.
-    assert all(len(set(row.tolist())) == 2 for row in routing.expert_ids)
-
-
-def test_grouped_and_looped_experts_compute_the_same_layer() -> None:
-    torch.manual_seed(0)
-    arch = model_from_config(TINY_MOE, "tiny-moe")
-    shapes = LayerShapes.of(arch, 1)
-    layer = DecoderLayer(arch, shapes, "moe", torch.float32, torch.device("cpu"))
-    layer.experts_gate_up.normal_()
-    layer.experts_down.normal_()
-    h = torch.randn(5, arch.hidden_size)
-    weights = torch.rand(5, 2)
-    routing = Routing.build(8, 2, 5, seed=1, device=torch.device("cpu"))
-    if decode_layer.GROUPED_MM is None:
-        pytest.skip("this torch has no grouped GEMM")
-    grouped = layer._grouped_experts(h, weights, routing)
-    looped = layer._looped_experts(h, weights, routing)
-    torch.testing.assert_close(grouped, looped, rtol=1e-4, atol=1e-4)
-
-
-def test_a_dense_layer_body_runs_with_qk_norm_and_keeps_the_hidden_shape() -> None:
-    arch = model_from_config(TINY_DENSE, "tiny")
-    shapes = LayerShapes.of(arch, 1)
-    layer = DecoderLayer(arch, shapes, "dense", torch.float32, torch.device("cpu"))
-    cos, sin = rotary_tables(torch.tensor([7, 9]), shapes.head_dim, torch.float32)
-    state = StepState(
-        cos=cos,
-        sin=sin,
-        k_slot=torch.empty(2, shapes.kv_heads, shapes.head_dim),
-        v_slot=torch.empty(2, shapes.kv_heads, shapes.head_dim),
-        attention_out=torch.randn(2, shapes.q_heads * shapes.head_dim),
-        routing=None,
-    )
-    out = layer.forward(torch.randn(2, arch.hidden_size), state)
-    assert out.shape == (2, arch.hidden_size)
-    assert torch.isfinite(out).all()
+from tests.model_configs import TINY_DENSE, TINY_MOE
 
 
 @pytest.mark.parametrize("config", [TINY_DENSE, TINY_MOE], ids=["dense", "moe"])
