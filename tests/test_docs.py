@@ -109,3 +109,39 @@ def test_the_torch_index_reaches_pip_as_its_own_arguments(tmp_path: Path) -> Non
 def test_the_operator_has_a_setup_target() -> None:
     assert "setup-operator" in make_targets()
     assert ".[profiler,operator]" in (ROOT / "Makefile").read_text()
+
+
+ARCHITECTURE = ROOT / "docs" / "architecture.md"
+#: The source folders whose every module the architecture's tables list, one table each.
+PACKAGES = ("profiler/roofline_profiler", "operator/roofline_operator", "cli/roofline_cli")
+
+
+def module_tables(markdown: str) -> dict[str, set[str]]:
+    """The modules each ``### ... (`<package folder>`)`` section's table lists, by folder."""
+    tables: dict[str, set[str]] = {}
+    rows: set[str] | None = None
+    for line in markdown.splitlines():
+        heading = re.match(r"^#{2,3} .*\(`([^`]+)`\)\s*$", line)
+        if heading:
+            rows = tables.setdefault(heading.group(1), set())
+        elif line.startswith("#"):
+            rows = None
+        elif rows is not None and (cell := re.match(r"^\| `([\w.]+)` \|", line)):
+            rows.add(cell.group(1))
+    return tables
+
+
+@pytest.mark.parametrize("package", PACKAGES)
+def test_the_architecture_lists_every_module_of_every_package(package: str) -> None:
+    listed = module_tables(ARCHITECTURE.read_text()).get(package, set())
+    modules = {p.stem for p in (ROOT / package).glob("*.py")}
+    missing = [f"{package}/{name}.py" for name in sorted(modules - listed)]
+    stale = [f"{package}/{name}.py" for name in sorted(listed - modules)]
+    assert not missing, f"docs/architecture.md has no row for {', '.join(missing)}"
+    assert not stale, f"docs/architecture.md lists modules that do not exist: {', '.join(stale)}"
+
+
+def test_the_architecture_says_where_each_kind_of_change_goes() -> None:
+    text = ARCHITECTURE.read_text()
+    for change in ("measurement", "status field", "metric", "model architecture"):
+        assert f"- **A new {change}**:" in text, f"where a new {change} goes"
