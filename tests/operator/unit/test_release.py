@@ -9,7 +9,7 @@ import kopf
 import pytest
 from prometheus_client import CollectorRegistry
 from tests.operator.unit.operator_builders import spec
-from tests.operator.unit.test_reconcile import RecordingClient
+from tests.operator.unit.recording_client import RecordingClient
 
 from roofline_operator.config import load_config
 from roofline_operator.metrics import OperatorMetrics

@@ -16,7 +16,7 @@ from roofline_operator.node_results import from_compact
 from roofline_operator.outcomes import Failed, Unschedulable
 from roofline_operator.round_events import MAX_EVENT_MESSAGE_CHARS, ProfileEvents
 from roofline_operator.round_plan import RoundPlan
-from roofline_profiler.sanity import HOST_STATE_CODE
+from roofline_profiler.warning_codes import HOST_STATE_CODE
 
 Posted = list[tuple[str, str, str]]
 
