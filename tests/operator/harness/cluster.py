@@ -84,7 +84,25 @@ def gpu_node(
     }
 
 
-class Cluster:
+class ObjectReads:
+    """What both clusters read the same way, on top of their own :meth:`get`."""
+
+    def get(
+        self, plural: str, name: str, namespace: str | None = None, group: str = ""
+    ) -> dict[str, Any] | None:
+        raise NotImplementedError
+
+    def read(
+        self, plural: str, name: str, namespace: str | None = None, group: str = ""
+    ) -> dict[str, Any]:
+        """Like :meth:`get`, for objects a test knows exist; their absence fails the test."""
+        found = self.get(plural, name, namespace, group)
+        if found is None:
+            raise AssertionError(f"{plural} {namespace or ''}/{name} does not exist")
+        return found
+
+
+class Cluster(ObjectReads):
     def __init__(self, workdir: Path, default_mode: FaultMode = FaultMode.RUN_COMMAND) -> None:
         self.workdir = workdir
         self.loop = asyncio.new_event_loop()
@@ -191,15 +209,6 @@ class Cluster:
                 return None
 
         return self.call(read)
-
-    def read(
-        self, plural: str, name: str, namespace: str | None = None, group: str = ""
-    ) -> dict[str, Any]:
-        """Like :meth:`get`, for objects a test knows exist; their absence fails the test."""
-        found = self.get(plural, name, namespace, group)
-        if found is None:
-            raise AssertionError(f"{plural} {namespace or ''}/{name} does not exist")
-        return found
 
     def list(
         self,

@@ -12,9 +12,7 @@ parent-death signal) when it stops: nothing outlives the test session.
 from __future__ import annotations
 
 import json
-import os
 import shutil
-import signal
 import ssl
 import subprocess
 import time
@@ -29,7 +27,7 @@ import yaml
 
 from .commands import REPO_ROOT, die_with_parent
 from .pki import ControlPlanePki, generate
-from .processes import free_port
+from .processes import free_port, stop_group
 from .waiting import wait_for
 
 BUILD_SCRIPT = REPO_ROOT / "scripts" / "control-plane.sh"
@@ -156,12 +154,7 @@ class _Process:
 
     def stop(self) -> None:
         if self.process is not None and self.running:
-            os.killpg(self.process.pid, signal.SIGTERM)
-            try:
-                self.process.wait(timeout=STOP_TIMEOUT_SECONDS)
-            except subprocess.TimeoutExpired:
-                os.killpg(self.process.pid, signal.SIGKILL)
-                self.process.wait(timeout=STOP_TIMEOUT_SECONDS)
+            stop_group(self.process, STOP_TIMEOUT_SECONDS)
         if self._log is not None:
             self._log.close()
             self._log = None

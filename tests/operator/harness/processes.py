@@ -36,6 +36,16 @@ def free_port() -> int:
         return port
 
 
+def stop_group(process: subprocess.Popen[Any], timeout: float) -> None:
+    """SIGTERM to a started process's group, SIGKILL when it outlives ``timeout`` seconds."""
+    os.killpg(process.pid, signal.SIGTERM)
+    try:
+        process.wait(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        os.killpg(process.pid, signal.SIGKILL)
+        process.wait(timeout=timeout)
+
+
 class OperatorProcess:
     """One ``roofline operator`` process against a kubeconfig, with its metrics port."""
 
@@ -147,12 +157,7 @@ class OperatorProcess:
         if self.process is None:
             return None
         if self.running:
-            os.killpg(self.process.pid, signal.SIGTERM)
-            try:
-                self.process.wait(timeout=STOP_TIMEOUT_SECONDS)
-            except subprocess.TimeoutExpired:
-                os.killpg(self.process.pid, signal.SIGKILL)
-                self.process.wait(timeout=STOP_TIMEOUT_SECONDS)
+            stop_group(self.process, STOP_TIMEOUT_SECONDS)
         self._close_log()
         return self.process.returncode
 

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote, urlencode
 
-from .cluster import gpu_node
+from .cluster import ObjectReads, gpu_node
 from .controlplane import ApiRequestError, ControlPlane
 from .faults import FaultBook, FaultMode, SyntheticGpu
 from .kubelet import PodRun
@@ -43,7 +43,7 @@ def resource_path(plural: str, namespace: str | None = None, group: str = "") ->
     return f"{base}/{plural}"
 
 
-class RealCluster:
+class RealCluster(ObjectReads):
     def __init__(self, control_plane: ControlPlane, workdir: Path) -> None:
         self.control_plane = control_plane
         self.api = control_plane.admin
@@ -72,14 +72,6 @@ class RealCluster:
             if error.status == 404:
                 return None
             raise
-
-    def read(
-        self, plural: str, name: str, namespace: str | None = None, group: str = ""
-    ) -> dict[str, Any]:
-        found = self.get(plural, name, namespace, group)
-        if found is None:
-            raise AssertionError(f"{plural} {namespace or ''}/{name} does not exist")
-        return found
 
     def list(
         self,

@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import kopf
 import pytest
+from prometheus_client import CollectorRegistry
+
+from roofline_operator.metrics import OperatorMetrics
 
 
 @pytest.fixture
@@ -15,3 +18,15 @@ def quiet_events(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, str]]:
         kopf, "event", lambda _, type, reason, message: posted.append((reason, message))
     )
     return posted
+
+
+@pytest.fixture
+def registry() -> CollectorRegistry:
+    """A registry of this test's own, so no two tests' metrics meet."""
+    return CollectorRegistry()
+
+
+@pytest.fixture
+def metrics(registry: CollectorRegistry) -> OperatorMetrics:
+    """The operator's metrics, registered in :func:`registry`."""
+    return OperatorMetrics(registry)

@@ -9,7 +9,9 @@ from typing import Any
 from roofline_operator.node_results import GpuResult, from_compact
 from roofline_operator.nodes import NodeFacts
 from roofline_operator.pods import PodFacts, Terminated
+from roofline_operator.records import NodeRecord
 from roofline_operator.spec import ProfileSpec, parse_spec
+from roofline_operator.status import build_status
 from roofline_profiler.compact import CompactDevice, CompactProfile, encode_compact
 
 GPU = "nvidia.com/gpu"
@@ -103,3 +105,17 @@ def fresh_succeeded_pod(
     (``default``), for rounds that run on the wall clock."""
     kw.setdefault("namespace", "default")
     return succeeded_pod(name, node_name, spec_hash, attempt, created_at=time.time(), **kw)
+
+
+def status_of(records: Mapping[str, NodeRecord], **kw: Any) -> dict[str, Any]:
+    """A profile's status from its node records, at a fixed time and with no earlier status."""
+    return build_status(
+        records=dict(records),
+        spec_hash="h",
+        conflicts={},
+        spec_error=None,
+        previous_conditions=[],
+        generation=1,
+        now=1000.0,
+        **kw,
+    )

@@ -1,6 +1,5 @@
 from __future__ import annotations
 
-import pytest
 from prometheus_client import CollectorRegistry, generate_latest
 from tests.operator.unit.operator_builders import device, profile
 
@@ -8,16 +7,6 @@ from roofline_operator.metrics import OperatorMetrics, snapshot_from_records
 from roofline_operator.names import FailureReason, NodeState
 from roofline_operator.node_results import from_compact
 from roofline_operator.records import NodeRecord
-
-
-@pytest.fixture
-def registry() -> CollectorRegistry:
-    return CollectorRegistry()
-
-
-@pytest.fixture
-def metrics(registry: CollectorRegistry) -> OperatorMetrics:
-    return OperatorMetrics(registry)
 
 
 def fleet() -> dict[str, NodeRecord]:

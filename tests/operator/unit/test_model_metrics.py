@@ -8,16 +8,6 @@ from roofline_operator.metrics import OperatorMetrics, snapshot_from_records
 from roofline_operator.records import NodeRecord, record_from_status, record_to_status
 
 
-@pytest.fixture
-def registry() -> CollectorRegistry:
-    return CollectorRegistry()
-
-
-@pytest.fixture
-def metrics(registry: CollectorRegistry) -> OperatorMetrics:
-    return OperatorMetrics(registry)
-
-
 def labels(gpu: str, model: str) -> dict[str, str]:
     return {
         "profile": "fleet",

@@ -6,28 +6,19 @@ from typing import Any
 
 import pytest
 from tests.operator.unit.model_builders import plan, planned_node
+from tests.operator.unit.operator_builders import status_of
 
 from roofline_operator.model_sources import ModelFailure
 from roofline_operator.model_spec import ModelSpec
 from roofline_operator.model_status import ModelsView, cost_per_million_tokens
 from roofline_operator.names import NodeState
 from roofline_operator.records import NodeRecord
-from roofline_operator.status import build_status
 
 MODELS = (ModelSpec("a", preset="qwen3-8b"), ModelSpec("b", preset="llama-3.1-8b"))
 
 
-def status_of(records: dict[str, NodeRecord], view: ModelsView) -> dict[str, Any]:
-    return build_status(
-        records=records,
-        spec_hash="h",
-        conflicts={},
-        spec_error=None,
-        previous_conditions=[],
-        generation=1,
-        now=1000.0,
-        models=view,
-    )
+def status_with(records: dict[str, NodeRecord], view: ModelsView) -> dict[str, Any]:
+    return status_of(records, models=view)
 
 
 def fleet() -> dict[str, NodeRecord]:
@@ -39,7 +30,7 @@ def fleet() -> dict[str, NodeRecord]:
 
 
 def test_every_node_lists_each_model_of_the_spec() -> None:
-    status = status_of(fleet(), ModelsView(MODELS))
+    status = status_with(fleet(), ModelsView(MODELS))
     entry = {m["name"]: m for m in status["nodes"][1]["models"]}
     assert set(entry) == {"a", "b"}
     assert entry["a"]["minBatch"] == 64
@@ -48,7 +39,7 @@ def test_every_node_lists_each_model_of_the_spec() -> None:
 
 
 def test_the_model_summary_has_count_min_median_and_max() -> None:
-    status = status_of(fleet(), ModelsView(MODELS))
+    status = status_with(fleet(), ModelsView(MODELS))
     a = next(m for m in status["models"] if m["name"] == "a")
     assert a["nodes"] == 3
     assert a["failedNodes"] == 0
@@ -60,19 +51,19 @@ def test_the_model_summary_has_count_min_median_and_max() -> None:
 def test_a_median_of_an_even_count_is_the_mean_of_the_middle_two() -> None:
     records = fleet()
     del records["n3"]
-    status = status_of(records, ModelsView(MODELS))
+    status = status_with(records, ModelsView(MODELS))
     assert status["models"][0]["minBatch"]["median"] == 40
 
 
 def test_a_removed_model_leaves_nodes_summary_and_count() -> None:
-    status = status_of(fleet(), ModelsView(MODELS[:1]))
+    status = status_with(fleet(), ModelsView(MODELS[:1]))
     assert [m["name"] for m in status["nodes"][0]["models"]] == ["a"]
     assert [m["name"] for m in status["models"]] == ["a"]
     assert status["summary"]["models"] == 1
 
 
 def test_without_models_there_is_no_model_status_at_all() -> None:
-    status = status_of(fleet(), ModelsView())
+    status = status_with(fleet(), ModelsView())
     assert "models" not in status
     assert "models" not in status["summary"]
     assert "models" not in status["nodes"][0]
@@ -81,7 +72,7 @@ def test_without_models_there_is_no_model_status_at_all() -> None:
 
 def test_a_failed_model_shows_on_every_node_and_makes_models_ready_false() -> None:
     failure = ModelFailure("ConfigMapNotFound", "spec.models[1].configMapRef.name: gone")
-    status = status_of(fleet(), ModelsView(MODELS, {"b": failure}))
+    status = status_with(fleet(), ModelsView(MODELS, {"b": failure}))
     for node in status["nodes"]:
         b = next(m for m in node["models"] if m["name"] == "b")
         assert b["reason"] == "ConfigMapNotFound"
@@ -100,24 +91,24 @@ def test_a_failed_model_shows_on_every_node_and_makes_models_ready_false() -> No
 
 
 def test_models_ready_is_true_when_every_model_is_planned() -> None:
-    status = status_of(fleet(), ModelsView(MODELS))
+    status = status_with(fleet(), ModelsView(MODELS))
     ready = {c["type"]: c for c in status["conditions"]}["ModelsReady"]
     assert (ready["status"], ready["reason"]) == ("True", "Planned")
 
 
 def test_an_empty_range_keeps_its_numbers_and_says_which_limit_bites() -> None:
     records = {"n1": planned_node("n1", (plan("a", min_batch=256),))}
-    (entry,) = status_of(records, ModelsView(MODELS[:1]))["nodes"][0]["models"]
+    (entry,) = status_with(records, ModelsView(MODELS[:1]))["nodes"][0]["models"]
     assert entry["reason"] == "RangeEmpty"
     assert (entry["minBatch"], entry["maxBatch"]) == (256, 128)
     assert "bound by latency" in entry["message"]
-    ready = {c["type"]: c for c in status_of(records, ModelsView(MODELS[:1]))["conditions"]}
+    ready = {c["type"]: c for c in status_with(records, ModelsView(MODELS[:1]))["conditions"]}
     assert ready["ModelsReady"]["status"] == "True"
 
 
 def test_a_profile_without_the_models_plan_marks_it_not_planned() -> None:
     records = {"n1": planned_node("n1", (plan("a"),))}
-    entries = status_of(records, ModelsView(MODELS))["nodes"][0]["models"]
+    entries = status_with(records, ModelsView(MODELS))["nodes"][0]["models"]
     assert entries[1] == {
         "name": "b",
         "contextTokens": 4096,
@@ -129,14 +120,14 @@ def test_a_profile_without_the_models_plan_marks_it_not_planned() -> None:
 
 def test_a_node_still_profiling_has_no_model_entries() -> None:
     records = {"n1": NodeRecord(name="n1", gpus=1, state=NodeState.PROFILING)}
-    assert "models" not in status_of(records, ModelsView(MODELS))["nodes"][0]
+    assert "models" not in status_with(records, ModelsView(MODELS))["nodes"][0]
 
 
 def test_the_cost_of_a_million_tokens_uses_the_replicas_gpus() -> None:
     assert cost_per_million_tokens(Decimal("3.60"), 2, 1000.0) == pytest.approx(2.0)
     records = {"n1": planned_node("n1", (plan("a"),))}
     view = ModelsView(MODELS[:1], {}, Decimal("3.60"))
-    (entry,) = status_of(records, view)["nodes"][0]["models"]
+    (entry,) = status_with(records, view)["nodes"][0]["models"]
     assert entry["costPerMillionTokensAtMaxBatch"] == pytest.approx(3.6 / 3600 / 3200 * 1e6)
 
 
@@ -146,7 +137,7 @@ def test_a_model_the_node_could_not_measure_fails_alone_and_the_roofline_publish
     assert record.result is not None
     gpus = tuple(replace(g, warnings=("ModelFailed",)) for g in record.result.gpus)
     record = replace(record, result=replace(record.result, gpus=gpus))
-    status = status_of({"n1": record}, ModelsView(MODELS))
+    status = status_with({"n1": record}, ModelsView(MODELS))
     node = status["nodes"][0]
     ok, failed = node["models"]
     assert ok["name"] == "a"

@@ -179,11 +179,13 @@ async def test_plans_reach_status_and_a_removed_model_leaves_it() -> None:
     assert status["summary"]["models"] is None
 
 
-@pytest.mark.asyncio
-async def test_the_node_feature_backend_writes_objects_instead_of_patching_nodes() -> None:
+NFD_ENV = {**ENV, "ROOFLINE_NODE_LABEL_BACKEND": "nodeFeature", "ROOFLINE_OPERATOR_NAMESPACE": "op"}
+
+
+async def profiled_with_node_features() -> tuple[ModelClient, ProfileLoop, dict[str, Any]]:
+    """A loop on the NodeFeature backend after one node's profile succeeded."""
     client = ModelClient({})
-    env = {**ENV, "ROOFLINE_NODE_LABEL_BACKEND": "nodeFeature", "ROOFLINE_OPERATOR_NAMESPACE": "op"}
-    loop = loop_with(client, {}, env)
+    loop = loop_with(client, {}, NFD_ENV)
     nodes = {"a": node("a")}
     await loop.round(nodes, [], {})
     pod = pod_facts(client.created[0])
@@ -191,6 +193,12 @@ async def test_the_node_feature_backend_writes_objects_instead_of_patching_nodes
         pod.name, pod.node, pod.spec_hash, pod.attempt, namespace=pod.namespace
     )
     await loop.round(nodes, [done], {})
+    return client, loop, nodes
+
+
+@pytest.mark.asyncio
+async def test_the_node_feature_backend_writes_objects_instead_of_patching_nodes() -> None:
+    client, loop, nodes = await profiled_with_node_features()
     await loop.round(nodes, [], {})  # nfd-master has not labelled the node yet: no rewrite
     assert client.labelled == []
     feature = client.features[node_feature_name("fleet", "a")]
@@ -206,31 +214,14 @@ async def test_the_node_feature_backend_writes_objects_instead_of_patching_nodes
 
 @pytest.mark.asyncio
 async def test_with_the_node_feature_backend_a_restart_rebuilds_records_from_the_objects() -> None:
-    client = ModelClient({})
-    env = {**ENV, "ROOFLINE_NODE_LABEL_BACKEND": "nodeFeature", "ROOFLINE_OPERATOR_NAMESPACE": "op"}
-    loop = loop_with(client, {}, env)
-    nodes = {"a": node("a")}
-    await loop.round(nodes, [], {})
-    pod = pod_facts(client.created[0])
-    await loop.round(
-        nodes,
-        [
-            fresh_succeeded_pod(
-                pod.name, pod.node, pod.spec_hash, pod.attempt, namespace=pod.namespace
-            )
-        ],
-        {},
-    )
+    client, _, nodes = await profiled_with_node_features()
 
-    restarted = loop_with(client, {}, env)
+    restarted = loop_with(client, {}, NFD_ENV)
     await restarted.restore(client)  # type: ignore[arg-type]
     client.created.clear()
     await restarted.round(nodes, [], {})
     assert client.created == []
     assert restarted.records["a"].result is not None
-
-
-NFD_ENV = {**ENV, "ROOFLINE_NODE_LABEL_BACKEND": "nodeFeature", "ROOFLINE_OPERATOR_NAMESPACE": "op"}
 
 
 def named_loop(client: ModelClient, name: str, created: str, spec: dict[str, Any]) -> ProfileLoop:

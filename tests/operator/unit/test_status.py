@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 from tests.operator.unit.model_builders import plan, planned_node
-from tests.operator.unit.operator_builders import device, profile
+from tests.operator.unit.operator_builders import device, profile, status_of
 
 from roofline_operator.model_spec import ModelSpec
 from roofline_operator.model_status import ModelsView
@@ -159,17 +159,7 @@ def test_merge_patch_deletes_missing_keys_and_replaces_lists_whole() -> None:
 
 
 def build(records: dict[str, NodeRecord], max_nodes: int | None, **kw: Any) -> dict[str, Any]:
-    return build_status(
-        records=records,
-        spec_hash="h",
-        conflicts={},
-        spec_error=None,
-        previous_conditions=[],
-        generation=1,
-        now=1000.0,
-        max_nodes=max_nodes,
-        **kw,
-    )
+    return status_of(records, max_nodes=max_nodes, **kw)
 
 
 def test_status_lists_failed_then_changed_then_pending_nodes_before_the_rest() -> None:
