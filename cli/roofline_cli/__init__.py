@@ -8,7 +8,6 @@ that imports both; the profiler never imports the operator, nor the operator thi
 
 from __future__ import annotations
 
-import argparse
 import sys
 from collections.abc import Sequence
 
@@ -18,14 +17,10 @@ OPERATOR_HELP = "run the Kubernetes operator (see roofline operator --help)"
 
 
 def profiler_commands() -> dict[str, str]:
-    """The profiler's subcommands with their one-line help, read from its own parser."""
-    from roofline_profiler.cli import build_parser
+    """The profiler's subcommands with their one-line help, from its table of commands."""
+    from roofline_profiler.cli import COMMANDS
 
-    for action in build_parser()._actions:
-        if isinstance(action, argparse._SubParsersAction):
-            helps = {a.dest: a.help or "" for a in action._choices_actions}
-            return {name: helps.get(name, "") for name in action.choices}
-    return {}
+    return {name: command.help for name, command in COMMANDS.items()}
 
 
 def version() -> str:

@@ -1,8 +1,8 @@
 """The profiler's command line: ``roofline profile`` measures this machine, ``roofline plan``
 re-plans a model from a saved profile without the device.
 
-The ``roofline`` command (``roofline_cli``) hands its profiler subcommands to :func:`main`; run
-alone, ``python -m roofline_profiler.cli profile ...`` does the same.
+The ``roofline`` command (``roofline_cli``) hands the subcommands of :data:`COMMANDS` to
+:func:`main`; run alone, ``python -m roofline_profiler.cli profile ...`` does the same.
 
 Exit codes: 0 success; 1 the device failed (one line on stderr, and the same line in the
 ``--compact`` file so a pod's termination message says why); 2 bad input (one line on stderr,
@@ -12,24 +12,18 @@ nothing written).
 from __future__ import annotations
 
 import argparse
-import json
-import os
 import sys
-import tempfile
 from collections.abc import Callable, Sequence
-from pathlib import Path
-from typing import NoReturn, TypeVar
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, NoReturn
 
-from roofline_profiler import limits, model_cli, model_request
-from roofline_profiler.errors import first_line
-from roofline_profiler.model_config import ModelArch
+from roofline_profiler import arguments, limits, model_cli, outputs
+from roofline_profiler.errors import UsageError, first_line
+
+if TYPE_CHECKING:
+    from roofline_profiler.runner import ProfileRequest
 
 PROG = "roofline"
-_T = TypeVar("_T")
-
-
-class UsageError(Exception):
-    """Bad input: reported in one line with exit status 2."""
 
 
 class _Parser(argparse.ArgumentParser):
@@ -37,20 +31,6 @@ class _Parser(argparse.ArgumentParser):
 
     def error(self, message: str) -> NoReturn:
         raise UsageError(message)
-
-
-def _argument_type(parse: Callable[[str], _T], what: str) -> Callable[[str], _T]:
-    """``parse`` as an argparse ``type``: a :class:`limits.LimitError` becomes argparse's
-    one-line error for the flag, the value is parsed into its type once."""
-
-    def convert(text: str) -> _T:
-        try:
-            return parse(text)
-        except limits.LimitError as exc:
-            raise argparse.ArgumentTypeError(str(exc)) from None
-
-    convert.__name__ = what
-    return convert
 
 
 def _version() -> str:
@@ -62,29 +42,8 @@ def _version() -> str:
         return "unknown"
 
 
-def wrote(paths: Sequence[Path | None]) -> str:
-    """One ``wrote PATH`` line per file written, in the order of the flags."""
-    return "".join(f"wrote {path}\n" for path in paths if path is not None)
-
-
-def _output_path(text: str | None, flag: str) -> Path | None:
-    if text is None:
-        return None
-    path = Path(text)
-    parent = path.parent if str(path.parent) else Path(".")
-    if not parent.is_dir():
-        raise UsageError(f"{flag} {text}: directory {parent} does not exist")
-    if path.is_dir():
-        raise UsageError(f"{flag} {text} is a directory")
-    return path
-
-
-def build_parser() -> _Parser:
-    parser = _Parser(prog=PROG, description=__doc__.split("\n\n")[0] if __doc__ else None)
-    parser.add_argument("--version", action="version", version=f"{PROG} {_version()}")
-    sub = parser.add_subparsers(dest="command", parser_class=_Parser)
-    sub.required = True
-    p = sub.add_parser("profile", help="measure this machine's decode roofline")
+def add_measurement_arguments(p: argparse.ArgumentParser) -> None:
+    """What ``roofline profile`` measures: devices, dtype, the decode weight, the batch sweep."""
     p.add_argument(
         "--device",
         default="all",
@@ -92,21 +51,21 @@ def build_parser() -> _Parser:
     )
     p.add_argument(
         "--dtype",
-        type=_argument_type(limits.canonical_dtype, "dtype"),
+        type=arguments.DTYPE,
         help=f"{', '.join(limits.DTYPE_NAMES)} (default: bfloat16 on GPUs "
         "that support it, else float16; float32 on the CPU)",
     )
     k, n = limits.DEFAULT_SHAPE
     p.add_argument(
         "--shape",
-        type=_argument_type(limits.parse_shape, "shape"),
+        type=arguments.SHAPE,
         default=limits.DEFAULT_SHAPE,
         metavar="KxN",
         help=f"decode weight KxN (default {k}x{n}, the Llama-3-8B FFN up-projection)",
     )
     p.add_argument(
         "--batches",
-        type=_argument_type(limits.parse_batches, "batches"),
+        type=arguments.BATCHES,
         default=limits.DEFAULT_BATCHES,
         metavar="B1,B2,...",
         help="comma-separated batch sizes to sweep, each in "
@@ -114,7 +73,7 @@ def build_parser() -> _Parser:
     )
     p.add_argument(
         "--min-batch-efficiency",
-        type=_argument_type(limits.parse_efficiency_percent, "percent"),
+        type=arguments.PERCENT,
         default=limits.DEFAULT_MIN_BATCH_EFFICIENCY_PERCENT,
         metavar="PERCENT",
         help="share of measured peak FLOP/s a batch must reach to be "
@@ -127,69 +86,23 @@ def build_parser() -> _Parser:
         help="which bandwidth is the roofline slope (default read: what decode does)",
     )
     p.add_argument("--quick", action="store_true", help="fewer repeats and shapes (tests, CI)")
-    p.add_argument("--json", metavar="PATH", help="write the full result document")
-    p.add_argument("--markdown", metavar="PATH", help="write a Markdown report")
-    p.add_argument("--plot", metavar="PATH.png", help="write the roofline plot")
-    p.add_argument(
-        "--compact",
-        metavar="PATH",
-        help="write the compact (<= 4096 bytes) result, e.g. /dev/termination-log in a pod",
-    )
+
+
+def add_profile_arguments(p: argparse.ArgumentParser) -> None:
+    add_measurement_arguments(p)
+    arguments.add_output_arguments(p, document="full", plot="roofline", compact=True)
     model_cli.add_model_arguments(p)
-    p.add_argument(
-        "--models-json",
-        metavar="JSON",
-        help="models to plan, each with its own context and tensor parallel degree (the "
-        "operator's form): [{name, preset|config, contextTokens, tensorParallel}, ...]",
-    )
-    p.add_argument(
-        "--models-file",
-        metavar="PATH",
-        help="--models-json read from a file (how the operator's pods get it, from a ConfigMap)",
-    )
-    plan = sub.add_parser("plan", help="re-plan a model from a saved profile, without the device")
-    plan.add_argument(
-        "--from",
-        dest="source",
-        required=True,
-        metavar="RESULT.json",
-        help="the result document of an earlier roofline profile --json that measured the model "
-        "(required)",
-    )
-    model_cli.add_model_arguments(plan, plan=True)
-    plan.add_argument("--json", metavar="PATH", help="write the re-planned result document")
-    plan.add_argument("--markdown", metavar="PATH", help="write a Markdown report")
-    plan.add_argument("--plot", metavar="PATH.png", help="write the model plan plot")
+    model_cli.add_models_json_arguments(p)
+
+
+def build_parser() -> _Parser:
+    parser = _Parser(prog=PROG, description=__doc__.split("\n\n")[0] if __doc__ else None)
+    parser.add_argument("--version", action="version", version=f"{PROG} {_version()}")
+    sub = parser.add_subparsers(dest="command", parser_class=_Parser)
+    sub.required = True
+    for name, command in COMMANDS.items():
+        command.add_arguments(sub.add_parser(name, help=command.help))
     return parser
-
-
-def _umask() -> int:
-    mask = os.umask(0)
-    os.umask(mask)
-    return mask
-
-
-def _write_atomic(path: Path, data: bytes) -> None:
-    """Write via a temporary file and rename, so a failure never leaves half a result.
-
-    ``mkstemp`` creates the file ``0600``; it gets the mode any other file of the user gets
-    (``0666`` less the umask), as the plot written by matplotlib does.
-    """
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
-    try:
-        os.fchmod(fd, 0o666 & ~_umask())
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-
-
-def _write_plain(path: Path, text: str) -> None:
-    """Special files such as /dev/termination-log cannot be renamed over: write in place."""
-    with open(path, "w", encoding="utf-8") as f:
-        f.write(text)
 
 
 class _Progress:
@@ -209,37 +122,11 @@ class _Progress:
             sys.stderr.flush()
 
 
-def run_profile_command(args: argparse.Namespace) -> int:
-    k, n = args.shape
-    outputs = {
-        flag: _output_path(getattr(args, flag.lstrip("-")), flag)
-        for flag in ("--json", "--markdown", "--plot", "--compact")
-    }
-    if outputs["--plot"] is not None and outputs["--plot"].suffix.lower() != ".png":
-        raise UsageError(f"--plot {args.plot}: the plot is written as PNG, name it *.png")
-    tensor_parallel = model_cli.parse_tensor_parallel(args.tensor_parallel)
-    archs = model_cli.load_models(args.model, tensor_parallel)
-    contexts = model_cli.parse_contexts(args.context, (model_cli.DEFAULT_CONTEXT,))
-    plan_options = model_cli.parse_plan_options(args, args.min_batch_efficiency)
-    groups: list[tuple[int, int, tuple[ModelArch, ...]]] = []
-    if args.models_json is not None or args.models_file is not None:
-        if args.model or args.context is not None:
-            raise UsageError("--models-json names the models and their contexts: drop --model")
-        if args.models_json is not None and args.models_file is not None:
-            raise UsageError("give --models-json or --models-file, not both")
-        try:
-            if args.models_file is not None:
-                entries = model_request.read_models_file(args.models_file)
-            else:
-                entries = model_request.parse_models_json(args.models_json)
-            groups = model_request.request_groups(entries)
-        except model_request.ModelsJsonError as exc:
-            raise UsageError(str(exc)) from None
-
-    # torch is imported only now, so bad input is rejected at once.
+def profile_request(args: arguments.ProfileArguments) -> tuple[ProfileRequest, list[str]]:
+    """What to measure, and on which devices in which dtype (each checked to be supported)."""
     from roofline_profiler import devices as devmod
     from roofline_profiler.model_runner import ModelRequest
-    from roofline_profiler.runner import DeviceFailure, ProfileRequest, run_profile
+    from roofline_profiler.runner import ProfileRequest
 
     try:
         infos = devmod.resolve_devices(args.device)
@@ -248,59 +135,79 @@ def run_profile_command(args: argparse.Namespace) -> int:
             devmod.check_dtype_supported(info, dtype)
     except devmod.DeviceError as exc:
         raise UsageError(str(exc)) from None
-
+    k, n = args.shape
     request = ProfileRequest(
         devices=tuple(infos),
         k=k,
         n=n,
         batches=args.batches,
-        min_batch_efficiency_percent=args.min_batch_efficiency,
-        bandwidth_kind=args.bandwidth,
+        min_batch_efficiency_percent=args.min_batch_efficiency_percent,
+        bandwidth_kind=args.bandwidth_kind,
         quick=args.quick,
-        models=ModelRequest(archs, contexts, tensor_parallel, plan_options) if archs else None,
-        model_groups=tuple(
-            ModelRequest(group, (context,), tp, plan_options) for tp, context, group in groups
+        models=tuple(
+            ModelRequest(group.models, group.contexts, group.tensor_parallel, args.plan_options)
+            for group in args.model_groups
         ),
     )
+    return request, dtypes
+
+
+def run_profile_command(namespace: argparse.Namespace) -> int:
+    """``roofline profile``: measure, then print the summary and write the files asked for."""
+    args = arguments.profile_arguments(namespace)
+    # torch is imported only now, so bad input is rejected at once.
+    from roofline_profiler.runner import DeviceFailure, run_profile
+
+    request, dtypes = profile_request(args)
     progress = _Progress()
     try:
         result = run_profile(request, dtypes, progress)
     except DeviceFailure as exc:
         progress.done()
         message = f"{PROG}: device failure: {exc}"
-        if outputs["--compact"] is not None:
-            _write_plain(outputs["--compact"], message[:4000])
+        outputs.write_failure(args.outputs, message)
         print(message, file=sys.stderr)
         return 1
     progress.done()
 
-    from roofline_profiler.compact import encode_compact
-    from roofline_profiler.report import markdown_report, text_summary
+    from roofline_profiler.plot import roofline_figure
+    from roofline_profiler.report import text_summary
 
-    if outputs["--json"] is not None:
-        document = json.dumps(result.to_dict(), indent=2) + "\n"
-        _write_atomic(outputs["--json"], document.encode())
-    if outputs["--markdown"] is not None:
-        _write_atomic(outputs["--markdown"], markdown_report(result).encode())
-    if outputs["--plot"] is not None:
-        from roofline_profiler.plot import write_plot
-
-        write_plot(result, outputs["--plot"], plan_options.itl_slo_seconds)
-    if outputs["--compact"] is not None:
-        _write_plain(outputs["--compact"], encode_compact(result.to_compact()))
+    slo = args.plan_options.itl_slo_seconds
+    outputs.write_result(result, args.outputs, lambda planned: roofline_figure(planned, slo))
     sys.stdout.write(text_summary(result))
-    sys.stdout.write(wrote(list(outputs.values())))
+    sys.stdout.write(outputs.wrote(args.outputs))
     return 0
 
 
+@dataclass(frozen=True)
+class Command:
+    """A subcommand: its one-line help, its flags, and what runs it (returning the exit code)."""
+
+    help: str
+    add_arguments: Callable[[argparse.ArgumentParser], None]
+    run: Callable[[argparse.Namespace], int]
+
+
+#: The profiler's subcommands, in the order ``--help`` lists them; ``roofline_cli`` reads it.
+COMMANDS: dict[str, Command] = {
+    "profile": Command(
+        "measure this machine's decode roofline", add_profile_arguments, run_profile_command
+    ),
+    "plan": Command(
+        "re-plan a model from a saved profile, without the device",
+        model_cli.add_plan_arguments,
+        model_cli.run_plan_command,
+    ),
+}
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    arguments = list(sys.argv[1:] if argv is None else argv)
+    argv = list(sys.argv[1:] if argv is None else argv)
     try:
-        args = build_parser().parse_args(arguments)
-        if args.command == "plan":
-            return model_cli.run_plan_command(args, _output_path, _write_atomic)
-        return run_profile_command(args)
-    except (UsageError, model_cli.ModelInputError) as exc:
+        args = build_parser().parse_args(argv)
+        return COMMANDS[args.command].run(args)
+    except UsageError as exc:
         print(f"{PROG}: error: {exc}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:

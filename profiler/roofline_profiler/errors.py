@@ -1,7 +1,8 @@
 """One line out of a message or an exception, for stderr, a status condition or an error reason.
 
 Every error the product reports is a single line (a CLI error, a termination message, a failure
-message in status), so this is the one rule for cutting a longer text down to one.
+message in status), so this is the one rule for cutting a longer text down to one, and
+:class:`UsageError` is the one exception of bad command-line input.
 
 Pure module: no torch, no Kubernetes.
 """
@@ -22,3 +23,8 @@ def first_line(text: object, fallback: str = "", max_chars: int | None = None) -
                 return line[: max_chars - 3] + "..."
             return line
     return fallback
+
+
+class UsageError(ValueError):
+    """Bad command-line input: ``str()`` is the one line the command line prints after
+    ``roofline: error:``, with exit status 2 and nothing written."""

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 from roofline_profiler.result import ProfileResult
@@ -102,16 +101,8 @@ def draw_model_panels(
         axis.legend(handles=[*handles, *keys], fontsize=7)
 
 
-def write_model_plot(result: ProfileResult, path: Path, slo_seconds: float | None = None) -> None:
-    import matplotlib.pyplot as plt
-
-    fig = model_figure(result, slo_seconds)
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-
-
 def model_figure(result: ProfileResult, slo_seconds: float | None = None) -> Any:
-    """The figure :func:`write_model_plot` saves."""
+    """The figure ``roofline plan --plot`` writes."""
     import matplotlib
 
     matplotlib.use("Agg")

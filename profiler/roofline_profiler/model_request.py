@@ -18,11 +18,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from roofline_profiler import limits
+from roofline_profiler.errors import UsageError
 from roofline_profiler.model_config import PRESETS, ModelArch, ModelError
 from roofline_profiler.models import UnknownPreset, checked_model
 
 
-class ModelsJsonError(ValueError):
+class ModelsJsonError(UsageError):
     """A ``--models-json`` argument that cannot be planned; ``str()`` is one line."""
 
 

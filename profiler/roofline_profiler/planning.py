@@ -47,24 +47,6 @@ DEFAULT_MAX_NUM_SEQS = 256
 #: CUDA graphs, library workspaces and allocator slack outside the activations proper.
 RUNTIME_OVERHEAD_BYTES = 1 << 30
 
-#: Units of ``--itl-slo``: a decode step lasts microseconds to seconds.
-CLI_SLO_UNITS = ("ns", "us", "µs", "ms", "s")
-
-
-def parse_duration(text: str) -> float:
-    """``"50ms"``, ``"0.05s"``, ``"250us"`` → seconds; a unit is required, the value must be > 0.
-    Free-form (``" 20 ms "``, ``1e2ms``) and compound (``1s500ms``), as :func:`units.parse_duration`
-    reads it."""
-    try:
-        seconds = units.parse_duration(text, CLI_SLO_UNITS, free_form=True)
-    except units.DurationError:
-        raise ValueError(
-            f"cannot read {text!r} as a duration (write e.g. 50ms, 0.05s or 250us)"
-        ) from None
-    if not seconds > 0:
-        raise ValueError(f"duration {text!r} must be positive")
-    return seconds
-
 
 @dataclass(frozen=True)
 class StepPrediction:

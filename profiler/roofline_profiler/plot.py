@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 from roofline_profiler.result import ProfileResult
@@ -38,16 +37,8 @@ def plain_label(value: float) -> str:
     return significant(value, trim=True)
 
 
-def write_plot(result: ProfileResult, path: Path, itl_slo_seconds: float | None = None) -> None:
-    import matplotlib.pyplot as plt
-
-    fig = roofline_figure(result, itl_slo_seconds)
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-
-
 def roofline_figure(result: ProfileResult, itl_slo_seconds: float | None = None) -> Any:
-    """The figure :func:`write_plot` saves: roofline and time per token, model plans below."""
+    """The figure ``--plot`` writes: roofline and time per token, model plans below."""
     import matplotlib
 
     matplotlib.use("Agg")

@@ -48,9 +48,9 @@ class ProfileRequest:
     min_batch_efficiency_percent: int
     bandwidth_kind: str  # "read" or "copy"
     quick: bool
-    models: ModelRequest | None = None
-    #: More model requests, one per context and tensor parallel degree (``--models-json``).
-    model_groups: tuple[ModelRequest, ...] = ()
+    #: The models to measure and plan: one request per tensor parallel degree and set of
+    #: contexts (``--model`` gives one, ``--models-json`` one per degree and context).
+    models: tuple[ModelRequest, ...] = ()
 
 
 class DeviceFailure(RuntimeError):
@@ -91,8 +91,7 @@ def profile_device(
     plans: tuple[ModelPlan, ...] = ()
     model_measurements: tuple[ModelMeasurements, ...] = ()
     failed: list[ResultWarning] = []
-    requests = (request.models, *request.model_groups) if request.models else request.model_groups
-    for model_request in requests:
+    for model_request in request.models:
         if not model_request.models:
             continue
         more_plans, more_measurements, failures = profile_models(

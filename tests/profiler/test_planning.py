@@ -36,30 +36,6 @@ def _plan(
     )
 
 
-@pytest.mark.parametrize(
-    ("text", "seconds"),
-    [
-        pytest.param("50ms", 0.05, id="ms"),
-        pytest.param("0.05s", 0.05, id="s"),
-        pytest.param("1s", 1.0, id="one-second"),
-        pytest.param("250us", 250e-6, id="us"),
-        pytest.param("250µs", 250e-6, id="micro-sign"),
-        pytest.param(" 20 ms ", 0.02, id="spaces"),
-        pytest.param("1e2ms", 0.1, id="exponent"),
-        pytest.param("1s500ms", 1.5, id="compound-as-in-the-crd"),
-    ],
-)
-def test_durations_parse_with_their_unit(text: str, seconds: float) -> None:
-    assert planning.parse_duration(text) == pytest.approx(seconds)
-
-
-@pytest.mark.parametrize("text", ["50", "fast", "0ms", "-5ms", "5 min", ""])
-def test_durations_without_a_unit_or_not_positive_are_one_line_errors(text: str) -> None:
-    with pytest.raises(ValueError, match=r"duration|cannot read") as info:
-        planning.parse_duration(text)
-    assert "\n" not in str(info.value)
-
-
 def test_max_batch_by_memory_splits_the_kv_budget_into_blocks_per_sequence() -> None:
     budget_blocks = 1000
     block = 131_072 * 16
