@@ -230,7 +230,6 @@ def plan_model(
     )
     if not points:
         raise ValueError(f"no predicted step at {context_tokens} tokens of context")
-    warnings: list[str] = []
     weights = models.weight_bytes(arch, size, tensor_parallel)
     kv_per_token = models.kv_cache_bytes_per_token(arch, size, tensor_parallel)
     reserve = activation_reserve_bytes(arch, size, tensor_parallel)
@@ -238,22 +237,10 @@ def plan_model(
         weights, kv_per_token, context_tokens, device_memory_bytes,
         options.gpu_memory_utilization, reserve,
     )  # fmt: skip
-    if by_memory == 0:
-        warnings.append(
-            f"{weights / 2**30:.1f} GiB of weights and {reserve / 2**30:.1f} GiB of activations "
-            f"leave no room for one sequence of {context_tokens} tokens in "
-            f"{options.gpu_memory_utilization:.0%} of {device_memory_bytes / 2**30:.1f} GiB"
-        )
-    if tensor_parallel > 1 and not tensor_parallel_measured:
-        warnings.append(
-            f"the all-reduces of tensor parallel {tensor_parallel} are modelled, not measured "
-            f"(fewer than {tensor_parallel} devices visible)"
-        )
-    if context_tokens > arch.max_position_embeddings:
-        warnings.append(
-            f"context {context_tokens} exceeds the model's max_position_embeddings "
-            f"({arch.max_position_embeddings}); engines refuse it without an override"
-        )
+    warnings = _capacity_warnings(
+        arch, context_tokens, tensor_parallel, tensor_parallel_measured, weights, reserve,
+        device_memory_bytes, options.gpu_memory_utilization, by_memory,
+    )  # fmt: skip
     min_batch, reason = _min_batch(
         arch, points, context_tokens, tensor_parallel, peak_flops_per_second,
         options.min_efficiency_percent, by_memory,
@@ -263,12 +250,8 @@ def plan_model(
         by_latency = _max_batch_by_latency(points, options.itl_slo_seconds, warnings)
     high = by_memory if by_latency is None else min(by_memory, by_latency)
     recommended, tokens_per_second = _range(points, min_batch, high, warnings)
-    cost: tuple[tuple[int, float], ...] = ()
-    if options.gpu_hour_cost is not None:
-        per_second = options.gpu_hour_cost * tensor_parallel / units.SECONDS_PER_HOUR
-        cost = tuple((p.batch, per_second / p.tokens_per_second * 1e6) for p in points)
     # A model that leaves no room for one sequence gets no flags: any value would fail to start.
-    settings: dict[str, tuple[str, ...]] = dict.fromkeys(serving_flags.ENGINES, ())
+    settings: Mapping[str, tuple[str, ...]] = dict.fromkeys(serving_flags.ENGINES, ())
     # One that meets no SLO gets batch 1, the lowest latency there is.
     if by_memory >= 1:
         settings = serving_flags.engine_settings(
@@ -297,10 +280,56 @@ def plan_model(
         recommended_range=recommended,
         tokens_per_second_at_range=tokens_per_second,
         predictions=points,
-        cost_per_million_tokens=cost,
+        cost_per_million_tokens=cost_per_million_tokens(
+            points, options.gpu_hour_cost, tensor_parallel
+        ),
         engine_settings=settings,
         warnings=tuple(warnings),
     )
+
+
+def _capacity_warnings(
+    arch: ModelArch,
+    context_tokens: int,
+    tensor_parallel: int,
+    tensor_parallel_measured: bool,
+    weights: int,
+    reserve: int,
+    device_memory_bytes: int,
+    utilization: float,
+    by_memory: int,
+) -> list[str]:
+    """What limits the plan before any batch is chosen: no room for one sequence, all-reduces
+    modelled rather than measured, a context past what the model was trained for."""
+    warnings = []
+    if by_memory == 0:
+        warnings.append(
+            f"{weights / 2**30:.1f} GiB of weights and {reserve / 2**30:.1f} GiB of activations "
+            f"leave no room for one sequence of {context_tokens} tokens in "
+            f"{utilization:.0%} of {device_memory_bytes / 2**30:.1f} GiB"
+        )
+    if tensor_parallel > 1 and not tensor_parallel_measured:
+        warnings.append(
+            f"the all-reduces of tensor parallel {tensor_parallel} are modelled, not measured "
+            f"(fewer than {tensor_parallel} devices visible)"
+        )
+    if context_tokens > arch.max_position_embeddings:
+        warnings.append(
+            f"context {context_tokens} exceeds the model's max_position_embeddings "
+            f"({arch.max_position_embeddings}); engines refuse it without an override"
+        )
+    return warnings
+
+
+def cost_per_million_tokens(
+    points: Sequence[StepPrediction], gpu_hour_cost: float | None, tensor_parallel: int
+) -> tuple[tuple[int, float], ...]:
+    """``(batch, cost)`` of a million tokens at each predicted batch: one replica costs
+    ``tensor_parallel`` GPU-hours per hour; nothing without a GPU-hour price."""
+    if gpu_hour_cost is None:
+        return ()
+    per_second = gpu_hour_cost * tensor_parallel / units.SECONDS_PER_HOUR
+    return tuple((p.batch, per_second / p.tokens_per_second * 1e6) for p in points)
 
 
 def _min_batch(

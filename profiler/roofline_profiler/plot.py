@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from roofline_profiler.result import ProfileResult
+from roofline_profiler.result import DeviceResult, ProfileResult
 from roofline_profiler.units import format_seconds, format_si, significant
 
 
@@ -58,71 +58,98 @@ def roofline_figure(result: ProfileResult, itl_slo_seconds: float | None = None)
     for i, d in enumerate(result.devices):
         color = colors[i % len(colors)]
         label = f"{d.device} {d.name}"[:48]
-        peak, bw = d.peak_flops_per_second, d.bandwidth_bytes_per_second
-        intensities = [e.point.arithmetic_intensity for e in d.sweep]
-        low = min(min(intensities), d.ridge_point) / 2
-        high = max(max(intensities), d.ridge_point) * 2
-        roof.plot(
-            [low, d.ridge_point, high],
-            [low * bw, peak, peak],
-            color=color,
-            linewidth=2,
-            label=f"{label}: roofline",
-        )
-        roof.axvline(d.ridge_point, color=color, linestyle=":", linewidth=1)
-        # The 95% intervals: the ridge point's as a band, the ceilings' as a shaded roof.
-        roof.axvspan(*d.ridge_point_interval, color=color, alpha=0.08)
-        bw_low, bw_high = d.bandwidth_interval
-        peak_low, peak_high = d.peak_interval
-        xs = [low, *sorted({peak_low / bw_low, peak_high / bw_high}), high]
-        roof.fill_between(
-            xs,
-            [min(peak_low, x * bw_low) for x in xs],
-            [min(peak_high, x * bw_high) for x in xs],
-            color=color,
-            alpha=0.15,
-            linewidth=0,
-        )
+        draw_ceilings(roof, d, color, label)
+        draw_sweep(roof, d, color, label)
+        draw_time_per_token(per_token, d, color, label)
+    label_roofline(roof, result)
+    label_time_per_token(per_token)
+    fig.tight_layout()
+    return fig
+
+
+def _intensity_span(d: DeviceResult) -> tuple[float, float]:
+    """The arithmetic intensities the roofline is drawn over: the sweep and the ridge, with a
+    factor of two of margin on each side."""
+    intensities = [e.point.arithmetic_intensity for e in d.sweep]
+    return min(min(intensities), d.ridge_point) / 2, max(max(intensities), d.ridge_point) * 2
+
+
+def draw_ceilings(roof: Any, d: DeviceResult, color: str, label: str) -> None:
+    """The roofline ``min(peak, intensity × bandwidth)`` and its ridge point, each with its 95%
+    interval: the ridge point's as a band, the ceilings' as a shaded roof."""
+    peak, bw = d.peak_flops_per_second, d.bandwidth_bytes_per_second
+    low, high = _intensity_span(d)
+    roof.plot(
+        [low, d.ridge_point, high],
+        [low * bw, peak, peak],
+        color=color,
+        linewidth=2,
+        label=f"{label}: roofline",
+    )
+    roof.axvline(d.ridge_point, color=color, linestyle=":", linewidth=1)
+    roof.axvspan(*d.ridge_point_interval, color=color, alpha=0.08)
+    bw_low, bw_high = d.bandwidth_interval
+    peak_low, peak_high = d.peak_interval
+    xs = [low, *sorted({peak_low / bw_low, peak_high / bw_high}), high]
+    roof.fill_between(
+        xs,
+        [min(peak_low, x * bw_low) for x in xs],
+        [min(peak_high, x * bw_high) for x in xs],
+        color=color,
+        alpha=0.15,
+        linewidth=0,
+    )
+    roof.annotate(
+        f"ridge {d.ridge_point:.0f}",
+        (d.ridge_point, peak),
+        textcoords="offset points",
+        xytext=(4, -14),
+        color=color,
+        fontsize=8,
+    )
+
+
+def draw_sweep(roof: Any, d: DeviceResult, color: str, label: str) -> None:
+    """The measured decode sweep under the roofline, each point labelled with its batch."""
+    roof.plot(
+        [e.point.arithmetic_intensity for e in d.sweep],
+        [e.point.flops_per_second for e in d.sweep],
+        "o--",
+        color=color,
+        markersize=5,
+        label=f"{label}: measured",
+    )
+    for e in d.sweep:
         roof.annotate(
-            f"ridge {d.ridge_point:.0f}",
-            (d.ridge_point, peak),
+            str(e.point.batch),
+            (e.point.arithmetic_intensity, e.point.flops_per_second),
             textcoords="offset points",
-            xytext=(4, -14),
+            xytext=(3, 3),
+            fontsize=7,
             color=color,
-            fontsize=8,
         )
-        roof.plot(
-            intensities,
-            [e.point.flops_per_second for e in d.sweep],
-            "o--",
-            color=color,
-            markersize=5,
-            label=f"{label}: measured",
-        )
-        for e in d.sweep:
-            roof.annotate(
-                str(e.point.batch),
-                (e.point.arithmetic_intensity, e.point.flops_per_second),
-                textcoords="offset points",
-                xytext=(3, 3),
-                fontsize=7,
-                color=color,
-            )
-        per_token.plot(
-            [e.point.batch for e in d.sweep],
-            [e.point.seconds_per_token for e in d.sweep],
-            "o-",
-            color=color,
-            label=label,
-        )
-        per_token.axvspan(*d.recommended_min_batch_interval, color=color, alpha=0.08)
-        per_token.axvline(
-            d.recommended_min_batch,
-            color=color,
-            linestyle="--",
-            linewidth=1,
-            label=f"recommended min batch {d.recommended_min_batch}",
-        )
+
+
+def draw_time_per_token(per_token: Any, d: DeviceResult, color: str, label: str) -> None:
+    """Time per token against batch, with the recommended minimum batch and its interval."""
+    per_token.plot(
+        [e.point.batch for e in d.sweep],
+        [e.point.seconds_per_token for e in d.sweep],
+        "o-",
+        color=color,
+        label=label,
+    )
+    per_token.axvspan(*d.recommended_min_batch_interval, color=color, alpha=0.08)
+    per_token.axvline(
+        d.recommended_min_batch,
+        color=color,
+        linestyle="--",
+        linewidth=1,
+        label=f"recommended min batch {d.recommended_min_batch}",
+    )
+
+
+def label_roofline(roof: Any, result: ProfileResult) -> None:
     roof.set(
         xscale="log",
         yscale="log",
@@ -135,6 +162,9 @@ def roofline_figure(result: ProfileResult, itl_slo_seconds: float | None = None)
     label_axis(roof.xaxis, plain_label)
     roof.grid(True, which="both", alpha=0.3)
     roof.legend(fontsize=7)
+
+
+def label_time_per_token(per_token: Any) -> None:
     per_token.set(
         xscale="log",
         yscale="log",
@@ -146,5 +176,3 @@ def roofline_figure(result: ProfileResult, itl_slo_seconds: float | None = None)
     label_axis(per_token.xaxis, plain_label)
     per_token.grid(True, which="both", alpha=0.3)
     per_token.legend(fontsize=7)
-    fig.tight_layout()
-    return fig
