@@ -13,7 +13,10 @@ def _leading_digit(value: float) -> int:
     return int(f"{abs(value):e}"[0]) if value else 0
 
 
-def label_axis(axis: Any, text: Callable[[float], str]) -> None:
+Labeller = Callable[[float], str]
+
+
+def label_axis(axis: Any, text: Labeller) -> None:
     """Engineering-unit tick labels on a log axis (``400 TFLOP/s``, ``10 ms``, not ``4×10¹⁴``):
     every decade, and 2× and 5× in between so that an axis spanning less than a decade still
     reads."""
@@ -61,8 +64,21 @@ def roofline_figure(result: ProfileResult, itl_slo_seconds: float | None = None)
         draw_ceilings(roof, d, color, label)
         draw_sweep(roof, d, color, label)
         draw_time_per_token(per_token, d, color, label)
-    label_roofline(roof, result)
-    label_time_per_token(per_token)
+    label_log_axes(
+        roof,
+        "arithmetic intensity (FLOP per byte)",
+        "achieved matrix throughput",
+        f"Decode roofline, W {result.shape_k}×{result.shape_n}, {result.dtype} "
+        "(shaded: 95% intervals)",
+        flops_label,
+    )
+    label_log_axes(
+        per_token,
+        "batch B (tokens per step)",
+        "time per token",
+        "Decode step time per token",
+        seconds_label,
+    )
     fig.tight_layout()
     return fig
 
@@ -149,30 +165,10 @@ def draw_time_per_token(per_token: Any, d: DeviceResult, color: str, label: str)
     )
 
 
-def label_roofline(roof: Any, result: ProfileResult) -> None:
-    roof.set(
-        xscale="log",
-        yscale="log",
-        xlabel="arithmetic intensity (FLOP per byte)",
-        ylabel="achieved matrix throughput",
-        title=f"Decode roofline, W {result.shape_k}×{result.shape_n}, {result.dtype} "
-        "(shaded: 95% intervals)",
-    )
-    label_axis(roof.yaxis, flops_label)
-    label_axis(roof.xaxis, plain_label)
-    roof.grid(True, which="both", alpha=0.3)
-    roof.legend(fontsize=7)
-
-
-def label_time_per_token(per_token: Any) -> None:
-    per_token.set(
-        xscale="log",
-        yscale="log",
-        xlabel="batch B (tokens per step)",
-        ylabel="time per token",
-        title="Decode step time per token",
-    )
-    label_axis(per_token.yaxis, seconds_label)
-    label_axis(per_token.xaxis, plain_label)
-    per_token.grid(True, which="both", alpha=0.3)
-    per_token.legend(fontsize=7)
+def label_log_axes(axis: Any, xlabel: str, ylabel: str, title: str, y_text: Labeller) -> None:
+    """Log-log axes with engineering-unit ticks, a grid and a legend."""
+    axis.set(xscale="log", yscale="log", xlabel=xlabel, ylabel=ylabel, title=title)
+    label_axis(axis.yaxis, y_text)
+    label_axis(axis.xaxis, plain_label)
+    axis.grid(True, which="both", alpha=0.3)
+    axis.legend(fontsize=7)
