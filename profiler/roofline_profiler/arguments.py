@@ -26,9 +26,24 @@ from roofline_profiler import limits, model_request, units
 from roofline_profiler.errors import UsageError
 from roofline_profiler.model_config import ModelArch, ModelError, load_model
 from roofline_profiler.models import check_tensor_parallel
-from roofline_profiler.outputs import OutputPaths
 from roofline_profiler.planning import PlanOptions
 from roofline_profiler.result import ProfileResult
+
+
+@dataclass(frozen=True)
+class OutputPaths:
+    """Where a command writes each of its files (``None``: not asked for), in the order of the
+    flags and of the ``wrote`` lines."""
+
+    json: Path | None = None
+    markdown: Path | None = None
+    plot: Path | None = None
+    compact: Path | None = None
+
+    def written(self) -> tuple[Path, ...]:
+        paths = (self.json, self.markdown, self.plot, self.compact)
+        return tuple(path for path in paths if path is not None)
+
 
 _T = TypeVar("_T")
 

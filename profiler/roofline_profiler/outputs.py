@@ -14,10 +14,10 @@ import json
 import os
 import tempfile
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from roofline_profiler.arguments import OutputPaths
 from roofline_profiler.result import ProfileResult
 
 #: Resolution of the PNG plots.
@@ -25,21 +25,6 @@ PLOT_DPI = 110
 #: Most characters of a device failure in the compact file: a termination message is read up
 #: to 4096 bytes.
 MAX_FAILURE_CHARS = 4000
-
-
-@dataclass(frozen=True)
-class OutputPaths:
-    """Where a command writes each of its files (``None``: not asked for), in the order of the
-    flags and of the ``wrote`` lines."""
-
-    json: Path | None = None
-    markdown: Path | None = None
-    plot: Path | None = None
-    compact: Path | None = None
-
-    def written(self) -> tuple[Path, ...]:
-        paths = (self.json, self.markdown, self.plot, self.compact)
-        return tuple(path for path in paths if path is not None)
 
 
 def wrote(paths: OutputPaths) -> str:

@@ -11,7 +11,8 @@ from typing import Any
 import matplotlib.pyplot as plt
 import pytest
 
-from roofline_profiler.model_plot import model_figure, write_model_plot
+from roofline_profiler.model_plot import model_figure
+from roofline_profiler.outputs import write_figure
 from tests.profiler.synthetic import planned_result
 
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
@@ -41,7 +42,7 @@ def vertical_lines(axis: Any, style: str) -> list[float]:
 def test_the_model_plot_is_written_as_a_png_and_its_figure_closed(tmp_path: Path) -> None:
     path = tmp_path / "models.png"
     before = plt.get_fignums()
-    write_model_plot(planned_result(), path, slo_seconds=0.02)
+    write_figure(path, model_figure(planned_result(), slo_seconds=0.02))
     assert path.read_bytes().startswith(PNG_SIGNATURE)
     assert plt.get_fignums() == before
 

@@ -8,16 +8,16 @@ from pathlib import Path
 
 import pytest
 
-from roofline_profiler import outputs
-from roofline_profiler.compact import decode_compact
+from roofline_profiler import arguments, outputs
+from roofline_profiler.compact_decode import decode_compact
 from roofline_profiler.result import ProfileResult
 from tests.profiler.synthetic import synthetic_result
 
 
 def test_wrote_lists_the_files_in_the_order_of_the_flags() -> None:
-    paths = outputs.OutputPaths(json=Path("r.json"), plot=Path("p.png"), compact=Path("log"))
+    paths = arguments.OutputPaths(json=Path("r.json"), plot=Path("p.png"), compact=Path("log"))
     assert outputs.wrote(paths) == "wrote r.json\nwrote p.png\nwrote log\n"
-    assert outputs.wrote(outputs.OutputPaths()) == ""
+    assert outputs.wrote(arguments.OutputPaths()) == ""
 
 
 def test_a_failed_write_leaves_neither_the_target_nor_a_temporary_file(
@@ -59,7 +59,7 @@ def test_every_file_asked_for_is_written_and_the_figure_drawn_once(tmp_path: Pat
         return plt.figure()
 
     result = synthetic_result()
-    paths = outputs.OutputPaths(
+    paths = arguments.OutputPaths(
         tmp_path / "r.json", tmp_path / "r.md", tmp_path / "p.png", tmp_path / "log"
     )
     outputs.write_result(result, paths, figure)
@@ -73,7 +73,7 @@ def test_every_file_asked_for_is_written_and_the_figure_drawn_once(tmp_path: Pat
 
 def test_a_device_failure_goes_to_the_compact_file_cut_to_its_limit(tmp_path: Path) -> None:
     log = tmp_path / "log"
-    outputs.write_failure(outputs.OutputPaths(compact=log), "x" * 5000)
+    outputs.write_failure(arguments.OutputPaths(compact=log), "x" * 5000)
     assert log.read_text() == "x" * outputs.MAX_FAILURE_CHARS
-    outputs.write_failure(outputs.OutputPaths(), "nothing to write")
+    outputs.write_failure(arguments.OutputPaths(), "nothing to write")
     assert list(tmp_path.iterdir()) == [log]

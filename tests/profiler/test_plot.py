@@ -10,13 +10,13 @@ from typing import Any
 import matplotlib.pyplot as plt
 import pytest
 
+from roofline_profiler.outputs import write_figure
 from roofline_profiler.plot import (
     _leading_digit,
     flops_label,
     plain_label,
     roofline_figure,
     seconds_label,
-    write_plot,
 )
 from tests.profiler.synthetic import planned_result, synthetic_result
 
@@ -38,7 +38,7 @@ def lines_labelled(axis: Any, suffix: str) -> list[Any]:
 def test_the_plot_is_written_as_a_png_and_its_figure_closed(tmp_path: Path) -> None:
     path = tmp_path / "roofline.png"
     before = plt.get_fignums()
-    write_plot(synthetic_result(), path)
+    write_figure(path, roofline_figure(synthetic_result()))
     assert path.read_bytes().startswith(PNG_SIGNATURE)
     assert plt.get_fignums() == before
 
