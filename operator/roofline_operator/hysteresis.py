@@ -59,7 +59,9 @@ from roofline_operator.node_results import (
 )
 from roofline_operator.records import NodeRecord
 from roofline_operator.spec import DEFAULT_CHANGE_THRESHOLD_PERCENT
+from roofline_profiler import fields
 from roofline_profiler.compact import CompactIntervals
+from roofline_profiler.fields import Estimate, HeadlineField
 from roofline_profiler.warning_codes import HOST_STATE_CODE, INTERFERENCE_CODES, STATE_GAP
 
 #: The quantities a material change can name, in the order messages list them.
@@ -160,31 +162,13 @@ def comparable(published: NodeResult, measured: NodeResult) -> bool:
     )
 
 
-@dataclass(frozen=True)
-class _Number:
-    """One headline number: its name in messages, its ``GpuResult`` and ``CompactIntervals``
-    fields."""
-
-    quantity: str
-    field: str
-    interval_field: str
-
-    def value(self, gpu: GpuResult) -> float:
-        return float(getattr(gpu, self.field))
-
-    def interval(self, gpu: GpuResult) -> tuple[float, float] | None:
-        if gpu.intervals is None:
-            return None
-        low, high = getattr(gpu.intervals, self.interval_field)
-        return (float(low), float(high))
-
-
-_NUMBERS = (
-    _Number("bandwidth", "bandwidth_bytes_per_second", "bandwidth"),
-    _Number("peak", "peak_flops_per_second", "peak"),
-    _Number("ridge point", "ridge_point", "ridge_point"),
-    _Number("min batch", "recommended_min_batch", "recommended_min_batch"),
-)
+def _number(f: HeadlineField, gpu: GpuResult) -> Estimate:
+    """The headline number ``f`` of ``gpu`` and its interval, as floats for comparing."""
+    number = f.estimate_of(gpu)
+    interval = number.interval
+    if interval is not None:
+        interval = (float(interval[0]), float(interval[1]))
+    return Estimate(float(number.value), interval)
 
 
 def publish_gpu(
@@ -196,9 +180,10 @@ def publish_gpu(
     result = measured
     moved = False
     changes = []
-    for number in _NUMBERS:
-        old, new = number.value(published), number.value(measured)
-        old_interval, new_interval = number.interval(published), number.interval(measured)
+    for number in fields.DEVICE_HEADLINE:
+        before, after = _number(number, published), _number(number, measured)
+        old, old_interval = before.value, before.interval
+        new, new_interval = after.value, after.interval
         provisional = (
             number.quantity in MATERIAL_QUANTITIES
             and is_wide(old, old_interval)
@@ -215,14 +200,14 @@ def publish_gpu(
             if material and abs(new - old) / old * 100 > threshold_percent:
                 changes.append(MaterialChange(measured.index, number.quantity, old, new))
             continue
-        result = replace(result, **{number.field: getattr(published, number.field)})
+        result = replace(result, **{number.attribute: number.value_of(published)})
         source = published if hold else measured
         result = replace(result, intervals=_held_interval(result, published, source, number))
     return result, moved, tuple(changes)
 
 
 def _held_interval(
-    result: GpuResult, published: GpuResult, source: GpuResult, number: _Number
+    result: GpuResult, published: GpuResult, source: GpuResult, number: HeadlineField
 ) -> CompactIntervals | None:
     """``result``'s intervals with ``number``'s around the held (published) value, with the
     half-widths of ``source``: the latest measurement when noise held the number, the published
@@ -230,11 +215,11 @@ def _held_interval(
     number is exact."""
     if result.intervals is None:
         return None
-    held: Any = getattr(published, number.field)
-    widths = number.interval(source)
+    held: Any = number.value_of(published)
+    from_source = _number(number, source)
+    value, widths = from_source.value, from_source.interval
     if widths is None:
-        return replace(result.intervals, **{number.interval_field: (held, held)})
-    value = number.value(source)
+        return replace(result.intervals, **{number.interval_attribute: (held, held)})
     below, above = max(value - widths[0], 0.0), max(widths[1] - value, 0.0)
     if isinstance(held, int):
         interval: tuple[Any, Any] = (
@@ -243,7 +228,7 @@ def _held_interval(
         )
     else:
         interval = (max(held - below, 0.0), held + above)
-    return replace(result.intervals, **{number.interval_field: interval})
+    return replace(result.intervals, **{number.interval_attribute: interval})
 
 
 def publish(

@@ -20,6 +20,7 @@ from roofline_operator.model_metrics import ModelSample, model_families, model_s
 from roofline_operator.names import FailureReason
 from roofline_operator.records import NodeRecord
 from roofline_operator.status import node_category
+from roofline_profiler import fields
 from roofline_profiler.compact import CompactIntervals
 
 GPU_LABELS = ["profile", "node", "gpu", "product", "dtype"]
@@ -92,10 +93,7 @@ def snapshot_from_records(
                     gpu=str(gpu.index),
                     product=gpu.product,
                     dtype=result.dtype if result else "",
-                    bandwidth_bytes_per_second=gpu.bandwidth_bytes_per_second,
-                    peak_flops_per_second=gpu.peak_flops_per_second,
-                    ridge_point=gpu.ridge_point,
-                    recommended_min_batch=gpu.recommended_min_batch,
+                    **fields.values(gpu),
                     step_seconds=gpu.step_seconds,
                     intervals=gpu.intervals,
                 )
@@ -137,23 +135,9 @@ class RooflineCollector(Collector):
 
 
 def _device_families(snapshots: list[ProfileSnapshot]) -> list[GaugeMetricFamily]:
-    """The headline numbers of every profiled GPU, and its step time per batch size."""
-    bandwidth = _gauge(
-        "roofline_memory_bandwidth_bytes_per_second",
-        "Measured device memory bandwidth.",
-        GPU_LABELS,
-    )
-    peak = _gauge("roofline_peak_flops_per_second", "Measured peak matrix FLOP/s.", GPU_LABELS)
-    ridge = _gauge(
-        "roofline_ridge_point",
-        "Arithmetic intensity (FLOP per byte) where compute and memory bounds meet.",
-        GPU_LABELS,
-    )
-    min_batch = _gauge(
-        "roofline_recommended_min_batch",
-        "Smallest decode batch that reaches the efficiency threshold.",
-        GPU_LABELS,
-    )
+    """The headline numbers of every profiled GPU (``fields.DEVICE_HEADLINE``), and its step
+    time per batch size."""
+    headline = [(f, _gauge(f.metric, f.metric_help, GPU_LABELS)) for f in fields.DEVICE_HEADLINE]
     step = _gauge(
         "roofline_decode_step_seconds",
         "Measured decode-GEMM step time per batch size.",
@@ -162,13 +146,11 @@ def _device_families(snapshots: list[ProfileSnapshot]) -> list[GaugeMetricFamily
     for snapshot in snapshots:
         for device in snapshot.devices:
             labels = [snapshot.profile, device.node, device.gpu, device.product, device.dtype]
-            bandwidth.add_metric(labels, device.bandwidth_bytes_per_second)
-            peak.add_metric(labels, device.peak_flops_per_second)
-            ridge.add_metric(labels, device.ridge_point)
-            min_batch.add_metric(labels, device.recommended_min_batch)
+            for f, family in headline:
+                family.add_metric(labels, f.value_of(device))
             for batch, seconds in device.step_seconds:
                 step.add_metric([*labels, str(batch)], seconds)
-    return [bandwidth, peak, ridge, min_batch, step]
+    return [*(family for _, family in headline), step]
 
 
 def _node_families(snapshots: list[ProfileSnapshot]) -> list[GaugeMetricFamily]:
@@ -209,44 +191,22 @@ def _node_families(snapshots: list[ProfileSnapshot]) -> list[GaugeMetricFamily]:
     return [timestamp, duration, failed, unschedulable, nodes]
 
 
-def _interval_gauges() -> tuple[GaugeMetricFamily, ...]:
+def _interval_families(snapshots: list[ProfileSnapshot]) -> list[GaugeMetricFamily]:
     """One family per headline number, label ``bound`` (``low``, ``high``): its 95% interval."""
-    labels = [*GPU_LABELS, "bound"]
-    return (
-        _gauge(
-            "roofline_memory_bandwidth_interval_bytes_per_second",
-            "95% interval of the published memory bandwidth.",
-            labels,
-        ),
-        _gauge(
-            "roofline_peak_interval_flops_per_second",
-            "95% interval of the published peak matrix FLOP/s.",
-            labels,
-        ),
-        _gauge(
-            "roofline_ridge_point_interval", "95% interval of the published ridge point.", labels
-        ),
-        _gauge(
-            "roofline_recommended_min_batch_interval",
-            "95% interval of the published recommended min batch.",
-            labels,
-        ),
-    )
-
-
-def _interval_families(snapshots: list[ProfileSnapshot]) -> tuple[GaugeMetricFamily, ...]:
-    families = _interval_gauges()
+    families = [
+        (f, _gauge(f.interval_metric, f.interval_help, [*GPU_LABELS, "bound"]))
+        for f in fields.DEVICE_HEADLINE
+    ]
     for snapshot in snapshots:
         for device in snapshot.devices:
-            iv = device.intervals
-            if iv is None:
+            if device.intervals is None:
                 continue
             labels = [snapshot.profile, device.node, device.gpu, device.product, device.dtype]
-            pairs = (iv.bandwidth, iv.peak, iv.ridge_point, iv.recommended_min_batch)
-            for family, (low, high) in zip(families, pairs, strict=True):
+            for f, family in families:
+                low, high = f.interval_of(device.intervals)
                 family.add_metric([*labels, "low"], low)
                 family.add_metric([*labels, "high"], high)
-    return families
+    return [family for _, family in families]
 
 
 class OperatorMetrics:

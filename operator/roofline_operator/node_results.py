@@ -14,7 +14,7 @@ from typing import Any
 
 from roofline_operator import model_plans
 from roofline_operator.names import format_time, parse_time
-from roofline_profiler import plausibility
+from roofline_profiler import fields, plausibility
 from roofline_profiler.compact import CompactIntervals, CompactProfile
 from roofline_profiler.compact_models import CompactModelPlan
 from roofline_profiler.units import round_significant
@@ -88,10 +88,7 @@ def from_compact(profile: CompactProfile, spec_hash: str) -> NodeResult:
             GpuResult(
                 index=d.index,
                 product=d.name,
-                bandwidth_bytes_per_second=d.bandwidth_bytes_per_second,
-                peak_flops_per_second=d.peak_flops_per_second,
-                ridge_point=d.ridge_point,
-                recommended_min_batch=d.recommended_min_batch,
+                **fields.values(d),
                 step_seconds=tuple(zip(profile.batches, d.step_seconds, strict=False)),
                 intervals=rounded_intervals(d.intervals),
                 models=d.models,
@@ -103,13 +100,12 @@ def from_compact(profile: CompactProfile, spec_hash: str) -> NodeResult:
 
 
 def _gpu_numbers(gpu: GpuResult) -> dict[str, Any]:
-    return {
-        "bandwidthBytesPerSecond": gpu.bandwidth_bytes_per_second,
-        "peakFlopsPerSecond": gpu.peak_flops_per_second,
-        "ridgePoint": gpu.ridge_point,
-        "recommendedMinBatch": gpu.recommended_min_batch,
-        **intervals_to_status(gpu.intervals),
-    }
+    return {**headline_numbers_to_status(gpu), **intervals_to_status(gpu.intervals)}
+
+
+def headline_numbers_to_status(record: Any) -> dict[str, Any]:
+    """The headline numbers of a ``GpuResult`` or ``Headline`` under their status keys."""
+    return {f.key: f.value_of(record) for f in fields.DEVICE_HEADLINE}
 
 
 def _digits(value: float) -> float:
@@ -118,60 +114,47 @@ def _digits(value: float) -> float:
     return float(round_significant(value, digits=model_plans.STATUS_SIGNIFICANT_DIGITS))
 
 
+def _status_interval(f: fields.HeadlineField, interval: tuple[Any, Any]) -> tuple[Any, Any]:
+    """A measured number's interval rounded as the status keeps it; a whole number's as it is."""
+    return interval if f.is_whole else (_digits(interval[0]), _digits(interval[1]))
+
+
 def rounded_intervals(intervals: CompactIntervals | None) -> CompactIntervals | None:
     """``intervals`` as the status keeps them, so a restarted operator compares the same ones."""
     if intervals is None:
         return None
-    return CompactIntervals(
-        bandwidth=(_digits(intervals.bandwidth[0]), _digits(intervals.bandwidth[1])),
-        peak=(_digits(intervals.peak[0]), _digits(intervals.peak[1])),
-        ridge_point=(_digits(intervals.ridge_point[0]), _digits(intervals.ridge_point[1])),
-        recommended_min_batch=intervals.recommended_min_batch,
-    )
+    rounded: dict[str, Any] = {
+        f.interval_attribute: _status_interval(f, f.interval_of(intervals))
+        for f in fields.DEVICE_HEADLINE
+    }
+    return CompactIntervals(**rounded)
 
 
 def intervals_to_status(intervals: CompactIntervals | None) -> dict[str, Any]:
-    """``bandwidthInterval``, ``peakInterval``, ``ridgePointInterval`` and
-    ``recommendedMinBatchInterval``, each ``{low, high}``; nothing without intervals."""
+    """Each headline number's interval ``{low, high}`` under its status key
+    (``bandwidthInterval``, ...); nothing without intervals."""
     if intervals is None:
         return {}
-
-    def pair(interval: tuple[float, float]) -> dict[str, float]:
-        return {"low": _digits(interval[0]), "high": _digits(interval[1])}
-
-    low, high = intervals.recommended_min_batch
-    return {
-        "bandwidthInterval": pair(intervals.bandwidth),
-        "peakInterval": pair(intervals.peak),
-        "ridgePointInterval": pair(intervals.ridge_point),
-        "recommendedMinBatchInterval": {"low": low, "high": high},
-    }
+    status = {}
+    for f in fields.DEVICE_HEADLINE:
+        low, high = _status_interval(f, f.interval_of(intervals))
+        status[f.interval_key] = {"low": low, "high": high}
+    return status
 
 
 def intervals_from_status(raw: Mapping[str, Any]) -> CompactIntervals | None:
     """The intervals of a status entry (or device entry); ``None`` when it holds none."""
-    keys = ("bandwidthInterval", "peakInterval", "ridgePointInterval")
-    if not all(isinstance(raw.get(k), Mapping) for k in (*keys, "recommendedMinBatchInterval")):
+    if not all(isinstance(raw.get(f.interval_key), Mapping) for f in fields.DEVICE_HEADLINE):
         return None
-
-    def pair(key: str, quantity: str) -> tuple[float, float]:
-        low = plausibility.interval_end(raw[key]["low"], quantity, f"{key}.low")
-        high = plausibility.interval_end(raw[key]["high"], quantity, f"{key}.high")
+    intervals: dict[str, Any] = {}
+    for f in fields.DEVICE_HEADLINE:
+        key = f.interval_key
+        low = f.read_interval_end(raw[key]["low"], f"{key}.low")
+        high = f.read_interval_end(raw[key]["high"], f"{key}.high")
         if low > high:
             raise plausibility.ImplausibleValue(f"field {key!r} ends below its start")
-        return (low, high)
-
-    batches = raw["recommendedMinBatchInterval"]
-    low = plausibility.integer(batches["low"], "min batch", "recommendedMinBatchInterval.low")
-    high = plausibility.integer(batches["high"], "min batch", "recommendedMinBatchInterval.high")
-    if low > high:
-        raise plausibility.ImplausibleValue("field 'recommendedMinBatchInterval' ends below")
-    return CompactIntervals(
-        bandwidth=pair("bandwidthInterval", "bandwidth"),
-        peak=pair("peakInterval", "peak"),
-        ridge_point=pair("ridgePointInterval", "ridge point"),
-        recommended_min_batch=(low, high),
-    )
+        intervals[f.interval_attribute] = (low, high)
+    return CompactIntervals(**intervals)
 
 
 @dataclass(frozen=True)
@@ -190,24 +173,14 @@ class Headline:
 
 
 def headline_of(result: NodeResult) -> Headline:
-    worst = result.worst_gpu()
-    return Headline(
-        profiled_at=result.profiled_at,
-        bandwidth_bytes_per_second=worst.bandwidth_bytes_per_second,
-        peak_flops_per_second=worst.peak_flops_per_second,
-        ridge_point=worst.ridge_point,
-        recommended_min_batch=worst.recommended_min_batch,
-    )
+    return Headline(profiled_at=result.profiled_at, **fields.values(result.worst_gpu()))
 
 
 def headline_to_status(headline: Headline) -> dict[str, Any]:
     """A ``measured`` or ``previous`` block of a status entry."""
     return {
         "profiledTime": format_time(headline.profiled_at),
-        "bandwidthBytesPerSecond": headline.bandwidth_bytes_per_second,
-        "peakFlopsPerSecond": headline.peak_flops_per_second,
-        "ridgePoint": headline.ridge_point,
-        "recommendedMinBatch": headline.recommended_min_batch,
+        **headline_numbers_to_status(headline),
     }
 
 
@@ -233,18 +206,8 @@ def headline_from_status(raw: Any, now: float | None = None) -> Headline | None:
 
 
 def _headline_numbers(raw: Mapping[str, Any]) -> dict[str, Any]:
-    return {
-        "bandwidth_bytes_per_second": plausibility.number(
-            raw["bandwidthBytesPerSecond"], "bandwidth", "bandwidthBytesPerSecond"
-        ),
-        "peak_flops_per_second": plausibility.number(
-            raw["peakFlopsPerSecond"], "peak", "peakFlopsPerSecond"
-        ),
-        "ridge_point": plausibility.number(raw["ridgePoint"], "ridge point", "ridgePoint"),
-        "recommended_min_batch": plausibility.integer(
-            raw["recommendedMinBatch"], "min batch", "recommendedMinBatch"
-        ),
-    }
+    """The headline numbers under their status keys, by attribute, each checked."""
+    return {f.attribute: f.read(raw[f.key], f.key) for f in fields.DEVICE_HEADLINE}
 
 
 def to_status(result: NodeResult) -> dict[str, Any]:
@@ -346,11 +309,9 @@ def is_wide(value: float, interval: tuple[float, float] | None) -> bool:
 
 def provisional_quantities(gpu: GpuResult) -> tuple[str, ...]:
     """The headline numbers of ``gpu`` that are provisional (intervals too wide to hold on to)."""
-    if gpu.intervals is None:
-        return ()
-    numbers = (
-        ("bandwidth", gpu.bandwidth_bytes_per_second, gpu.intervals.bandwidth),
-        ("peak", gpu.peak_flops_per_second, gpu.intervals.peak),
-        ("ridge point", gpu.ridge_point, gpu.intervals.ridge_point),
-    )
-    return tuple(name for name, value, (low, high) in numbers if is_wide(value, (low, high)))
+    wide = []
+    for f in fields.DEVICE_HEADLINE:
+        number = f.estimate_of(gpu)
+        if not f.is_whole and is_wide(number.value, number.interval):
+            wide.append(f.quantity)
+    return tuple(wide)

@@ -32,13 +32,8 @@ import math
 from dataclasses import dataclass, replace
 from typing import Any
 
-from roofline_profiler.compact_fields import (
-    BANDWIDTH_UNIT,
-    PEAK_UNIT,
-    SIGNIFICANT_DIGITS,
-    in_unit,
-    steps_to_wire,
-)
+from roofline_profiler import fields
+from roofline_profiler.compact_fields import SIGNIFICANT_DIGITS, steps_to_wire
 from roofline_profiler.compact_models import CompactModelPlan, models_to_wire, plans_to_wire
 from roofline_profiler.units import round_significant
 
@@ -48,20 +43,6 @@ READABLE_VERSIONS = (1, COMPACT_VERSION)
 MAX_COMPACT_BYTES = 4096
 #: Longest device name kept; GPU product strings are far shorter in practice.
 MAX_NAME_CHARS = 64
-#: The positions of a GPU's array on the wire (version 2), named as error messages name them.
-GPU_FIELDS = ("index", "name", "bandwidth", "peak", "ridge point", "min batch", "step times")
-#: The positions of a GPU's interval array under ``u``: bandwidth, peak and ridge point as percent
-#: of the value below and above it, then the min batch's interval as batches.
-INTERVAL_FIELDS = (
-    "bandwidth below",
-    "bandwidth above",
-    "peak below",
-    "peak above",
-    "ridge point below",
-    "ridge point above",
-    "min batch low",
-    "min batch high",
-)
 #: Significant digits of an interval's relative width: enough to compare two profiles, short
 #: enough that eight GPUs add about 300 bytes.
 INTERVAL_WIDTH_SIGNIFICANT_DIGITS = 2
@@ -118,13 +99,11 @@ class CompactProfile:
 
 
 def _device_to_wire(device: CompactDevice, with_steps: bool) -> list[Any]:
+    """The positions of :func:`fields.gpu_fields`."""
     return [
         device.index,
         device.name[:MAX_NAME_CHARS],
-        in_unit(device.bandwidth_bytes_per_second, BANDWIDTH_UNIT),
-        in_unit(device.peak_flops_per_second, PEAK_UNIT),
-        round_significant(device.ridge_point, digits=SIGNIFICANT_DIGITS),
-        device.recommended_min_batch,
+        *(f.to_wire(f.value_of(device)) for f in fields.DEVICE_HEADLINE),
         steps_to_wire(device.step_seconds) if with_steps else [],
     ]
 
@@ -153,18 +132,18 @@ def _relative_widths(value: float, interval: tuple[float, float]) -> list[float 
 
 
 def _intervals_to_wire(device: CompactDevice) -> list[Any] | None:
-    iv = device.intervals
-    if iv is None:
+    """The positions of :func:`fields.interval_fields`: a measured number's interval as percent
+    of its value on the wire below and above it, a whole number's as its two ends."""
+    if device.intervals is None:
         return None
-    bandwidth = float(in_unit(device.bandwidth_bytes_per_second, BANDWIDTH_UNIT)) * BANDWIDTH_UNIT
-    peak = float(in_unit(device.peak_flops_per_second, PEAK_UNIT)) * PEAK_UNIT
-    ridge_point = float(round_significant(device.ridge_point, digits=SIGNIFICANT_DIGITS))
-    return [
-        *_relative_widths(bandwidth, iv.bandwidth),
-        *_relative_widths(peak, iv.peak),
-        *_relative_widths(ridge_point, iv.ridge_point),
-        *iv.recommended_min_batch,
-    ]
+    wire: list[Any] = []
+    for f in fields.DEVICE_HEADLINE:
+        interval = f.interval_of(device.intervals)
+        if f.is_whole:
+            wire.extend(interval)
+        else:
+            wire.extend(_relative_widths(f.wire_value(f.value_of(device)), interval))
+    return wire
 
 
 #: What is dropped, in order, when a result would not fit: first the models' predicted step

@@ -16,10 +16,8 @@ from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any
 
-from roofline_profiler import plausibility
+from roofline_profiler import fields, plausibility
 from roofline_profiler.compact import (
-    GPU_FIELDS,
-    INTERVAL_FIELDS,
     MAX_COMPACT_BYTES,
     MAX_WARNINGS,
     READABLE_VERSIONS,
@@ -28,8 +26,6 @@ from roofline_profiler.compact import (
     CompactProfile,
 )
 from roofline_profiler.compact_fields import (
-    BANDWIDTH_UNIT,
-    PEAK_UNIT,
     STEP_UNIT,
     CompactDecodeError,
     bounded_list,
@@ -70,18 +66,18 @@ def _steps(
 
 def _decode_device_v2(raw: Any, position: int, batches: Sequence[int]) -> CompactDevice:
     where = f"device #{position}"
-    if not isinstance(raw, list) or len(raw) != len(GPU_FIELDS):
-        raise CompactDecodeError(f"{where}: not an array of {len(GPU_FIELDS)} fields")
-    index, name, bandwidth, peak, ridge, min_batch, steps = raw
+    names = fields.gpu_fields()
+    if not isinstance(raw, list) or len(raw) != len(names):
+        raise CompactDecodeError(f"{where}: not an array of {len(names)} fields")
+    index, name, *numbers, steps = raw
+    headline: dict[str, Any] = {
+        f.attribute: f.from_wire(value, where)
+        for f, value in zip(fields.DEVICE_HEADLINE, numbers, strict=True)
+    }
     return CompactDevice(
         index=whole(index, "device index", "index", where),
         name=string(name, plausibility.DEVICE_NAME, "name", where),
-        bandwidth_bytes_per_second=measured(
-            bandwidth, "bandwidth", "bandwidth", where, BANDWIDTH_UNIT
-        ),
-        peak_flops_per_second=measured(peak, "peak", "peak", where, PEAK_UNIT),
-        ridge_point=measured(ridge, "ridge point", "ridge point", where),
-        recommended_min_batch=whole(min_batch, "min batch", "min batch", where),
+        **headline,
         step_seconds=_steps(steps, "step times", where, batches, STEP_UNIT),
     )
 
@@ -135,28 +131,29 @@ def _interval(value: float, below: Any, above: Any, name: str, where: str) -> tu
     return (value * (1 - low_pct / 100), value * (1 + high_pct / 100))
 
 
+def _whole_interval(low: Any, high: Any, name: str, where: str) -> tuple[int, int]:
+    ends = (whole(low, name, f"{name} low", where), whole(high, name, f"{name} high", where))
+    if ends[0] > ends[1]:
+        raise CompactDecodeError(f"{where}: the {name} interval ends below its start")
+    return ends
+
+
 def _decode_intervals(raw: Any, position: int, device: CompactDevice) -> CompactDevice:
     where = f"device #{position} intervals"
     if raw is None:
         return device
-    if not isinstance(raw, list) or len(raw) != len(INTERVAL_FIELDS):
-        raise CompactDecodeError(f"{where}: not an array of {len(INTERVAL_FIELDS)} fields")
-    bw_below, bw_above, pk_below, pk_above, rp_below, rp_above, mb_low, mb_high = raw
-    batches = (
-        whole(mb_low, "min batch", "min batch low", where),
-        whole(mb_high, "min batch", "min batch high", where),
-    )
-    if batches[0] > batches[1]:
-        raise CompactDecodeError(f"{where}: the min batch interval ends below its start")
-    intervals = CompactIntervals(
-        bandwidth=_interval(
-            device.bandwidth_bytes_per_second, bw_below, bw_above, "bandwidth", where
-        ),
-        peak=_interval(device.peak_flops_per_second, pk_below, pk_above, "peak", where),
-        ridge_point=_interval(device.ridge_point, rp_below, rp_above, "ridge point", where),
-        recommended_min_batch=batches,
-    )
-    return replace(device, intervals=intervals)
+    names = fields.interval_fields()
+    if not isinstance(raw, list) or len(raw) != len(names):
+        raise CompactDecodeError(f"{where}: not an array of {len(names)} fields")
+    intervals: dict[str, Any] = {}
+    ends = zip(raw[::2], raw[1::2], strict=True)
+    for f, (first, second) in zip(fields.DEVICE_HEADLINE, ends, strict=True):
+        if f.is_whole:
+            intervals[f.interval_attribute] = _whole_interval(first, second, f.quantity, where)
+        else:
+            value = f.value_of(device)
+            intervals[f.interval_attribute] = _interval(value, first, second, f.quantity, where)
+    return replace(device, intervals=CompactIntervals(**intervals))
 
 
 def _attach_intervals(

@@ -30,9 +30,9 @@ class CompactDecodeError(ValueError):
     """A termination message that is not a valid compact result; ``str()`` is a one-line reason."""
 
 
-def in_unit(value: float, unit: float) -> float | int:
-    """``value`` in the wire's ``unit``, rounded to :data:`SIGNIFICANT_DIGITS`."""
-    return round_significant(value / unit, digits=SIGNIFICANT_DIGITS)
+def in_unit(value: float, unit: float, digits: int = SIGNIFICANT_DIGITS) -> float | int:
+    """``value`` in the wire's ``unit``, rounded to ``digits`` significant digits."""
+    return round_significant(value / unit, digits=digits)
 
 
 def steps_to_wire(step_seconds: Sequence[float]) -> list[float | int]:

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from roofline_profiler import fields
 from roofline_profiler.compact import CompactDevice, CompactIntervals, CompactProfile
 from roofline_profiler.compact_models import compact_plans
 from roofline_profiler.decode_model import (
@@ -207,42 +208,20 @@ class DeviceResult:
         return max(self.peak_candidates, key=lambda c: c.flops_per_second)
 
     def to_dict(self) -> dict[str, Any]:
-        best = self.best_peak
-        return {
+        document: dict[str, Any] = {
             "index": self.index,
             "name": self.name,
             "backend": self.backend,
             "device": self.device,
             "dtype": self.dtype,
             "memoryBytes": self.memory_bytes,
-            "bandwidthBytesPerSecond": self.bandwidth_bytes_per_second,
-            "bandwidthInterval": interval_to_dict(self.bandwidth_interval),
-            "bandwidthKernel": self.bandwidth_kernel,
-            "bandwidthKind": self.bandwidth_kind,
-            "readBandwidthBytesPerSecond": self.read_bandwidth_bytes_per_second,
-            "readBandwidthInterval": interval_to_dict(self.read_bandwidth_interval),
-            "readBandwidthKernel": self.read_bandwidth_kernel,
-            "copyBandwidthBytesPerSecond": self.copy_bandwidth_bytes_per_second,
-            "copyBandwidthInterval": interval_to_dict(self.copy_bandwidth_interval),
-            "bandwidth": {
-                kind: measurement_to_dict(m, "bytes") for kind, m in self.bandwidth.items()
-            },
-            "peakFlopsPerSecond": self.peak_flops_per_second,
-            "peakInterval": interval_to_dict(self.peak_interval),
-            "peakKernel": self.peak_kernel,
-            "peak": {
-                "shape": {"m": best.m, "n": best.n, "k": best.k},
-                "candidates": [c.to_dict() for c in self.peak_candidates],
-            },
-            "ridgePoint": self.ridge_point,
-            "ridgePointInterval": interval_to_dict(self.ridge_point_interval),
-            "kneeBatch": self.knee_batch,
-            "recommendedMinBatch": self.recommended_min_batch,
-            "recommendedMinBatchInterval": {
-                "low": self.recommended_min_batch_interval[0],
-                "high": self.recommended_min_batch_interval[1],
-            },
-            "recommendedMinBatchSource": self.recommended_min_batch_source,
+        }
+        details = self._headline_details()
+        for f in fields.DEVICE_HEADLINE:
+            document.update(f.to_json(f.result_estimate(self)))
+            document.update(details.get(f.quantity, {}))
+        return {
+            **document,
             "minBatchCrossing": self.min_batch_crossing,
             "minBatchCrossingInterval": (
                 interval_to_dict(self.min_batch_crossing_interval)
@@ -258,16 +237,45 @@ class DeviceResult:
             **({"hostStates": self.host_states.to_dict()} if self.host_states else {}),
         }
 
+    def _headline_details(self) -> dict[str, dict[str, Any]]:
+        """What the document writes after a headline number (``fields.DEVICE_HEADLINE``), by its
+        quantity: the measurements behind it and the numbers of the other bandwidth kernels."""
+        best = self.best_peak
+        return {
+            "bandwidth": {
+                "bandwidthKind": self.bandwidth_kind,
+                "readBandwidthBytesPerSecond": self.read_bandwidth_bytes_per_second,
+                "readBandwidthInterval": interval_to_dict(self.read_bandwidth_interval),
+                "readBandwidthKernel": self.read_bandwidth_kernel,
+                "copyBandwidthBytesPerSecond": self.copy_bandwidth_bytes_per_second,
+                "copyBandwidthInterval": interval_to_dict(self.copy_bandwidth_interval),
+                "bandwidth": {
+                    kind: measurement_to_dict(m, "bytes") for kind, m in self.bandwidth.items()
+                },
+            },
+            "peak": {
+                "peak": {
+                    "shape": {"m": best.m, "n": best.n, "k": best.k},
+                    "candidates": [c.to_dict() for c in self.peak_candidates],
+                },
+            },
+            "ridge point": {"kneeBatch": self.knee_batch},
+        }
+
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> DeviceResult:
-        bandwidth = d["bandwidthBytesPerSecond"]
         read = d.get("readBandwidthBytesPerSecond", d["bandwidth"]["read"]["bestRatePerSecond"])
         copy = d.get("copyBandwidthBytesPerSecond", d["bandwidth"]["copy"]["bestRatePerSecond"])
-        peak = d["peakFlopsPerSecond"]
-        ridge = d["ridgePoint"]
-        min_batch = d["recommendedMinBatch"]
-        min_batch_interval = d.get("recommendedMinBatchInterval")
         crossing_interval = d.get("minBatchCrossingInterval")
+        #: The sources a document older than them gets.
+        old_sources = {
+            "bandwidth_kernel": d["bandwidthKind"],
+            "peak_kernel": "mm {m}x{n}x{k}".format(**d["peak"]["shape"]),
+        }
+        headline: dict[str, Any] = {}
+        for f in fields.DEVICE_HEADLINE:
+            old_source = old_sources.get(f.source_attribute or "")
+            headline.update(f.from_json(d, old_source))
         return cls(
             index=d["index"],
             name=d["name"],
@@ -280,27 +288,13 @@ class DeviceResult:
                 kind: measurement_from_dict(m, "bytes") for kind, m in d["bandwidth"].items()
             },
             peak_candidates=tuple(PeakCandidate.from_dict(c) for c in d["peak"]["candidates"]),
-            bandwidth_bytes_per_second=bandwidth,
-            bandwidth_interval=interval_from_dict(d.get("bandwidthInterval"), bandwidth),
-            bandwidth_kernel=d.get("bandwidthKernel", d["bandwidthKind"]),
+            **headline,
             read_bandwidth_bytes_per_second=read,
             read_bandwidth_interval=interval_from_dict(d.get("readBandwidthInterval"), read),
             read_bandwidth_kernel=d.get("readBandwidthKernel", "read"),
             copy_bandwidth_bytes_per_second=copy,
             copy_bandwidth_interval=interval_from_dict(d.get("copyBandwidthInterval"), copy),
-            peak_flops_per_second=peak,
-            peak_interval=interval_from_dict(d.get("peakInterval"), peak),
-            peak_kernel=d.get("peakKernel", "mm {m}x{n}x{k}".format(**d["peak"]["shape"])),
-            ridge_point=ridge,
-            ridge_point_interval=interval_from_dict(d.get("ridgePointInterval"), ridge),
             knee_batch=d["kneeBatch"],
-            recommended_min_batch=min_batch,
-            recommended_min_batch_interval=(
-                (min_batch_interval["low"], min_batch_interval["high"])
-                if min_batch_interval
-                else (min_batch, min_batch)
-            ),
-            recommended_min_batch_source=d["recommendedMinBatchSource"],
             min_batch_crossing=d.get("minBatchCrossing"),
             min_batch_crossing_interval=(
                 (crossing_interval["low"], crossing_interval["high"]) if crossing_interval else None
@@ -382,16 +376,13 @@ class ProfileResult:
                 CompactDevice(
                     index=d.index,
                     name=d.name,
-                    bandwidth_bytes_per_second=d.bandwidth_bytes_per_second,
-                    peak_flops_per_second=d.peak_flops_per_second,
-                    ridge_point=d.ridge_point,
-                    recommended_min_batch=d.recommended_min_batch,
+                    **fields.values(d),
                     step_seconds=_steps_along(d.sweep, self.batches),
                     intervals=CompactIntervals(
-                        bandwidth=d.bandwidth_interval,
-                        peak=d.peak_interval,
-                        ridge_point=d.ridge_point_interval,
-                        recommended_min_batch=d.recommended_min_batch_interval,
+                        **{
+                            f.interval_attribute: f.result_interval_of(d)
+                            for f in fields.DEVICE_HEADLINE
+                        }
                     ),
                     models=compact_plans(d.models, self.batches),
                     warnings=tuple(dict.fromkeys(w.code for w in d.warnings)),

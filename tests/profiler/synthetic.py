@@ -10,7 +10,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
-from roofline_profiler import limits, model_config, planning, roofline
+import pytest
+
+from roofline_profiler import fields, limits, model_config, planning, roofline
+from roofline_profiler.fields import HeadlineField
 from roofline_profiler.planning import PlanOptions, StepPrediction
 from roofline_profiler.result import DeviceResult, ProfileResult
 from roofline_profiler.runner import ProfileRequest, assemble_device_result
@@ -203,3 +206,25 @@ def planned_result() -> ProfileResult:
 
     plans = (plan(itl_slo_seconds=0.02, gpu_hour_cost=2.5), plan(itl_slo_seconds=0.001))
     return replace(result, devices=(replace(device, models=plans),))
+
+
+#: The bandwidth published a second time under names of its own: a row of
+#: ``fields.DEVICE_HEADLINE`` that every record can already fill, so a test adds only the row.
+EXTRA_HEADLINE_ROW = HeadlineField(
+    attribute="bandwidth_bytes_per_second",
+    interval_attribute="bandwidth",
+    quantity="bandwidth",
+    key="extraBandwidthBytesPerSecond",
+    interval_key="extraBandwidthInterval",
+    metric="roofline_extra_bandwidth_bytes_per_second",
+    metric_help="The memory bandwidth, published a second time.",
+    interval_metric="roofline_extra_bandwidth_interval_bytes_per_second",
+    interval_help="Its 95% interval.",
+    wire_unit=1e6,
+)
+
+
+def add_headline_row(monkeypatch: pytest.MonkeyPatch) -> HeadlineField:
+    """Extend the table of headline numbers by :data:`EXTRA_HEADLINE_ROW` for one test."""
+    monkeypatch.setattr(fields, "DEVICE_HEADLINE", (*fields.DEVICE_HEADLINE, EXTRA_HEADLINE_ROW))
+    return EXTRA_HEADLINE_ROW

@@ -1,10 +1,23 @@
 from __future__ import annotations
 
+import json
 from dataclasses import replace
 
+import pytest
+from prometheus_client import CollectorRegistry
 from tests.operator.unit.operator_builders import device, profile
+from tests.operator.unit.published_builders import (
+    NODE,
+    PROFILE,
+    READ_AT,
+    profiled_record,
+    profiled_spec,
+)
+from tests.profiler.synthetic import add_headline_row
 
+from roofline_operator.metrics import RooflineCollector, snapshot_from_records
 from roofline_operator.node_results import from_compact, from_status, to_status
+from roofline_operator.records import record_from_annotation, record_to_annotation
 
 
 def test_the_worst_gpu_is_the_one_needing_the_largest_batch() -> None:
@@ -40,3 +53,38 @@ def test_a_result_rebuilt_from_status_equals_the_original_but_for_its_step_times
 
 def test_a_status_entry_without_a_result_rebuilds_none() -> None:
     assert from_status({"name": "gpu-1", "state": "Queued"}) is None
+
+
+def test_one_more_row_of_the_headline_table_reaches_the_status_the_record_and_the_gauges(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The profiler's table names each published number once: one more row, and the operator's
+    status entry, record annotation and gauges carry it, with no other change."""
+    row = add_headline_row(monkeypatch)
+    the_spec = profiled_spec()
+    record = profiled_record(the_spec)
+    assert record.result is not None
+    (gpu,) = record.result.gpus
+    entry = to_status(record.result)
+    assert entry[row.key] == gpu.bandwidth_bytes_per_second
+    assert entry[row.interval_key]["low"] <= gpu.bandwidth_bytes_per_second
+    annotation = record_to_annotation(record)
+    assert annotation is not None
+    assert json.loads(annotation)[row.key] == gpu.bandwidth_bytes_per_second
+    restored = record_from_annotation(NODE, 1, annotation, now=READ_AT)
+    assert restored is not None
+    assert restored.result is not None
+    (restored_gpu,) = restored.result.gpus
+    assert restored_gpu.bandwidth_bytes_per_second == gpu.bandwidth_bytes_per_second
+    assert restored_gpu.intervals == gpu.intervals
+    registry = CollectorRegistry()
+    collector = RooflineCollector()
+    registry.register(collector)
+    records = {record.name: record}
+    collector.update(snapshot_from_records(PROFILE, records, the_spec.measurement_hash()))
+    labels = {"profile": PROFILE, "node": NODE, "gpu": "0"}
+    labels.update(product=gpu.product, dtype=record.result.dtype)
+    assert registry.get_sample_value(row.metric, labels) == gpu.bandwidth_bytes_per_second
+    assert gpu.intervals is not None
+    low = registry.get_sample_value(row.interval_metric, {**labels, "bound": "low"})
+    assert low == gpu.intervals.bandwidth[0]
