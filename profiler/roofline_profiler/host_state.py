@@ -52,6 +52,7 @@ from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
+from roofline_profiler import fields
 from roofline_profiler.stats import CPU_WAIT_SUSPECT, Measurement, confirmed_minimum
 from roofline_profiler.warning_codes import STATE_GAP
 
@@ -414,21 +415,11 @@ class Headline:
     recommended_min_batch: int
 
     def to_dict(self) -> dict[str, Any]:
-        return {
-            "bandwidthBytesPerSecond": self.bandwidth_bytes_per_second,
-            "peakFlopsPerSecond": self.peak_flops_per_second,
-            "ridgePoint": self.ridge_point,
-            "recommendedMinBatch": self.recommended_min_batch,
-        }
+        return {f.key: f.value_of(self) for f in fields.DEVICE_HEADLINE}
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> Headline:
-        return cls(
-            d["bandwidthBytesPerSecond"],
-            d["peakFlopsPerSecond"],
-            d["ridgePoint"],
-            d["recommendedMinBatch"],
-        )
+        return cls(**{f.attribute: d[f.key] for f in fields.DEVICE_HEADLINE})
 
 
 @dataclass(frozen=True)
