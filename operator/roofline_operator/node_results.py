@@ -100,10 +100,10 @@ def from_compact(profile: CompactProfile, spec_hash: str) -> NodeResult:
 
 
 def _gpu_numbers(gpu: GpuResult) -> dict[str, Any]:
-    return {**headline_numbers_to_status(gpu), **intervals_to_status(gpu.intervals)}
+    return {**_numbers_to_status(gpu), **intervals_to_status(gpu.intervals)}
 
 
-def headline_numbers_to_status(record: Any) -> dict[str, Any]:
+def _numbers_to_status(record: Any) -> dict[str, Any]:
     """The headline numbers of a ``GpuResult`` or ``Headline`` under their status keys."""
     return {f.key: f.value_of(record) for f in fields.DEVICE_HEADLINE}
 
@@ -180,7 +180,7 @@ def headline_to_status(headline: Headline) -> dict[str, Any]:
     """A ``measured`` or ``previous`` block of a status entry."""
     return {
         "profiledTime": format_time(headline.profiled_at),
-        **headline_numbers_to_status(headline),
+        **_numbers_to_status(headline),
     }
 
 
