@@ -1,8 +1,9 @@
 """Units: seconds, bytes and FLOP/s inside, text for people and durations read from people.
 
 Every time the profiler and the operator compute with is in seconds, every size in bytes, every
-rate in base units per second; the wire formats scale them (``compact.BANDWIDTH_UNIT``) and the
-measuring code converts what its APIs return (milliseconds, nanoseconds) where it reads them.
+rate in base units per second; the wire formats scale them (``compact_fields.BANDWIDTH_UNIT``)
+and the measuring code converts what its APIs return (milliseconds, nanoseconds) where it reads
+them.
 This module holds the conversions that text needs: :func:`parse_duration` reads a duration
 (``50ms``, ``1h30m``) as seconds for every field and option that takes one, and the ``format_*``
 functions write numbers for people with three significant digits in engineering units, never
