@@ -94,7 +94,7 @@ ENV PYTHONDONTWRITEBYTECODE=1 \
 RUN --mount=type=bind,from=builder,source=/dist,target=/dist \
     pip install --no-cache-dir --no-deps /dist/roofline_operator-*.whl \
     && pip install --no-cache-dir "jsonschema==4.23.0" "nvidia-ml-py==12.575.51" \
-    && python -c "import torch, roofline_cli, roofline_profiler.cli; assert torch.version.cuda, 'no CUDA torch'" \
+    && python -c "import torch, roofline_cli, roofline_profiler.cli.commands; assert torch.version.cuda, 'no CUDA torch'" \
     && test "$(pip list 2>/dev/null | grep -c '^torch ')" -eq 1 \
     && python -m pip uninstall --yes --quiet pip wheel \
     && groupadd --system --gid 65532 roofline \

@@ -25,7 +25,7 @@ python3 -c "import torch, sys; sys.exit(0 if torch.cuda.is_available() else 'no 
 if ! python3 -c "import roofline_profiler" 2>/dev/null; then
     export PYTHONPATH="$PWD/profiler:$PWD/cli:$PWD/operator${PYTHONPATH:+:$PYTHONPATH}"
 fi
-roofline=(python3 -m roofline_profiler.cli)
+roofline=(python3 -m roofline_profiler.cli.commands)
 
 # step NAME SECONDS COMMAND...: run COMMAND with a time limit, log its status and wall time.
 step() {

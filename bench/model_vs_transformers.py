@@ -222,7 +222,7 @@ def predict(
     """Run the profiler CLI on the config; returns its predictions, wall time and command."""
     out = config_path.parent / "result.json"
     command = [
-        sys.executable, "-m", "roofline_profiler.cli", "profile", "--device", device,
+        sys.executable, "-m", "roofline_profiler.cli.commands", "profile", "--device", device,
         "--dtype", dtype,
         "--model", str(config_path),
         "--context", ",".join(str(c) for c in CONTEXTS),
@@ -309,7 +309,7 @@ def main() -> int:
 
     configs = dict(CONFIGS)
     if args.preset:
-        from roofline_profiler.model_config import PRESETS
+        from roofline_profiler.core.model_config import PRESETS
 
         configs = {name: dict(PRESETS[name]) for name in args.preset}
         configs.update({name: CONFIGS[name] for name in args.only or ()})

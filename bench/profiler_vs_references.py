@@ -63,15 +63,15 @@ from typing import Any
 
 import torch
 
-from roofline_profiler.ceilings import sweep_kernel
-from roofline_profiler.devices import resolve_devices
-from roofline_profiler.host_state import Roles, round_levels
-from roofline_profiler.limits import DEFAULT_BATCHES, DEFAULT_SHAPE
-from roofline_profiler.measure import bandwidth_buffer_bytes, peak_label
-from roofline_profiler.result import ProfileResult
-from roofline_profiler.roofline import arithmetic_intensity, dtype_bytes
-from roofline_profiler.runner import ProfileRequest, profile_device
-from roofline_profiler.warning_codes import STATE_GAP
+from roofline_profiler.core.ceilings import sweep_kernel
+from roofline_profiler.core.limits import DEFAULT_BATCHES, DEFAULT_SHAPE
+from roofline_profiler.core.roofline import arithmetic_intensity, dtype_bytes
+from roofline_profiler.measure.devices import resolve_devices
+from roofline_profiler.measure.runner import ProfileRequest, profile_device
+from roofline_profiler.measure.workloads import bandwidth_buffer_bytes, peak_label
+from roofline_profiler.wire.host_state import Roles, round_levels
+from roofline_profiler.wire.result import ProfileResult
+from roofline_profiler.wire.warning_codes import STATE_GAP
 
 HERE = Path(__file__).resolve().parent
 TRIALS = 20
@@ -250,7 +250,7 @@ def profile_runs(
             )
             start = time.perf_counter()
             subprocess.run(
-                [sys.executable, "-m", "roofline_profiler.cli", *args],
+                [sys.executable, "-m", "roofline_profiler.cli.commands", *args],
                 check=True,
                 capture_output=True,
             )

@@ -24,7 +24,7 @@ WITHOUT_TEST_FILE = {
     "tests/cli/test_roofline_cli.py checks through `roofline --version`",
     "operator/roofline_operator/__init__.py": "a docstring and __version__ (as the profiler's)",
     "operator/roofline_operator/__main__.py": "`python -m roofline_operator`: one call of "
-    "roofline_operator.cli.main, which tests/operator/unit/test_cli.py tests",
+    "roofline_operator.run.cli.main, which tests/operator/unit/run/test_cli.py tests",
     "cli/roofline_cli/__main__.py": "`python -m roofline_cli`: one call of roofline_cli.main, "
     "which tests/cli/test_roofline_cli.py runs that way",
 }
@@ -33,6 +33,15 @@ WITHOUT_TEST_FILE = {
 def source_modules() -> Iterator[Path]:
     for package in MIRRORS:
         yield from sorted(package.rglob("*.py"))
+
+
+def layer_packages() -> list[Path]:
+    """The ``__init__`` of each package's layers (its sub-packages)."""
+    return [init for package in MIRRORS for init in sorted(package.glob("*/__init__.py"))]
+
+
+def holds_only_a_docstring(tree: ast.Module) -> bool:
+    return len(tree.body) == 1 and ast.get_docstring(tree) is not None
 
 
 def mirrored_test_file(module: Path) -> Path:
@@ -94,13 +103,26 @@ def edits_the_import_path(tree: ast.Module) -> list[int]:
 
 @pytest.mark.parametrize("module", list(source_modules()), ids=lambda p: shown(p))
 def test_every_source_module_has_a_mirroring_test_file(module: Path) -> None:
-    if shown(module) in WITHOUT_TEST_FILE:
+    if shown(module) in WITHOUT_TEST_FILE or module in layer_packages():
         return
     expected = mirrored_test_file(module)
     assert expected.exists(), (
         f"{shown(module)} has no test file: add {shown(expected)} "
         "(or, if it needs none, say why in WITHOUT_TEST_FILE in tests/test_layout.py)"
     )
+
+
+@pytest.mark.parametrize("init", layer_packages(), ids=lambda p: shown(p))
+def test_every_layer_package_holds_only_a_docstring_of_what_it_is_and_may_import(
+    init: Path,
+) -> None:
+    """A layer re-exports nothing: its modules are imported by their own paths."""
+    assert holds_only_a_docstring(parsed(init)), f"{shown(init)}: a docstring and nothing else"
+    assert "import" in (ast.get_docstring(parsed(init)) or "").lower(), "what it may import"
+
+
+def test_the_packages_are_split_into_layers() -> None:
+    assert {init.parent.name for init in layer_packages()} >= {"core", "wire", "decide"}
 
 
 @pytest.mark.parametrize("listed", sorted(WITHOUT_TEST_FILE))
@@ -139,20 +161,22 @@ def test_no_test_edits_the_import_path() -> None:
     ("module", "test_file"),
     [
         pytest.param(
-            "profiler/roofline_profiler/plot.py", "tests/profiler/test_plot.py", id="plot"
+            "profiler/roofline_profiler/cli/plot.py", "tests/profiler/cli/test_plot.py", id="plot"
         ),
         pytest.param(
-            "operator/roofline_operator/names.py", "tests/operator/unit/test_names.py", id="names"
+            "operator/roofline_operator/core/names.py",
+            "tests/operator/unit/core/test_names.py",
+            id="names",
         ),
         pytest.param("cli/roofline_cli/__init__.py", "tests/cli/test_roofline_cli.py", id="init"),
         pytest.param(
-            "profiler/roofline_profiler/schema/x.py",
-            "tests/profiler/schema/test_x.py",
-            id="sub-package",
+            "profiler/roofline_profiler/wire/schema/x.py",
+            "tests/profiler/wire/schema/test_x.py",
+            id="sub-sub-package",
         ),
         pytest.param(
-            "profiler/roofline_profiler/schema/__init__.py",
-            "tests/profiler/test_schema.py",
+            "profiler/roofline_profiler/wire/__init__.py",
+            "tests/profiler/test_wire.py",
             id="sub-package-init",
         ),
     ],
@@ -180,6 +204,18 @@ def test_imports_of_test_modules_are_told_from_imports_of_builders(
 ) -> None:
     names = [name for _, name in imported_modules(ast.parse(source))]
     assert sum(n.rsplit(".", 1)[-1].startswith("test_") for n in names) == offences, names
+
+
+@pytest.mark.parametrize(
+    ("source", "only"),
+    [
+        pytest.param('"""The layer."""', True, id="docstring"),
+        pytest.param('"""The layer."""\nfrom .x import y', False, id="re-export"),
+        pytest.param("x = 1", False, id="no-docstring"),
+    ],
+)
+def test_a_package_holding_only_its_docstring_is_told_apart(source: str, only: bool) -> None:
+    assert holds_only_a_docstring(ast.parse(source)) is only
 
 
 @pytest.mark.parametrize(

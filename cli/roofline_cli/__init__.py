@@ -18,7 +18,7 @@ OPERATOR_HELP = "run the Kubernetes operator (see roofline operator --help)"
 
 def profiler_commands() -> dict[str, str]:
     """The profiler's subcommands with their one-line help, from its table of commands."""
-    from roofline_profiler.cli import COMMANDS
+    from roofline_profiler.cli.commands import COMMANDS
 
     return {name: command.help for name, command in COMMANDS.items()}
 
@@ -54,12 +54,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     arguments = list(sys.argv[1:] if argv is None else argv)
     command = arguments[0] if arguments else None
     if command == OPERATOR_COMMAND:
-        from roofline_operator.cli import main as operator_main
+        from roofline_operator.run.cli import main as operator_main
 
         return operator_main(arguments[1:])
     commands = {**profiler_commands(), OPERATOR_COMMAND: OPERATOR_HELP}
     if command in commands:
-        from roofline_profiler.cli import main as profiler_main
+        from roofline_profiler.cli.commands import main as profiler_main
 
         return profiler_main(arguments)
     if command in ("-h", "--help"):

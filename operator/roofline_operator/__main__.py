@@ -2,7 +2,7 @@
 
 import sys
 
-from roofline_operator.cli import main
+from roofline_operator.run.cli import main
 
 if __name__ == "__main__":
     sys.exit(main(sys.argv[1:]))

@@ -42,7 +42,7 @@ def test_operator_goes_to_the_operators_parser(capsys: pytest.CaptureFixture[str
 
 
 def test_the_profiler_alone_no_longer_knows_the_operator() -> None:
-    from roofline_profiler.cli import main as profiler_main
+    from roofline_profiler.cli.commands import main as profiler_main
 
     assert profiler_main(["operator"]) == 2
 

@@ -12,7 +12,7 @@ import pytest
 import yaml
 from kubernetes_validate import utils as kubernetes_validate
 
-from roofline_operator.config import load_config
+from roofline_operator.run.config import load_config
 
 from .rendering import (
     CHART_DIR,

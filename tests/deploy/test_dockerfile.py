@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from roofline_operator import pods
+from roofline_operator.decide import pods
 
 from .rendering import CHART_DIR, ROOT
 

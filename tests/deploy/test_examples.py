@@ -11,9 +11,9 @@ import pytest
 import yaml
 from kubernetes_validate import utils as kubernetes_validate
 
-from roofline_operator.names import LABEL_PROFILE, NODE_LABEL_KEYS
-from roofline_operator.spec import parse_spec
-from roofline_profiler import limits
+from roofline_operator.core.names import LABEL_PROFILE, NODE_LABEL_KEYS
+from roofline_operator.core.spec import parse_spec
+from roofline_profiler.core import limits
 
 from .rendering import CHART_DIR, ROOT, kube_versions
 

@@ -24,10 +24,10 @@ from typing import Any
 
 import pytest
 
-from roofline_operator.names import CONTAINER_NAME
-from roofline_operator.outcomes import Succeeded, classify_pod
-from roofline_operator.pods import PROFILER_UID, ProfileRef, build_profiler_pod, pod_facts
-from roofline_operator.spec import parse_spec
+from roofline_operator.core.names import CONTAINER_NAME
+from roofline_operator.core.spec import parse_spec
+from roofline_operator.decide.outcomes import Succeeded, classify_pod
+from roofline_operator.decide.pods import PROFILER_UID, ProfileRef, build_profiler_pod, pod_facts
 
 from . import images as img
 from .pod_runtime import (

@@ -18,8 +18,8 @@ import yaml
 from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 
-from roofline_operator.metrics import DeviceSample, NodeSample, OperatorMetrics, ProfileSnapshot
-from roofline_profiler.compact import CompactIntervals
+from roofline_operator.run.metrics import DeviceSample, NodeSample, OperatorMetrics, ProfileSnapshot
+from roofline_profiler.wire.compact import CompactIntervals
 
 from .promql import grouping_labels, metric_names, selector_labels
 from .rendering import DASHBOARD_FILE, ROOT, RULES_FILE

@@ -1,12 +1,13 @@
 """Least privilege: the RBAC the chart grants is exactly what the code uses.
 
 What the code uses is derived from the code: every request
-:class:`~roofline_operator.kubeapi.KubeClient` can send (each of its methods, called against a
+:class:`~roofline_operator.run.kubeapi.KubeClient` can send (each of its methods, called against a
 recording session, through the operator's own callers where the path depends on them) and what
 Kopf needs for the registered handlers (a watch per handled resource, in the profiler namespaces
 for namespaced ones; the finalizer's patch; Events). That set must equal the declared table
-(``roofline_operator.permissions``), which must equal the rendered ClusterRole and Roles for each
-label backend and the committed ``manifests/``, and generates the table in ``docs/operator.md``.
+(``roofline_operator.run.permissions``), which must equal the rendered ClusterRole and Roles for
+each label backend and the committed ``manifests/``, and generates the table in
+``docs/operator.md``.
 """
 
 from __future__ import annotations
@@ -23,11 +24,13 @@ import kopf
 import pytest
 import yaml
 
-from roofline_operator import handlers  # noqa: F401  (registers the handlers)
-from roofline_operator.kubeapi import KubeClient, list_node_features
-from roofline_operator.names import GROUP, PLURAL
-from roofline_operator.node_features import build_node_feature
-from roofline_operator.permissions import (
+from roofline_operator.core.names import GROUP, PLURAL
+from roofline_operator.core.spec import parse_spec
+from roofline_operator.decide.node_features import build_node_feature
+from roofline_operator.decide.pods import ProfileRef, build_profiler_pod
+from roofline_operator.run import handlers  # noqa: F401  (registers the handlers)
+from roofline_operator.run.kubeapi import KubeClient, list_node_features
+from roofline_operator.run.permissions import (
     NODE_BACKEND,
     NODE_FEATURE_BACKEND,
     PEERING,
@@ -37,9 +40,7 @@ from roofline_operator.permissions import (
     markdown_table,
     required,
 )
-from roofline_operator.pods import ProfileRef, build_profiler_pod
-from roofline_operator.runtime import Caches
-from roofline_operator.spec import parse_spec
+from roofline_operator.run.runtime import Caches
 
 from .rendering import RELEASE, ROOT, objects_of_kind, render_objects
 
@@ -167,7 +168,7 @@ def kopf_uses() -> set[Use]:
                 uses.add((scope, group, resource, "patch"))
     # Kopf posts the Events of the cluster-scoped profiles in the operator's namespace, and
     # discovers resources and (it runs namespaced) namespaces.
-    source = "".join(p.read_text() for p in (ROOT / "operator" / "roofline_operator").glob("*.py"))
+    source = "".join(p.read_text() for p in (ROOT / "operator" / "roofline_operator").rglob("*.py"))
     if re.search(r"kopf\.(event|warn|info|exception)\(", source):
         uses.add((Scope.OPERATOR_NAMESPACE, "", "events", "create"))
     discovery = [("apiextensions.k8s.io", "customresourcedefinitions"), ("", "namespaces")]
@@ -295,5 +296,5 @@ def test_the_recorded_requests_map_to_rbac_verbs() -> None:
 
 
 def test_the_rbac_table_lives_in_one_module_the_docs_name() -> None:
-    assert "roofline_operator.permissions" in DOCS.read_text()
-    assert Path(ROOT / "operator" / "roofline_operator" / "permissions.py").exists()
+    assert "roofline_operator.run.permissions" in DOCS.read_text()
+    assert Path(ROOT / "operator" / "roofline_operator" / "run" / "permissions.py").exists()

@@ -9,7 +9,7 @@ from pathlib import Path
 
 def run_cli(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "roofline_profiler.cli", *args],
+        [sys.executable, "-m", "roofline_profiler.cli.commands", *args],
         capture_output=True,
         text=True,
         timeout=300,

@@ -12,12 +12,13 @@ from typing import Any
 
 import pytest
 
-from roofline_profiler import fields, limits, model_config, planning, roofline
-from roofline_profiler.fields import HeadlineField
-from roofline_profiler.planning import PlanOptions, StepPrediction
-from roofline_profiler.result import DeviceResult, ProfileResult
-from roofline_profiler.runner import ProfileRequest, assemble_device_result
-from roofline_profiler.stats import Measurement
+from roofline_profiler.core import limits, model_config, planning, roofline
+from roofline_profiler.core.planning import PlanOptions, StepPrediction
+from roofline_profiler.core.stats import Measurement
+from roofline_profiler.measure.runner import ProfileRequest, assemble_device_result
+from roofline_profiler.wire import fields
+from roofline_profiler.wire.fields import HeadlineField
+from roofline_profiler.wire.result import DeviceResult, ProfileResult
 
 DEFAULT_BATCHES = limits.DEFAULT_BATCHES
 H200_LIKE = {"bandwidth": 4.3e12, "peak": 7.9e14}

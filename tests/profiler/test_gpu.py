@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from roofline_profiler.result import validate_document
+from roofline_profiler.wire.result import validate_document
 
 pytestmark = pytest.mark.gpu
 
@@ -17,7 +17,15 @@ pytestmark = pytest.mark.gpu
 def test_every_visible_gpu_is_profiled_and_reported_separately(tmp_path: Path) -> None:
     path = tmp_path / "r.json"
     proc = subprocess.run(
-        [sys.executable, "-m", "roofline_profiler.cli", "profile", "--quick", "--json", str(path)],
+        [
+            sys.executable,
+            "-m",
+            "roofline_profiler.cli.commands",
+            "profile",
+            "--quick",
+            "--json",
+            str(path),
+        ],
         capture_output=True,
         text=True,
         check=False,
@@ -66,10 +74,10 @@ def test_every_visible_gpu_is_profiled_and_reported_separately(tmp_path: Path) -
 def test_every_part_of_a_models_decode_step_is_timed_as_a_cuda_graph(
     config: dict[str, object],
 ) -> None:
-    from roofline_profiler.decode_model import step_seconds
-    from roofline_profiler.devices import resolve_devices
-    from roofline_profiler.model_config import model_from_config
-    from roofline_profiler.model_measure import MeasureSettings, measure_model
+    from roofline_profiler.core.decode_model import step_seconds
+    from roofline_profiler.core.model_config import model_from_config
+    from roofline_profiler.measure.devices import resolve_devices
+    from roofline_profiler.measure.model_measure import MeasureSettings, measure_model
 
     arch = model_from_config(config, "gpu-check")
     info = resolve_devices("cuda:0")[0]

@@ -18,10 +18,11 @@ from pathlib import Path
 
 import pytest
 
-from roofline_profiler import cli, runner
-from roofline_profiler.compact import encode_compact
-from roofline_profiler.compact_decode import decode_compact
-from roofline_profiler.result import ProfileResult, validate_document
+from roofline_profiler.cli import commands
+from roofline_profiler.measure import runner
+from roofline_profiler.wire.compact import encode_compact
+from roofline_profiler.wire.compact_decode import decode_compact
+from roofline_profiler.wire.result import ProfileResult, validate_document
 from tests import golden
 from tests.profiler.synthetic import planned_result, synthetic_result
 
@@ -45,7 +46,7 @@ def written_files(
     monkeypatch.setattr(runner, "run_profile", lambda request, dtypes, progress: result)
     document, compact = tmp_path / "result.json", tmp_path / "compact.txt"
     argv = ["profile", "--device", "cpu", "--json", str(document), "--compact", str(compact)]
-    assert cli.main(argv) == 0
+    assert commands.main(argv) == 0
     capsys.readouterr()
     return document.read_text(encoding="utf-8"), compact.read_text(encoding="utf-8")
 

@@ -16,13 +16,13 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from roofline_profiler.compact import (
+from roofline_profiler.wire.compact import (
     CompactDevice,
     CompactIntervals,
     CompactProfile,
     encode_compact,
 )
-from roofline_profiler.compact_models import CompactModelPlan
+from roofline_profiler.wire.compact_models import CompactModelPlan
 
 
 class FaultMode(enum.Enum):

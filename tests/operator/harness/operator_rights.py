@@ -1,4 +1,4 @@
-"""The operator's permissions (``roofline_operator.permissions``) as single requests, checked
+"""The operator's permissions (``roofline_operator.run.permissions``) as single requests, checked
 against a real API server.
 
 ``PERMISSIONS`` is the product's one source of its RBAC; ``tests/deploy/test_rbac.py`` keeps the
@@ -15,7 +15,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from roofline_operator.permissions import (
+from roofline_operator.run.permissions import (
     NODE_BACKEND,
     NODE_FEATURE_BACKEND,
     PEERING,

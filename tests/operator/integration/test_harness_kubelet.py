@@ -11,7 +11,7 @@ import pytest
 from tests.operator.harness import Cluster, FaultMode, Kubectl, wait_for
 from tests.operator.harness.kubelet import MAX_MESSAGE_BYTES, container_env_value
 
-from roofline_profiler.compact_decode import decode_compact
+from roofline_profiler.wire.compact_decode import decode_compact
 
 TERMINATION_PATH = "/dev/termination-log"
 WRITE_MESSAGE = "import sys; print('working'); open(sys.argv[1], 'w').write(sys.argv[2])"

@@ -26,7 +26,7 @@ from tests.operator.harness.profiles import (
     write_manifest,
 )
 
-from roofline_operator.labels import label_safe
+from roofline_operator.decide.labels import label_safe
 
 pytestmark = pytest.mark.usefixtures("shared_operator")
 

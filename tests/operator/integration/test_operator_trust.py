@@ -26,7 +26,7 @@ from tests.operator.harness.profiles import (
     wait_for_nodes,
 )
 
-from roofline_operator.pods import profiler_pod_name
+from roofline_operator.decide.pods import profiler_pod_name
 
 pytestmark = pytest.mark.usefixtures("shared_operator")
 

@@ -24,8 +24,8 @@ from tests.operator.harness.profiles import (
     write_manifest,
 )
 
-from roofline_operator.names import FailureReason
-from roofline_profiler.compact_decode import decode_compact
+from roofline_operator.core.names import FailureReason
+from roofline_profiler.wire.compact_decode import decode_compact
 
 NODES = ["gpu-a", "gpu-b"]
 LABEL_VALUE = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$")

@@ -24,7 +24,7 @@ from tests.operator.harness.realcluster import RealCluster
 from tests.operator.harness.realsuite import PROFILER_NAMESPACE, RealOperators, labels_of
 from tests.operator.harness.releases import Release
 
-from roofline_profiler.compact_decode import decode_compact
+from roofline_profiler.wire.compact_decode import decode_compact
 
 
 def test_the_example_profiles_nodes_with_labels_status_columns_and_metrics(

@@ -6,7 +6,7 @@ import kopf
 import pytest
 from prometheus_client import CollectorRegistry
 
-from roofline_operator.metrics import OperatorMetrics
+from roofline_operator.run.metrics import OperatorMetrics
 
 
 @pytest.fixture

@@ -7,10 +7,10 @@ from typing import Any
 
 from tests.operator.unit.operator_builders import device, profile
 
-from roofline_operator.names import NodeState
-from roofline_operator.node_results import from_compact
-from roofline_operator.records import NodeRecord
-from roofline_profiler.compact_models import CompactModelPlan
+from roofline_operator.core.names import NodeState
+from roofline_operator.core.node_results import from_compact
+from roofline_operator.decide.records import NodeRecord
+from roofline_profiler.wire.compact_models import CompactModelPlan
 
 
 def plan(name: str = "llama", **changes: Any) -> CompactModelPlan:

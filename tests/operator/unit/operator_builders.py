@@ -6,13 +6,13 @@ import time
 from collections.abc import Mapping
 from typing import Any
 
-from roofline_operator.node_results import GpuResult, from_compact
-from roofline_operator.nodes import NodeFacts
-from roofline_operator.pods import PodFacts, Terminated
-from roofline_operator.records import NodeRecord
-from roofline_operator.spec import ProfileSpec, parse_spec
-from roofline_operator.status import build_status
-from roofline_profiler.compact import CompactDevice, CompactProfile, encode_compact
+from roofline_operator.core.node_results import GpuResult, from_compact
+from roofline_operator.core.nodes import NodeFacts
+from roofline_operator.core.spec import ProfileSpec, parse_spec
+from roofline_operator.decide.pods import PodFacts, Terminated
+from roofline_operator.decide.records import NodeRecord
+from roofline_operator.decide.status import build_status
+from roofline_profiler.wire.compact import CompactDevice, CompactProfile, encode_compact
 
 GPU = "nvidia.com/gpu"
 

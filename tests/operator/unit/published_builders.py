@@ -13,15 +13,15 @@ from dataclasses import replace
 from tests.operator.unit.operator_builders import node, spec, succeeded_pod
 from tests.profiler.synthetic import planned_result
 
-from roofline_operator.hysteresis import record_profile
-from roofline_operator.model_status import ModelsView
-from roofline_operator.names import NodeState
-from roofline_operator.nodes import NodeFacts
-from roofline_operator.outcomes import Succeeded, classify_pod
-from roofline_operator.records import NodeRecord
-from roofline_operator.spec import ProfileSpec
-from roofline_profiler.compact import encode_compact
-from roofline_profiler.result import ProfileResult
+from roofline_operator.core.names import NodeState
+from roofline_operator.core.nodes import NodeFacts
+from roofline_operator.core.spec import ProfileSpec
+from roofline_operator.decide.hysteresis import record_profile
+from roofline_operator.decide.model_status import ModelsView
+from roofline_operator.decide.outcomes import Succeeded, classify_pod
+from roofline_operator.decide.records import NodeRecord
+from roofline_profiler.wire.compact import encode_compact
+from roofline_profiler.wire.result import ProfileResult
 
 PROFILE = "fleet"
 NAMESPACE = "roofline-system"

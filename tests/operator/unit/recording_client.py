@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from roofline_operator.kubeapi import ApiError
+from roofline_operator.run.kubeapi import ApiError
 
 
 class RecordingClient:

@@ -12,13 +12,13 @@ from typing import Any
 
 from tests.operator.unit.operator_builders import device, node, profile, spec, succeeded_pod
 
-from roofline_operator.labels import LabelClaim
-from roofline_operator.nodes import NodeFacts
-from roofline_operator.pods import PodFacts, ProfileRef, pod_facts
-from roofline_operator.records import NodeRecord
-from roofline_operator.round_plan import RoundInput, RoundPlan, plan_round
-from roofline_operator.spec import ProfileSpec
-from roofline_profiler.compact import CompactDevice, CompactIntervals, encode_compact
+from roofline_operator.core.nodes import NodeFacts
+from roofline_operator.core.spec import ProfileSpec
+from roofline_operator.decide.labels import LabelClaim
+from roofline_operator.decide.pods import PodFacts, ProfileRef, pod_facts
+from roofline_operator.decide.records import NodeRecord
+from roofline_operator.decide.round_plan import RoundInput, RoundPlan, plan_round
+from roofline_profiler.wire.compact import CompactDevice, CompactIntervals, encode_compact
 
 NOW = 10_000.0
 DEFAULT_SPEC = spec(maxParallel=2, retryBackoffSeconds=10, maxAttempts=2)

@@ -13,10 +13,10 @@ import pytest
 import yaml
 from tests.operator.harness.structural import as_json_schema
 
-from roofline_operator import spec as spec_module
-from roofline_operator.names import GROUP, KIND, PLURAL, VERSION, NodeState
-from roofline_operator.spec import parse_duration, parse_spec
-from roofline_profiler import limits
+from roofline_operator.core import spec as spec_module
+from roofline_operator.core.names import GROUP, KIND, PLURAL, VERSION, NodeState
+from roofline_operator.core.spec import parse_duration, parse_spec
+from roofline_profiler.core import limits
 
 ROOT = Path(__file__).resolve().parents[3]
 CRD_PATH = ROOT / "charts" / "roofline-operator" / "crds" / "rooflineprofiles.roofline.dev.yaml"
@@ -230,9 +230,9 @@ def test_no_bare_n_key_that_yaml_1_1_readers_take_for_false(path: Path) -> None:
 def test_the_status_the_operator_writes_fits_the_status_schema(version: dict[str, Any]) -> None:
     from tests.operator.unit.operator_builders import device, profile
 
-    from roofline_operator.node_results import from_compact
-    from roofline_operator.records import NodeRecord
-    from roofline_operator.status import build_status
+    from roofline_operator.core.node_results import from_compact
+    from roofline_operator.decide.records import NodeRecord
+    from roofline_operator.decide.status import build_status
 
     records = {
         "multi": NodeRecord(

@@ -5,7 +5,7 @@ translation of the CEL they use) and to the operator's parsers (``parse_spec``, 
 check that fails a model alone). A spec the API server admits but the operator refuses sits in
 the cluster as a profile that never runs; one the operator would take but the server refuses
 cannot be written at all. Either way they must agree, and the bounds come from
-``roofline_profiler.limits``.
+``roofline_profiler.core.limits``.
 """
 
 from __future__ import annotations
@@ -20,11 +20,11 @@ import pytest
 import yaml
 from tests.operator.harness.structural import as_json_schema
 
-from roofline_operator.model_sources import resolve_models
-from roofline_operator.model_spec import ModelSpecError
-from roofline_operator.spec import SpecError, parse_spec
-from roofline_profiler import limits
-from roofline_profiler.model_config import PRESETS
+from roofline_operator.core.model_spec import ModelSpecError
+from roofline_operator.core.spec import SpecError, parse_spec
+from roofline_operator.decide.model_sources import resolve_models
+from roofline_profiler.core import limits
+from roofline_profiler.core.model_config import PRESETS
 
 ROOT = Path(__file__).resolve().parents[3]
 CRD_PATH = ROOT / "charts" / "roofline-operator" / "crds" / "rooflineprofiles.roofline.dev.yaml"

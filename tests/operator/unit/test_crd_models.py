@@ -20,7 +20,7 @@ import pytest
 import yaml
 from tests.operator.harness.structural import apply_defaults, prune_unknown
 
-from roofline_profiler import limits
+from roofline_profiler.core import limits
 
 ROOT = Path(__file__).resolve().parents[3]
 CRD_PATH = ROOT / "charts" / "roofline-operator" / "crds" / "rooflineprofiles.roofline.dev.yaml"

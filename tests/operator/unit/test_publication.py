@@ -15,12 +15,12 @@ from tests.operator.unit.round_builders import (
     with_intervals,
 )
 
-from roofline_operator.hysteresis import record_profile
-from roofline_operator.metrics import OperatorMetrics, snapshot_from_records
-from roofline_operator.names import NodeState
-from roofline_operator.node_results import NodeResult, from_compact
-from roofline_operator.records import NodeRecord, record_from_status, record_to_status
-from roofline_operator.status import build_status, device_changed_condition
+from roofline_operator.core.names import NodeState
+from roofline_operator.core.node_results import NodeResult, from_compact
+from roofline_operator.decide.hysteresis import record_profile
+from roofline_operator.decide.records import NodeRecord, record_from_status, record_to_status
+from roofline_operator.decide.status import build_status, device_changed_condition
+from roofline_operator.run.metrics import OperatorMetrics, snapshot_from_records
 
 
 def test_a_reprofile_within_noise_keeps_the_labels_and_raises_nothing() -> None:

@@ -32,23 +32,23 @@ from tests.operator.unit.published_builders import (
 )
 from tests.profiler.synthetic import planned_result
 
-from roofline_operator.labels import label_patch, node_labels_for
-from roofline_operator.metrics import RooflineCollector, snapshot_from_records
-from roofline_operator.names import (
+from roofline_operator.core.names import (
     LABEL_BANDWIDTH_GBPS,
     LABEL_MIN_BATCH,
     LABEL_PEAK_TFLOPS,
     LABEL_RIDGE_POINT,
 )
-from roofline_operator.node_features import build_node_feature
-from roofline_operator.records import (
+from roofline_operator.core.spec import ProfileSpec
+from roofline_operator.decide.labels import label_patch, node_labels_for
+from roofline_operator.decide.node_features import build_node_feature
+from roofline_operator.decide.records import (
     NodeRecord,
     record_annotation_key,
     record_to_annotation,
     record_to_status,
 )
-from roofline_operator.spec import ProfileSpec
-from roofline_operator.status import build_status
+from roofline_operator.decide.status import build_status
+from roofline_operator.run.metrics import RooflineCollector, snapshot_from_records
 
 GOLDEN = Path(__file__).parent / "golden"
 REGENERATE = "tests/operator/unit/test_published_forms.py"

@@ -19,23 +19,23 @@ from prometheus_client import CollectorRegistry
 from tests.operator.unit.model_builders import plan
 from tests.operator.unit.operator_builders import device, node, profile, spec
 
-from roofline_operator.labels import LABEL_VALUE, MAX_LABEL_VALUE_CHARS, node_labels_for
-from roofline_operator.metrics import OperatorMetrics, snapshot_from_records
-from roofline_operator.names import FailureReason, NodeState
-from roofline_operator.nodes import NodeFacts
-from roofline_operator.outcomes import Failed, Succeeded, classify_pod
-from roofline_operator.pods import PodFacts, ProfileRef, Terminated, pod_facts
-from roofline_operator.records import (
+from roofline_operator.core.names import FailureReason, NodeState
+from roofline_operator.core.nodes import NodeFacts
+from roofline_operator.decide.labels import LABEL_VALUE, MAX_LABEL_VALUE_CHARS, node_labels_for
+from roofline_operator.decide.outcomes import Failed, Succeeded, classify_pod
+from roofline_operator.decide.pods import PodFacts, ProfileRef, Terminated, pod_facts
+from roofline_operator.decide.records import (
     NodeRecord,
     record_annotation_key,
     record_from_annotation,
     record_to_annotation,
     restore_records,
 )
-from roofline_operator.round_plan import RoundInput, plan_round
-from roofline_operator.sizes import RECORD_ANNOTATION_BUDGET_BYTES, STATUS_ENTRY_BUDGET_BYTES
-from roofline_operator.status import build_status
-from roofline_profiler.compact import CompactIntervals, encode_compact
+from roofline_operator.decide.round_plan import RoundInput, plan_round
+from roofline_operator.decide.sizes import RECORD_ANNOTATION_BUDGET_BYTES, STATUS_ENTRY_BUDGET_BYTES
+from roofline_operator.decide.status import build_status
+from roofline_operator.run.metrics import OperatorMetrics, snapshot_from_records
+from roofline_profiler.wire.compact import CompactIntervals, encode_compact
 
 NOW = 1_800_000_000.0
 SPEC = spec()

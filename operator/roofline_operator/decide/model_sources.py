@@ -1,0 +1,216 @@
+"""A profile's models checked before any pod starts: presets, inline configs, ConfigMaps.
+
+Every model is read with the profiler's own pure reader (``model_from_config``) and its tensor
+parallel degree checked, so a bad config fails that model at once, with a message naming the field,
+and never a profiler pod, a node or the profile's other models. Only the valid models reach the
+pods, each with its config inline, in one ConfigMap per profile and model set that the pods mount
+(``--models-file``): not in argv, which caps an argument at 128 KiB (a large config made every
+pod fail to start), and the pods never read the API themselves.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from roofline_operator.core.model_spec import ModelSpec
+from roofline_operator.core.names import (
+    API_VERSION,
+    KIND,
+    LABEL_MANAGED_BY,
+    LABEL_PROFILE,
+    MANAGED_BY,
+)
+from roofline_operator.decide.labels import label_safe
+from roofline_profiler.core.model_config import PRESETS, ModelError, parse_config_text
+from roofline_profiler.core.models import UnknownPreset, checked_model
+
+#: ``status.models[].reason`` of a model that cannot be planned.
+UNKNOWN_PRESET = "UnknownPreset"
+INVALID_MODEL = "InvalidModel"
+CONFIG_MAP_NOT_FOUND = "ConfigMapNotFound"
+CONFIG_MAP_KEY_NOT_FOUND = "ConfigMapKeyNotFound"
+#: The API refused to read the ConfigMap (403) or failed (5xx, a dropped connection).
+CONFIG_MAP_UNREADABLE = "ConfigMapUnreadable"
+#: Checking the models took longer than the operator allows on one round.
+MODEL_CHECK_TIMEOUT = "ModelCheckTimeout"
+
+
+@dataclass(frozen=True)
+class ModelFailure:
+    reason: str
+    message: str
+
+
+@dataclass(frozen=True)
+class UnreadableConfigMap:
+    """A ConfigMap read that failed: the models that need it fail, the others go on."""
+
+    status: int
+    message: str
+
+
+#: ConfigMap contents as read: ``(namespace, name)`` to its ``data``, ``None`` when it is
+#: missing, :class:`UnreadableConfigMap` when the read failed.
+ConfigMaps = Mapping[tuple[str, str], Mapping[str, str] | UnreadableConfigMap | None]
+
+
+@dataclass(frozen=True)
+class ResolvedModel:
+    """A valid model, ready for the pod: a preset name or the config's fields."""
+
+    spec: ModelSpec
+    preset: str | None
+    config: Mapping[str, Any] | None
+
+    def to_argument(self) -> dict[str, Any]:
+        entry: dict[str, Any] = {"name": self.spec.name}
+        if self.preset is not None:
+            entry["preset"] = self.preset
+        else:
+            entry["config"] = dict(self.config or {})
+        entry["contextTokens"] = self.spec.context_tokens
+        entry["tensorParallel"] = self.spec.tensor_parallel
+        return entry
+
+
+@dataclass(frozen=True)
+class ModelResolution:
+    valid: tuple[ResolvedModel, ...] = ()
+    #: Model name to why it cannot be planned, in spec order.
+    failures: Mapping[str, ModelFailure] | None = None
+
+    def models_json(self) -> str | None:
+        """The pods' models file (``--models-file``); ``None`` without a valid model."""
+        if not self.valid:
+            return None
+        entries = [m.to_argument() for m in self.valid]
+        return json.dumps(entries, separators=(",", ":"), sort_keys=True)
+
+    def digest(self) -> str:
+        """What the pods receive, hashed: a changed ConfigMap re-profiles, like a changed spec."""
+        text = self.models_json() or ""
+        return hashlib.sha256(text.encode()).hexdigest()[:10] if text else ""
+
+
+#: The key (the file, once mounted) of the models' ConfigMap.
+MODELS_FILE_KEY = "models.json"
+
+
+def models_config_map_name(profile: str, digest: str) -> str:
+    """``roofline-models-<profile>-<digest>``: one immutable ConfigMap per profile and model
+    set, so a pod reads exactly the models its spec digest names."""
+    slug = "".join(c if c.isalnum() else "-" for c in profile.lower()).strip("-")[:40] or "x"
+    return f"roofline-models-{slug.strip('-')}-{digest}"
+
+
+def build_models_config_map(
+    profile: str, profile_uid: str, namespace: str, resolution: ModelResolution
+) -> dict[str, Any] | None:
+    """The ConfigMap that carries the profile's valid models to its pods; ``None`` without
+    any. Owned by the profile, so the garbage collector removes it with the profile too."""
+    text = resolution.models_json()
+    if text is None:
+        return None
+    return {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {
+            "name": models_config_map_name(profile, resolution.digest()),
+            "namespace": namespace,
+            "labels": {LABEL_MANAGED_BY: MANAGED_BY, LABEL_PROFILE: label_safe(profile)},
+            "ownerReferences": [
+                {"apiVersion": API_VERSION, "kind": KIND, "name": profile, "uid": profile_uid}
+            ],
+        },
+        "immutable": True,
+        "data": {MODELS_FILE_KEY: text},
+    }
+
+
+def config_maps_needed(models: tuple[ModelSpec, ...], namespace: str) -> list[tuple[str, str]]:
+    """The ``(namespace, name)`` of every ConfigMap the models refer to, each once."""
+    refs = [(namespace, m.config_map[0]) for m in models if m.config_map is not None]
+    return list(dict.fromkeys(refs))
+
+
+def _config_from_map(
+    model: ModelSpec, index: int, namespace: str, config_maps: ConfigMaps
+) -> Mapping[str, Any] | ModelFailure:
+    assert model.config_map is not None
+    name, key = model.config_map
+    where = f"spec.models[{index}].configMapRef"
+    data = config_maps.get((namespace, name))
+    if isinstance(data, UnreadableConfigMap):
+        return ModelFailure(
+            CONFIG_MAP_UNREADABLE,
+            f"{where}.name: reading ConfigMap {namespace}/{name} failed (HTTP {data.status}: "
+            f"{data.message[:200]})",
+        )
+    if data is None:
+        return ModelFailure(
+            CONFIG_MAP_NOT_FOUND, f"{where}.name: ConfigMap {namespace}/{name} not found"
+        )
+    if key not in data:
+        keys = ", ".join(sorted(data)) or "none"
+        return ModelFailure(
+            CONFIG_MAP_KEY_NOT_FOUND,
+            f"{where}.key: ConfigMap {namespace}/{name} has no key {key!r} (keys: {keys})",
+        )
+    try:
+        config = parse_config_text(data[key], f"{where}: {namespace}/{name} key {key!r}")
+    except ModelError as exc:
+        return ModelFailure(INVALID_MODEL, str(exc))
+    return config
+
+
+def _resolve(
+    model: ModelSpec, index: int, namespace: str, config_maps: ConfigMaps
+) -> ResolvedModel | ModelFailure:
+    where = model.where(index)
+    config = model.config
+    if model.preset is None and config is None:
+        found = _config_from_map(model, index, namespace, config_maps)
+        if isinstance(found, ModelFailure):
+            return found
+        config = found
+    try:
+        checked_model(model.name, model.preset, config, model.tensor_parallel, source=where)
+    except UnknownPreset as exc:
+        known = ", ".join(sorted(PRESETS))
+        return ModelFailure(
+            UNKNOWN_PRESET, f"{where}: unknown preset {exc.preset!r} (presets: {known})"
+        )
+    except ModelError as exc:
+        message = str(exc)
+        if not message.startswith(where):
+            message = f"{where}: {message}"
+        return ModelFailure(INVALID_MODEL, message)
+    if model.preset is not None:
+        return ResolvedModel(model, model.preset, None)
+    return ResolvedModel(model, None, dict(config or {}))
+
+
+def timed_out(models: tuple[ModelSpec, ...], seconds: float) -> ModelResolution:
+    """Every model failed: checking them took longer than ``seconds``."""
+    message = f"checking the models took longer than {seconds:g} s; retried next round"
+    failures = {m.name: ModelFailure(MODEL_CHECK_TIMEOUT, message) for m in models}
+    return ModelResolution((), failures)
+
+
+def resolve_models(
+    models: tuple[ModelSpec, ...], namespace: str, config_maps: ConfigMaps
+) -> ModelResolution:
+    """Check every model; the valid ones go to the pods, the others fail alone."""
+    valid: list[ResolvedModel] = []
+    failures: dict[str, ModelFailure] = {}
+    for index, model in enumerate(models):
+        outcome = _resolve(model, index, namespace, config_maps)
+        if isinstance(outcome, ModelFailure):
+            failures[model.name] = outcome
+        else:
+            valid.append(outcome)
+    return ModelResolution(tuple(valid), failures)

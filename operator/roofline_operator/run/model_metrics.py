@@ -1,0 +1,107 @@
+"""The ``roofline_model_*`` gauges: each profiled GPU's plan for each model of the spec.
+
+Labels ``profile``, ``node``, ``gpu``, ``product``, ``dtype``, ``model`` and at most one more
+(``bound``, ``range_end`` or ``batch``). Bounded: at most 8 models (the CRD's limit) × GPUs per node
+× (1 + 2 + 2 + sweep batches) series per node; only models still in the spec are published, so
+a removed model's series vanish with the next scrape.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+
+from prometheus_client.core import GaugeMetricFamily
+
+from roofline_operator.decide.records import NodeRecord
+from roofline_profiler.wire.compact_models import CompactModelPlan
+
+MODEL_LABELS = ["profile", "node", "gpu", "product", "dtype", "model"]
+
+
+@dataclass(frozen=True)
+class ModelSample:
+    node: str
+    gpu: str
+    product: str
+    dtype: str
+    plan: CompactModelPlan
+    #: The sweep's batches the plan's predicted step times follow (a prefix of them).
+    batches: tuple[int, ...] = ()
+
+
+def model_samples(
+    records: Mapping[str, NodeRecord], model_names: Iterable[str]
+) -> tuple[ModelSample, ...]:
+    """Every GPU's plan of every model in ``model_names``.
+
+    After a restart the GPUs' own plans are gone (the status keeps the node's); the node's plan is
+    then published under the GPU its node-wide numbers name.
+    """
+    wanted = set(model_names)
+    samples: list[ModelSample] = []
+    for name in sorted(records):
+        result = records[name].result
+        if result is None or not wanted:
+            continue
+        if any(g.models for g in result.gpus):
+            for gpu in result.gpus:
+                batches = tuple(b for b, _ in gpu.step_seconds)
+                samples.extend(
+                    ModelSample(name, str(gpu.index), gpu.product, result.dtype, plan, batches)
+                    for plan in gpu.models
+                    if plan.name in wanted
+                )
+        else:
+            worst = result.worst_gpu()
+            samples.extend(
+                ModelSample(name, str(worst.index), worst.product, result.dtype, plan)
+                for plan in result.restored_models
+                if plan.name in wanted
+            )
+    return tuple(samples)
+
+
+def model_families(
+    snapshots: Iterable[tuple[str, tuple[ModelSample, ...]]],
+) -> list[GaugeMetricFamily]:
+    """The four model gauge families from ``(profile, samples)`` pairs."""
+    min_batch = GaugeMetricFamily(
+        "roofline_model_recommended_min_batch",
+        "Smallest decode batch of the model that reaches the efficiency threshold on the GPU.",
+        labels=MODEL_LABELS,
+    )
+    max_batch = GaugeMetricFamily(
+        "roofline_model_max_batch",
+        "Largest decode batch of the model by memory (KV cache at the planned context) or by "
+        "the inter-token latency SLO.",
+        labels=[*MODEL_LABELS, "bound"],
+    )
+    tokens = GaugeMetricFamily(
+        "roofline_model_tokens_per_second",
+        "Predicted decode tokens/s of one replica at the recommended range's low and high end.",
+        labels=[*MODEL_LABELS, "range_end"],
+    )
+    step = GaugeMetricFamily(
+        "roofline_model_step_seconds",
+        "Predicted decode step of the model per batch of the sweep, up to the memory bound.",
+        labels=[*MODEL_LABELS, "batch"],
+    )
+    for profile, samples in snapshots:
+        for s in samples:
+            labels = [profile, s.node, s.gpu, s.product, s.dtype, s.plan.name]
+            plan = s.plan
+            if plan.min_batch is not None:
+                min_batch.add_metric(labels, plan.min_batch)
+            max_batch.add_metric([*labels, "memory"], plan.max_batch_by_memory)
+            if plan.max_batch_by_latency is not None:
+                max_batch.add_metric([*labels, "latency"], plan.max_batch_by_latency)
+            low, high = plan.tokens_per_second_at_min_batch, plan.tokens_per_second_at_max_batch
+            if low is not None:
+                tokens.add_metric([*labels, "low"], low)
+            if high is not None:
+                tokens.add_metric([*labels, "high"], high)
+            for batch, seconds in zip(s.batches, plan.step_seconds, strict=False):
+                if batch <= plan.max_batch_by_memory:
+                    step.add_metric([*labels, str(batch)], seconds)
+    return [min_batch, max_batch, tokens, step]

@@ -1,0 +1,135 @@
+"""Command-line side of the model plan: ``roofline profile --model ...`` and ``roofline plan``.
+
+``roofline plan --from result.json --model M`` re-plans from a saved profile without the device:
+the result keeps every model's measured decode-step parts, so a new context, ITL SLO, GPU-hour
+cost or memory utilisation is a pure computation. A model whose shapes (and tensor-parallel
+degree) the profile did not measure is an input error that says what to re-profile.
+
+No torch here: bad input is rejected before the measuring code is imported.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from dataclasses import replace
+
+from roofline_profiler.cli import arguments, outputs
+from roofline_profiler.core import limits
+from roofline_profiler.core.decode_model import ModelMeasurements, plan_models, same_shapes
+from roofline_profiler.core.errors import UsageError
+from roofline_profiler.core.model_config import ModelArch
+from roofline_profiler.core.planning import ModelPlan
+from roofline_profiler.wire.result import DeviceResult, ProfileResult
+
+
+def add_model_arguments(p: argparse.ArgumentParser, *, plan: bool = False) -> None:
+    """The model-plan flags, shared by ``profile`` and ``plan``."""
+    p.add_argument(
+        "--model",
+        action="append",
+        metavar="M",
+        required=plan,
+        help="a preset (llama-3.1-8b, llama-3.1-70b, qwen3-8b, mixtral-8x7b, qwen3-30b-a3b) or "
+        "the path of a Hugging Face config.json; repeatable",
+    )
+    p.add_argument(
+        "--context",
+        metavar="TOKENS",
+        help="context length(s) to plan for, comma-separated (default "
+        f"{limits.DEFAULT_CONTEXT_TOKENS}" + ("; plan: the profiled contexts)" if plan else ")"),
+    )
+    p.add_argument(
+        "--tensor-parallel",
+        metavar="N",
+        default=str(limits.DEFAULT_TENSOR_PARALLEL),
+        help="tensor-parallel degree: shapes sharded as the engines shard them (default 1)",
+    )
+    p.add_argument("--itl-slo", metavar="TIME", help="inter-token latency SLO, e.g. 50ms")
+    p.add_argument(
+        "--gpu-hour-cost", metavar="COST", help="price of one GPU-hour: adds cost per 1M tokens"
+    )
+    p.add_argument(
+        "--gpu-memory-utilization",
+        metavar="FRACTION",
+        default=f"{arguments.DEFAULT_GPU_MEMORY_UTILIZATION:g}",
+        help="share of device memory the engine may use (default 0.9)",
+    )
+
+
+def add_models_json_arguments(p: argparse.ArgumentParser) -> None:
+    """How the operator's pods name their models (``model_request.py``)."""
+    p.add_argument(
+        "--models-json",
+        metavar="JSON",
+        help="models to plan, each with its own context and tensor parallel degree (the "
+        "operator's form): [{name, preset|config, contextTokens, tensorParallel}, ...]",
+    )
+    p.add_argument(
+        "--models-file",
+        metavar="PATH",
+        help="--models-json read from a file (how the operator's pods get it, from a ConfigMap)",
+    )
+
+
+def add_plan_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--from",
+        dest="source",
+        required=True,
+        metavar="RESULT.json",
+        help="the result document of an earlier roofline profile --json that measured the model "
+        "(required)",
+    )
+    add_model_arguments(p, plan=True)
+    arguments.add_output_arguments(p, document="re-planned", plot="model plan")
+
+
+def measured_model(
+    device: DeviceResult, arch: ModelArch, ref: str, tensor_parallel: int, source: str
+) -> ModelMeasurements:
+    """The decode-step parts ``device`` measured for a model of ``arch``'s shapes at
+    ``tensor_parallel``, under ``arch``'s name; none is an input error that says what to
+    re-profile."""
+    for measured in device.model_measurements:
+        if same_shapes(measured.arch, arch) and measured.tensor_parallel == tensor_parallel:
+            return replace(measured, arch=arch)
+    raise UsageError(
+        f"{source} has no measurements for {arch.name} at tensor parallel {tensor_parallel} "
+        f"on {device.device}; re-run roofline profile --model {ref}"
+        + (f" --tensor-parallel {tensor_parallel}" if tensor_parallel > 1 else "")
+    )
+
+
+def replan(args: arguments.PlanArguments) -> ProfileResult:
+    """The saved profile with each device's plans replaced by those of the requested models."""
+    devices = []
+    for device in args.result.devices:
+        plans: list[ModelPlan] = []
+        for arch, ref in zip(args.models, args.model_refs, strict=True):
+            measured = measured_model(device, arch, ref, args.tensor_parallel, args.source.name)
+            plans.extend(
+                plan_models(
+                    measured,
+                    args.contexts or measured.contexts,
+                    device.memory_bytes or 0,
+                    device.peak_flops_per_second,
+                    args.plan_options,
+                )
+            )
+        devices.append(replace(device, models=tuple(plans)))
+    return replace(args.result, devices=tuple(devices))
+
+
+def run_plan_command(namespace: argparse.Namespace) -> int:
+    """``roofline plan --from result.json --model M ...``: re-plan from saved measurements."""
+    from roofline_profiler.cli.model_plot import model_figure
+    from roofline_profiler.cli.report import text_summary
+
+    args = arguments.plan_arguments(namespace)
+    planned = replan(args)
+    slo = args.plan_options.itl_slo_seconds
+    outputs.write_result(planned, args.outputs, lambda result: model_figure(result, slo))
+    sys.stdout.write(text_summary(planned, models_only=True))
+    sys.stdout.write(outputs.wrote(args.outputs))
+    return 0

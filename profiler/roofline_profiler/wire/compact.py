@@ -1,0 +1,196 @@
+"""Compact result encoding for the Kubernetes termination message.
+
+The kubelet keeps at most 4096 bytes of a container's termination message, so the operator cannot
+receive the full result document through it. This encoding carries only what the operator reads:
+the headline numbers of each GPU and the sweep's step times, numbers rounded to four significant
+digits, each GPU as a short positional array. Eight GPUs with the default sweep take well under half
+of the limit, which leaves room for later per-GPU additions (docs/contracts.md has the layout).
+
+Each GPU's 95% intervals travel under their own key, ``u`` (one entry per GPU, as short relative
+widths), so a reader that does not know them reads the rest unchanged.
+Model plans (``roofline profile --models-json``) travel under two top-level keys: ``m`` names each
+model once, ``p`` holds each GPU's plan numbers by the model's position, so eight GPUs with eight
+models still fit; the models' predicted step times are what gets dropped first
+(``compact_models.py``).
+
+Each GPU's warning codes (``CpuContention``, ``InterferenceUnresolved``, ...: the profile's own
+judgement that a number is less trustworthy than its interval) travel under ``w``, so the operator
+can keep a suspect profile from moving published values.
+
+This module holds the format's types and its encoder; ``compact_decode.py`` reads it back, and
+still reads version 1 (which also carried backend, memory, knee, warnings and hostname), so the
+results of pods that finish during an upgrade are not lost. ``compact_fields.py`` holds the units
+and digits of its numbers.
+
+Pure module: no torch, no Kubernetes.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass, replace
+from typing import Any
+
+from roofline_profiler.core.units import round_significant
+from roofline_profiler.wire import fields
+from roofline_profiler.wire.compact_fields import SIGNIFICANT_DIGITS, steps_to_wire
+from roofline_profiler.wire.compact_models import CompactModelPlan, models_to_wire, plans_to_wire
+
+COMPACT_VERSION = 2
+#: Older versions :func:`decode_compact` still reads.
+READABLE_VERSIONS = (1, COMPACT_VERSION)
+MAX_COMPACT_BYTES = 4096
+#: Longest device name kept; GPU product strings are far shorter in practice.
+MAX_NAME_CHARS = 64
+#: Significant digits of an interval's relative width: enough to compare two profiles, short
+#: enough that eight GPUs add about 300 bytes.
+INTERVAL_WIDTH_SIGNIFICANT_DIGITS = 2
+#: Longest warning code kept, and most codes per GPU (the profiler has fewer than ten).
+MAX_WARNING_CHARS = 40
+MAX_WARNINGS = 16
+
+
+@dataclass(frozen=True)
+class CompactIntervals:
+    """A GPU's 95% intervals ``(low, high)`` of its headline numbers, in the numbers' own units.
+
+    On the wire the widths are rounded outward, so a decoded interval is never narrower than the
+    measured one.
+    """
+
+    bandwidth: tuple[float, float]
+    peak: tuple[float, float]
+    ridge_point: tuple[float, float]
+    recommended_min_batch: tuple[int, int]
+
+
+@dataclass(frozen=True)
+class CompactDevice:
+    """One GPU's headline numbers; ``step_seconds`` follow the profile's ``batches``, or none."""
+
+    index: int
+    name: str
+    bandwidth_bytes_per_second: float
+    peak_flops_per_second: float
+    ridge_point: float
+    recommended_min_batch: int
+    step_seconds: tuple[float, ...]
+    #: ``None`` for a result without intervals (version 1, or a profiler before them).
+    intervals: CompactIntervals | None = None
+    #: Plans of the profiled models, in the profile's model order; none without models.
+    models: tuple[CompactModelPlan, ...] = ()
+    #: The profile's warning codes for this GPU (``sanity.py``), each once.
+    warnings: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class CompactProfile:
+    dtype: str
+    shape_k: int
+    shape_n: int
+    #: Unix seconds.
+    created_at: float
+    duration_seconds: float
+    #: The sweep's batch sizes, shared by every device.
+    batches: tuple[int, ...]
+    devices: tuple[CompactDevice, ...]
+    version: int = COMPACT_VERSION
+
+
+def _device_to_wire(device: CompactDevice, with_steps: bool) -> list[Any]:
+    """The positions of :func:`fields.gpu_fields`."""
+    return [
+        device.index,
+        device.name[:MAX_NAME_CHARS],
+        *(f.to_wire(f.value_of(device)) for f in fields.DEVICE_HEADLINE),
+        steps_to_wire(device.step_seconds) if with_steps else [],
+    ]
+
+
+def _width_up(value: float) -> float | int:
+    """``value`` rounded up (toward +inf) to :data:`INTERVAL_WIDTH_SIGNIFICANT_DIGITS`
+    significant digits."""
+    if value == 0 or not math.isfinite(value):
+        return 0
+    exponent = math.floor(math.log10(abs(value))) - INTERVAL_WIDTH_SIGNIFICANT_DIGITS + 1
+    scale = 10.0**exponent
+    rounded = float(
+        f"{math.ceil(value / scale - 1e-9) * scale:.{INTERVAL_WIDTH_SIGNIFICANT_DIGITS}g}"
+    )
+    return int(rounded) if rounded.is_integer() else rounded
+
+
+def _relative_widths(value: float, interval: tuple[float, float]) -> list[float | int]:
+    """Percent of ``value`` (as written on the wire) below and above it, rounded outward."""
+    if value <= 0:
+        return [0, 0]
+    return [
+        _width_up(100 * (value - interval[0]) / value),
+        _width_up(100 * (interval[1] - value) / value),
+    ]
+
+
+def _intervals_to_wire(device: CompactDevice) -> list[Any] | None:
+    """The positions of :func:`fields.interval_fields`: a measured number's interval as percent
+    of its value on the wire below and above it, a whole number's as its two ends."""
+    if device.intervals is None:
+        return None
+    wire: list[Any] = []
+    for f in fields.DEVICE_HEADLINE:
+        interval = f.interval_of(device.intervals)
+        if f.is_whole:
+            wire.extend(interval)
+        else:
+            wire.extend(_relative_widths(f.wire_value(f.value_of(device)), interval))
+    return wire
+
+
+#: What is dropped, in order, when a result would not fit: first the models' predicted step
+#: times per batch, then the sweep's measured ones. The headline numbers and every model's plan
+#: numbers always stay.
+TRIM_LEVELS = ((True, True), (True, False), (False, False))
+
+
+def encode_compact(profile: CompactProfile) -> str:
+    """Encode ``profile`` as compact JSON text of at most :data:`MAX_COMPACT_BYTES` bytes.
+
+    Step times are dropped (:data:`TRIM_LEVELS`) when a large profile would not fit; the headline
+    numbers and the model plans always survive. Model names are written once, under ``m``; each
+    GPU's plans under ``p`` refer to them by position, so eight GPUs with eight models of 63
+    characters still fit (tested).
+    """
+    models = models_to_wire(d.models for d in profile.devices)
+    for with_steps, with_model_steps in TRIM_LEVELS:
+        doc: dict[str, Any] = {
+            "v": COMPACT_VERSION,
+            "dt": profile.dtype,
+            "k": profile.shape_k,
+            "n": profile.shape_n,
+            "t": round(profile.created_at, 1),
+            "s": round_significant(profile.duration_seconds, digits=SIGNIFICANT_DIGITS),
+            "b": list(profile.batches) if with_steps else [],
+            "g": [_device_to_wire(d, with_steps) for d in profile.devices],
+        }
+        if any(d.intervals is not None for d in profile.devices):
+            doc["u"] = [_intervals_to_wire(d) for d in profile.devices]
+        if any(d.warnings for d in profile.devices):
+            doc["w"] = [
+                [code[:MAX_WARNING_CHARS] for code in d.warnings[:MAX_WARNINGS]]
+                for d in profile.devices
+            ]
+        if models:
+            doc["m"] = models
+            doc["p"] = [plans_to_wire(d.models, models, with_model_steps) for d in profile.devices]
+        text = json.dumps(doc, separators=(",", ":"), ensure_ascii=True)
+        if len(text.encode()) <= MAX_COMPACT_BYTES:
+            return text
+    # Then the warnings, and the intervals last: without warnings the operator takes a suspect
+    # profile as sound; without intervals it takes every number as exact.
+    if any(d.warnings for d in profile.devices):
+        quiet = tuple(replace(d, warnings=()) for d in profile.devices)
+        return encode_compact(replace(profile, devices=quiet))
+    if any(d.intervals is not None for d in profile.devices):
+        bare = tuple(replace(d, intervals=None) for d in profile.devices)
+        return encode_compact(replace(profile, devices=bare))
+    raise ValueError(f"compact result is {len(text)} bytes even without step times")

@@ -1,0 +1,121 @@
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+from tests.model_configs import TINY_LLAMA
+
+from roofline_operator.core.model_spec import ModelSpec
+from roofline_operator.decide.model_sources import config_maps_needed, resolve_models
+from roofline_profiler.core.model_request import ModelsJsonError, parse_models_json
+
+CM = ("roofline", "cfg")
+
+
+def test_valid_models_reach_the_pod_with_their_configs_inline() -> None:
+    models = (
+        ModelSpec("a", preset="qwen3-8b", context_tokens=8192),
+        ModelSpec("b", config=TINY_LLAMA),
+        ModelSpec("c", config_map=("cfg", "config.json"), tensor_parallel=2),
+    )
+    resolution = resolve_models(models, "roofline", {CM: {"config.json": json.dumps(TINY_LLAMA)}})
+    assert not resolution.failures
+    argument = json.loads(resolution.models_json() or "")
+    assert argument == [
+        {"name": "a", "preset": "qwen3-8b", "contextTokens": 8192, "tensorParallel": 1},
+        {"name": "b", "config": TINY_LLAMA, "contextTokens": 4096, "tensorParallel": 1},
+        {"name": "c", "config": TINY_LLAMA, "contextTokens": 4096, "tensorParallel": 2},
+    ]
+
+
+def test_a_bad_model_fails_alone_with_a_message_naming_the_field() -> None:
+    broken = {k: v for k, v in TINY_LLAMA.items() if k != "num_attention_heads"}
+    models = (ModelSpec("good", config=TINY_LLAMA), ModelSpec("bad", config=broken))
+    resolution = resolve_models(models, "roofline", {})
+    assert [m.spec.name for m in resolution.valid] == ["good"]
+    failure = (resolution.failures or {})["bad"]
+    assert failure.reason == "InvalidModel"
+    assert failure.message.startswith("spec.models[1].config")
+    assert "num_attention_heads" in failure.message
+
+
+def test_an_unknown_preset_and_a_bad_tensor_parallel_degree_are_reported() -> None:
+    models = (ModelSpec("x", preset="gpt-9"), ModelSpec("y", config=TINY_LLAMA, tensor_parallel=3))
+    failures = resolve_models(models, "ns", {}).failures or {}
+    assert failures["x"].reason == "UnknownPreset"
+    assert "llama-3.1-8b" in failures["x"].message
+    assert failures["y"].reason == "InvalidModel"
+    assert "tensor parallel 3" in failures["y"].message
+
+
+def test_config_map_failures_say_what_is_missing() -> None:
+    models = (
+        ModelSpec("gone", config_map=("absent", "config.json")),
+        ModelSpec("nokey", config_map=("cfg", "config.json")),
+        ModelSpec("notjson", config_map=("cfg", "other")),
+    )
+    maps = {("ns", "absent"): None, ("ns", "cfg"): {"other": "{nope"}}
+    failures = resolve_models(models, "ns", maps).failures or {}
+    assert failures["gone"].reason == "ConfigMapNotFound"
+    assert (
+        failures["gone"].message
+        == "spec.models[0].configMapRef.name: ConfigMap ns/absent not found"
+    )
+    assert failures["nokey"].reason == "ConfigMapKeyNotFound"
+    assert "keys: other" in failures["nokey"].message
+    assert failures["notjson"].reason == "InvalidModel"
+    assert "not valid JSON" in failures["notjson"].message
+
+
+def test_each_config_map_is_read_once() -> None:
+    models = (
+        ModelSpec("a", config_map=("cfg", "a.json")),
+        ModelSpec("b", config_map=("cfg", "b.json")),
+        ModelSpec("c", preset="qwen3-8b"),
+    )
+    assert config_maps_needed(models, "ns") == [("ns", "cfg")]
+
+
+def test_the_digest_follows_the_config_maps_content() -> None:
+    models = (ModelSpec("a", config_map=("cfg", "config.json")),)
+    small = json.dumps(TINY_LLAMA)
+    larger = json.dumps({**TINY_LLAMA, "num_hidden_layers": 4})
+    first = resolve_models(models, "ns", {("ns", "cfg"): {"config.json": small}}).digest()
+    second = resolve_models(models, "ns", {("ns", "cfg"): {"config.json": larger}}).digest()
+    assert first
+    assert second
+    assert first != second
+    assert resolve_models((), "ns", {}).models_json() is None
+
+
+@pytest.mark.parametrize(
+    "model",
+    [
+        pytest.param(ModelSpec("a", preset="llama-3.1-8b", tensor_parallel=8), id="preset"),
+        pytest.param(ModelSpec("a", preset="gpt-9"), id="unknown-preset"),
+        pytest.param(ModelSpec("a", config=TINY_LLAMA, tensor_parallel=2), id="config"),
+        pytest.param(ModelSpec("a", config=TINY_LLAMA, tensor_parallel=3), id="tp-not-dividing"),
+        pytest.param(ModelSpec("a", preset="qwen3-30b-a3b", tensor_parallel=64), id="moe-tp-64"),
+        pytest.param(
+            ModelSpec("a", config={**TINY_LLAMA, "hidden_size": 0}), id="config-out-of-range"
+        ),
+    ],
+)
+def test_the_operator_and_the_pod_refuse_the_same_models(model: ModelSpec) -> None:
+    resolution = resolve_models((model,), "ns", {})
+    entry: dict[str, Any] = {
+        "name": model.name,
+        "contextTokens": model.context_tokens,
+        "tensorParallel": model.tensor_parallel,
+    }
+    if model.preset is not None:
+        entry["preset"] = model.preset
+    else:
+        entry["config"] = model.config
+    try:
+        parse_models_json(json.dumps([entry]))
+        pod_accepts = True
+    except ModelsJsonError:
+        pod_accepts = False
+    assert pod_accepts is not bool(resolution.failures)

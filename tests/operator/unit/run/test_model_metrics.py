@@ -1,0 +1,87 @@
+from __future__ import annotations
+
+import pytest
+from prometheus_client import CollectorRegistry
+from tests.operator.unit.model_builders import plan, planned_node
+
+from roofline_operator.decide.records import NodeRecord, record_from_status, record_to_status
+from roofline_operator.run.metrics import OperatorMetrics, snapshot_from_records
+
+
+def labels(gpu: str, model: str) -> dict[str, str]:
+    return {
+        "profile": "fleet",
+        "node": "n1",
+        "gpu": gpu,
+        "product": "NVIDIA H200",
+        "dtype": "bfloat16",
+        "model": model,
+    }
+
+
+def fleet() -> dict[str, NodeRecord]:
+    return {"n1": planned_node("n1", (plan("a"), plan("b")), (plan("a", min_batch=64),))}
+
+
+def test_every_gpu_publishes_each_models_plan(
+    registry: CollectorRegistry, metrics: OperatorMetrics
+) -> None:
+    metrics.collector.update(snapshot_from_records("fleet", fleet(), "h", ("a", "b")))
+    get = registry.get_sample_value
+    assert get("roofline_model_recommended_min_batch", labels("0", "a")) == 32
+    assert get("roofline_model_recommended_min_batch", labels("1", "a")) == 64
+    assert get("roofline_model_max_batch", {**labels("0", "a"), "bound": "memory"}) == 512
+    assert get("roofline_model_max_batch", {**labels("0", "a"), "bound": "latency"}) == 128
+    assert get("roofline_model_tokens_per_second", {**labels("0", "b"), "range_end": "low"}) == (
+        pytest.approx(3200)
+    )
+    assert get("roofline_model_tokens_per_second", {**labels("0", "b"), "range_end": "high"}) == (
+        pytest.approx(3200)
+    )
+    step = get("roofline_model_step_seconds", {**labels("0", "a"), "batch": "256"})
+    assert step == 0.04
+    assert get("roofline_model_recommended_min_batch", labels("1", "b")) is None
+
+
+def test_step_times_stop_at_the_memory_bound(
+    registry: CollectorRegistry, metrics: OperatorMetrics
+) -> None:
+    records = {"n1": planned_node("n1", (plan("a", max_batch_by_memory=100, min_batch=None),))}
+    metrics.collector.update(snapshot_from_records("fleet", records, "h", ("a",)))
+    get = registry.get_sample_value
+    assert get("roofline_model_step_seconds", {**labels("0", "a"), "batch": "1"}) == 0.008
+    assert get("roofline_model_step_seconds", {**labels("0", "a"), "batch": "256"}) is None
+    assert get("roofline_model_recommended_min_batch", labels("0", "a")) is None
+
+
+def test_without_an_slo_there_is_no_latency_bound(
+    registry: CollectorRegistry, metrics: OperatorMetrics
+) -> None:
+    records = {"n1": planned_node("n1", (plan("a", max_batch_by_latency=None),))}
+    metrics.collector.update(snapshot_from_records("fleet", records, "h", ("a",)))
+    latency = {**labels("0", "a"), "bound": "latency"}
+    assert registry.get_sample_value("roofline_model_max_batch", latency) is None
+
+
+def test_a_model_removed_from_the_spec_disappears_from_the_next_scrape(
+    registry: CollectorRegistry, metrics: OperatorMetrics
+) -> None:
+    metrics.collector.update(snapshot_from_records("fleet", fleet(), "h", ("a", "b")))
+    metrics.collector.update(snapshot_from_records("fleet", fleet(), "h", ("a",)))
+    names = {
+        s.labels.get("model")
+        for family in registry.collect()
+        if family.name.startswith("roofline_model_")
+        for s in family.samples
+    }
+    assert names == {"a"}
+
+
+def test_after_a_restart_the_nodes_plan_is_published_under_its_worst_gpu(
+    registry: CollectorRegistry, metrics: OperatorMetrics
+) -> None:
+    record = fleet()["n1"]
+    restored = record_from_status(record_to_status(record))
+    assert restored is not None
+    metrics.collector.update(snapshot_from_records("fleet", {"n1": restored}, "h", ("a",)))
+    assert registry.get_sample_value("roofline_model_recommended_min_batch", labels("0", "a")) == 64

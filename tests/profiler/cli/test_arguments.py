@@ -1,0 +1,140 @@
+"""The command line's flags as checked values: each bad value is one ``UsageError`` line."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+import pytest
+
+from roofline_profiler.cli import arguments, commands
+from roofline_profiler.core.errors import UsageError
+from roofline_profiler.core.model_request import ModelsJsonError
+
+
+def profile_namespace(*argv: str) -> argparse.Namespace:
+    return commands.build_parser().parse_args(["profile", *argv])
+
+
+@pytest.mark.parametrize(
+    ("text", "seconds"),
+    [
+        pytest.param("50ms", 0.05, id="ms"),
+        pytest.param("0.05s", 0.05, id="s"),
+        pytest.param("1s", 1.0, id="one-second"),
+        pytest.param("250us", 250e-6, id="us"),
+        pytest.param("250µs", 250e-6, id="micro-sign"),
+        pytest.param(" 20 ms ", 0.02, id="spaces"),
+        pytest.param("1e2ms", 0.1, id="exponent"),
+        pytest.param("1s500ms", 1.5, id="compound-as-in-the-crd"),
+    ],
+)
+def test_itl_slos_parse_with_their_unit(text: str, seconds: float) -> None:
+    assert arguments.parse_itl_slo(text) == pytest.approx(seconds)
+
+
+@pytest.mark.parametrize("text", ["50", "fast", "0ms", "-5ms", "5 min", ""])
+def test_itl_slos_without_a_unit_or_not_positive_are_one_line_usage_errors(text: str) -> None:
+    with pytest.raises(UsageError, match=r"^--itl-slo: (duration|cannot read)") as info:
+        arguments.parse_itl_slo(text)
+    assert "\n" not in str(info.value)
+
+
+def test_contexts_are_sorted_without_repeats() -> None:
+    assert arguments.parse_contexts("4096, 128,4096") == (128, 4096)
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        pytest.param("abc", "--context: 'abc' is not an integer", id="not-a-number"),
+        pytest.param("0", "--context: 0 is not a context length in 1..1048576", id="zero"),
+        pytest.param("64,", "--context: '' is not an integer", id="trailing-comma"),
+    ],
+)
+def test_a_bad_context_names_the_flag(text: str, message: str) -> None:
+    with pytest.raises(UsageError) as info:
+        arguments.parse_contexts(text)
+    assert str(info.value) == message
+
+
+@pytest.mark.parametrize(
+    ("text", "upper", "message"),
+    [
+        pytest.param("abc", None, "--x 'abc' is not a number", id="not-a-number"),
+        pytest.param("-1", None, "--x '-1' must be a number above 0", id="negative"),
+        pytest.param("inf", None, "--x 'inf' must be a number above 0", id="infinite"),
+        pytest.param("1.5", 1.0, "--x '1.5' must be a number in (0, 1]", id="above-the-bound"),
+    ],
+)
+def test_a_number_outside_its_bounds_is_a_usage_error(
+    text: str, upper: float | None, message: str
+) -> None:
+    with pytest.raises(UsageError) as info:
+        arguments.positive_number(text, "--x", upper)
+    assert str(info.value) == message
+
+
+def test_a_tensor_parallel_degree_lies_within_the_limit() -> None:
+    assert arguments.parse_tensor_parallel("8") == 8
+    with pytest.raises(UsageError, match=r"^--tensor-parallel 65 must lie in 1\.\.64$"):
+        arguments.parse_tensor_parallel("65")
+
+
+def test_a_plot_must_be_named_png_and_every_output_directory_must_exist(tmp_path: Path) -> None:
+    paths = arguments.output_paths(str(tmp_path / "r.json"), None, str(tmp_path / "p.PNG"))
+    assert (paths.json, paths.markdown, paths.plot) == (
+        tmp_path / "r.json",
+        None,
+        tmp_path / "p.PNG",
+    )
+    with pytest.raises(UsageError, match=r"name it \*\.png"):
+        arguments.output_paths(None, None, str(tmp_path / "p.jpg"))
+    with pytest.raises(UsageError, match="does not exist"):
+        arguments.output_paths(None, str(tmp_path / "none" / "r.md"), None)
+    with pytest.raises(UsageError, match="is a directory"):
+        arguments.output_paths(None, None, None, str(tmp_path))
+
+
+def test_the_profile_flags_become_one_model_group_per_model_request() -> None:
+    args = arguments.profile_arguments(
+        profile_namespace("--model", "qwen3-8b", "--context", "512,128", "--tensor-parallel", "2")
+    )
+    (group,) = args.model_groups
+    assert [m.name for m in group.models] == ["qwen3-8b"]
+    assert (group.contexts, group.tensor_parallel) == ((128, 512), 2)
+    assert args.plan_options.gpu_memory_utilization == 0.9
+
+
+def test_models_json_gives_a_group_per_tensor_parallel_degree_and_context() -> None:
+    models = [
+        {"name": "a", "preset": "qwen3-8b", "contextTokens": 1024},
+        {"name": "b", "preset": "qwen3-8b", "contextTokens": 1024},
+        {"name": "c", "preset": "qwen3-8b", "contextTokens": 2048, "tensorParallel": 2},
+    ]
+    args = arguments.profile_arguments(profile_namespace("--models-json", json.dumps(models)))
+    assert [
+        ([m.name for m in g.models], g.contexts, g.tensor_parallel) for g in args.model_groups
+    ] == [
+        (["a", "b"], (1024,), 1),
+        (["c"], (2048,), 2),
+    ]
+
+
+def test_a_models_json_error_is_a_usage_error() -> None:
+    with pytest.raises(ModelsJsonError) as info:
+        arguments.profile_arguments(profile_namespace("--models-json", "[]"))
+    assert isinstance(info.value, UsageError)
+
+
+def test_a_model_is_checked_before_the_models_json_it_contradicts() -> None:
+    namespace = profile_namespace("--models-json", "[", "--model", "gpt-9")
+    with pytest.raises(UsageError, match=r"^--model gpt-9: "):
+        arguments.profile_arguments(namespace)
+
+
+def test_a_flag_type_turns_a_limit_error_into_argparses_message() -> None:
+    with pytest.raises(UsageError, match=r"^argument --shape: '4096' is not of the form KxN"):
+        profile_namespace("--shape", "4096")
+    assert profile_namespace("--dtype", "bf16").dtype == "bfloat16"

@@ -1,0 +1,193 @@
+"""``roofline profile --model`` and ``roofline plan`` as a user runs them: real processes, CPU."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from roofline_profiler.wire.result import ProfileResult, validate_document
+from tests.profiler.cli_process import run_cli
+
+TINY = {
+    "architectures": ["LlamaForCausalLM"],
+    "model_type": "llama",
+    "hidden_size": 128,
+    "intermediate_size": 256,
+    "num_hidden_layers": 2,
+    "num_attention_heads": 4,
+    "num_key_value_heads": 2,
+    "vocab_size": 1000,
+    "max_position_embeddings": 4096,
+}
+
+
+@pytest.fixture(scope="module")
+def profiled(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> tuple[subprocess.CompletedProcess[str], Path]:
+    out = tmp_path_factory.mktemp("model")
+    (out / "tiny.json").write_text(json.dumps(TINY))
+    proc = run_cli(
+        "profile", "--quick", "--device", "cpu", "--batches", "1,2,4",
+        "--model", str(out / "tiny.json"), "--context", "64,256",
+        "--itl-slo", "50ms", "--gpu-hour-cost", "2.5",
+        "--json", str(out / "result.json"), "--markdown", str(out / "report.md"),
+        "--plot", str(out / "plot.png"),
+    )  # fmt: skip
+    return proc, out
+
+
+def test_a_profile_with_a_model_plans_it_per_context(profiled) -> None:  # type: ignore[no-untyped-def]
+    proc, out = profiled
+    assert proc.returncode == 0, proc.stderr
+    document = json.loads((out / "result.json").read_text())
+    validate_document(document)
+    assert document["schemaVersion"] == 2
+    (device,) = document["devices"]
+    plans = device["models"]
+    assert [p["contextTokens"] for p in plans] == [64, 256]
+    for plan in plans:
+        assert plan["name"] == "tiny"
+        assert plan["dtype"] == "float32"
+        assert plan["tensorParallel"] == 1
+        assert [p["batch"] for p in plan["predictions"]] == [1, 2, 4]
+        assert all(p["stepSeconds"] > 0 for p in plan["predictions"])
+        assert plan["maxBatchByMemory"] > 4
+        assert plan["maxBatchByLatency"] is not None
+        assert [c["batch"] for c in plan["costPerMillionTokens"]] == [1, 2, 4]
+        assert set(plan["engineSettings"]) == {"vllm", "sglang", "tgi", "tensorrtLlm"}
+        assert any(f.startswith("--max-num-seqs=") for f in plan["engineSettings"]["vllm"])
+    (measured,) = device["modelMeasurements"]
+    assert measured["architecture"]["hiddenSize"] == 128
+    assert {a["contextTokens"] for a in measured["attention"]} == {64, 256}
+    assert ProfileResult.from_dict(document).devices[0].models[0].name == "tiny"
+
+
+def test_the_summary_report_and_plot_show_the_model_plan(profiled) -> None:  # type: ignore[no-untyped-def]
+    proc, out = profiled
+    assert "model tiny (float32, tensor parallel 1, context 256)" in proc.stdout
+    assert "max batch by memory" in proc.stdout
+    assert "--max-num-seqs=" in proc.stdout
+    report = (out / "report.md").read_text()
+    assert "### Model tiny" in report
+    assert "| cost / 1M tokens |" in report or "cost / 1M tokens" in report
+    assert (out / "plot.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_plan_replans_from_the_saved_profile_at_another_context_and_slo(
+    profiled, tmp_path: Path
+) -> None:  # type: ignore[no-untyped-def]
+    _, out = profiled
+    proc = run_cli(
+        "plan", "--from", str(out / "result.json"), "--model", str(out / "tiny.json"),
+        "--context", "128", "--itl-slo", "1us", "--json", str(tmp_path / "plan.json"),
+        "--plot", str(tmp_path / "plan.png"),
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    document = json.loads((tmp_path / "plan.json").read_text())
+    validate_document(document)
+    (plan,) = document["devices"][0]["models"]
+    assert plan["contextTokens"] == 128
+    assert plan["maxBatchByLatency"] == 0
+    assert any("interpolated" in w for w in plan["warnings"])
+    assert any("ITL SLO" in w for w in plan["warnings"])
+    assert (tmp_path / "plan.png").exists()
+
+
+def test_plan_for_a_model_that_was_not_profiled_says_what_to_re_profile(
+    profiled, tmp_path: Path
+) -> None:  # type: ignore[no-untyped-def]
+    _, out = profiled
+    proc = run_cli(
+        "plan", "--from", str(out / "result.json"), "--model", "qwen3-8b",
+        "--json", str(tmp_path / "plan.json"),
+    )  # fmt: skip
+    assert proc.returncode == 2
+    assert proc.stderr.count("\n") == 1
+    assert "no measurements for qwen3-8b at tensor parallel 1" in proc.stderr
+    assert "re-run roofline profile --model qwen3-8b" in proc.stderr
+    assert not (tmp_path / "plan.json").exists()
+
+
+def _bad_config(tmp_path: Path) -> str:
+    path = tmp_path / "bad.json"
+    path.write_text(json.dumps({**TINY, "num_key_value_heads": 0}))
+    return str(path)
+
+
+def _unknown_arch(tmp_path: Path) -> str:
+    path = tmp_path / "gpt2.json"
+    path.write_text(json.dumps({"model_type": "gpt2", "n_embd": 768}))
+    return str(path)
+
+
+@pytest.mark.parametrize(
+    ("extra", "message"),
+    [
+        pytest.param(["--model", "llama-9000"], "unknown model preset", id="unknown-preset"),
+        pytest.param(["--model", "missing/config.json"], "cannot read", id="unreadable-config"),
+        pytest.param(["--model", "BAD"], "num_key_value_heads", id="malformed-config"),
+        pytest.param(["--model", "GPT2"], "model_type 'gpt2' is not supported", id="unknown-arch"),
+        pytest.param(["--model", "qwen3-8b", "--context", "0"], "--context", id="context-zero"),
+        pytest.param(["--model", "qwen3-8b", "--context", "-5"], "--context", id="context-neg"),
+        pytest.param(["--model", "qwen3-8b", "--itl-slo", "fast"], "--itl-slo", id="bad-slo"),
+        pytest.param(["--model", "qwen3-8b", "--itl-slo", "50"], "--itl-slo", id="slo-no-unit"),
+        pytest.param(
+            ["--model", "qwen3-8b", "--tensor-parallel", "3"], "does not divide", id="tp-heads"
+        ),
+        pytest.param(
+            ["--model", "qwen3-8b", "--gpu-hour-cost", "-1"], "--gpu-hour-cost", id="bad-cost"
+        ),
+        pytest.param(
+            ["--model", "qwen3-8b", "--gpu-memory-utilization", "1.5"],
+            "--gpu-memory-utilization",
+            id="bad-utilization",
+        ),
+    ],
+)
+def test_bad_model_input_exits_2_with_one_line_and_writes_nothing(
+    tmp_path: Path, extra: list[str], message: str
+) -> None:
+    extra = [
+        _bad_config(tmp_path) if e == "BAD" else _unknown_arch(tmp_path) if e == "GPT2" else e
+        for e in extra
+    ]
+    out = tmp_path / "result.json"
+    proc = run_cli("profile", "--device", "cpu", "--quick", *extra, "--json", str(out))
+    assert proc.returncode == 2, proc.stderr
+    assert proc.stderr.count("\n") == 1
+    assert message in proc.stderr
+    assert "Traceback" not in proc.stderr
+    assert not out.exists()
+
+
+def test_plan_from_a_file_that_is_not_a_result_is_bad_input(tmp_path: Path) -> None:
+    (tmp_path / "x.json").write_text("{}")
+    proc = run_cli("plan", "--from", str(tmp_path / "x.json"), "--model", "qwen3-8b")
+    assert proc.returncode == 2
+    assert "not a roofline result" in proc.stderr
+    proc = run_cli("plan", "--from", str(tmp_path / "none.json"), "--model", "qwen3-8b")
+    assert proc.returncode == 2
+    assert "cannot read" in proc.stderr
+
+
+def test_tensor_parallel_shards_the_model_and_times_its_all_reduces(tmp_path: Path) -> None:
+    (tmp_path / "tiny.json").write_text(json.dumps(TINY))
+    out = tmp_path / "result.json"
+    proc = run_cli(
+        "profile", "--quick", "--device", "cpu", "--batches", "1,2",
+        "--model", str(tmp_path / "tiny.json"), "--context", "64",
+        "--tensor-parallel", "2", "--json", str(out),
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    device = json.loads(out.read_text())["devices"][0]
+    (plan,) = device["models"]
+    assert plan["tensorParallel"] == 2
+    assert plan["tensorParallelMeasured"] is True
+    assert any(f == "--tensor-parallel-size=2" for f in plan["engineSettings"]["vllm"])
+    (measured,) = device["modelMeasurements"]
+    assert [r["batch"] for r in measured["allReduce"]] == [1, 2]
+    assert all(r["seconds"] > 0 for r in measured["allReduce"])

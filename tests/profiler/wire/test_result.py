@@ -1,0 +1,122 @@
+import json
+
+import jsonschema
+import pytest
+
+from roofline_profiler.wire.result import (
+    READABLE_SCHEMA_VERSIONS,
+    SCHEMA_VERSION,
+    ProfileResult,
+    load_schema,
+    validate_document,
+)
+from tests.profiler.synthetic import synthetic_result
+
+
+def test_result_document_validates_against_the_published_schema() -> None:
+    validate_document(synthetic_result(devices=2).to_dict())
+
+
+def test_result_round_trips_through_json_exactly() -> None:
+    document = synthetic_result(devices=2).to_dict()
+    text = json.dumps(document)
+    again = ProfileResult.from_dict(json.loads(text)).to_dict()
+    assert again == document
+
+
+def test_cpu_wait_shares_validate_and_round_trip() -> None:
+    waits = {"read": {0: 0.4}, "mm 8192x8192x8192": {1: 0.1}, "decode B=1": {2: 0.2}}
+    document = synthetic_result(cpu_waits=waits).to_dict()
+    validate_document(document)
+    read = document["devices"][0]["bandwidth"]["read"]
+    assert read["roundsCpuWait"][:2] == [0.4, 0.0]
+    assert "roundsCpuWait" not in document["devices"][0]["bandwidth"]["copy"]
+    assert ProfileResult.from_dict(json.loads(json.dumps(document))).to_dict() == document
+
+
+def test_headline_keys_are_camel_case_and_present() -> None:
+    device = synthetic_result().to_dict()["devices"][0]
+    for key in (
+        "bandwidthBytesPerSecond",
+        "peakFlopsPerSecond",
+        "ridgePoint",
+        "recommendedMinBatch",
+    ):
+        assert key in device
+    assert {"batch", "stepSeconds"} <= set(device["sweep"][0])
+
+
+def test_schema_version_is_pinned_in_the_schema_file() -> None:
+    pinned = load_schema()["properties"]["schemaVersion"]["enum"]
+    assert pinned == list(READABLE_SCHEMA_VERSIONS)
+    assert max(pinned) == SCHEMA_VERSION
+
+
+def test_a_version_1_document_without_model_plans_is_still_read() -> None:
+    document = synthetic_result().to_dict()
+    document["schemaVersion"] = 1
+    for device in document["devices"]:
+        del device["models"], device["modelMeasurements"]
+    validate_document(document)
+    result = ProfileResult.from_dict(document)
+    assert all(d.models == () and d.model_measurements == () for d in result.devices)
+
+
+def test_an_older_or_newer_document_is_refused() -> None:
+    document = synthetic_result().to_dict()
+    document["schemaVersion"] = SCHEMA_VERSION + 1
+    with pytest.raises(ValueError, match="schemaVersion"):
+        ProfileResult.from_dict(document)
+
+
+@pytest.mark.parametrize(
+    ("path", "value"),
+    [
+        pytest.param(("devices", 0, "ridgePoint"), -1.0, id="negative-ridge"),
+        pytest.param(("devices", 0, "recommendedMinBatch"), 0, id="zero-min-batch"),
+        pytest.param(("devices", 0, "backend"), "tpu", id="unknown-backend"),
+        pytest.param(("config", "dtype"), "int8", id="unknown-dtype"),
+    ],
+)
+def test_the_schema_rejects_impossible_values(path: tuple[object, ...], value: object) -> None:
+    document = synthetic_result().to_dict()
+    target = document
+    for key in path[:-1]:
+        target = target[key]  # type: ignore[index]
+    target[path[-1]] = value  # type: ignore[index]
+    with pytest.raises(jsonschema.ValidationError):
+        validate_document(document)
+
+
+def test_every_headline_number_carries_its_interval_in_the_document() -> None:
+    device = synthetic_result().to_dict()["devices"][0]
+    for value, interval in [
+        ("bandwidthBytesPerSecond", "bandwidthInterval"),
+        ("readBandwidthBytesPerSecond", "readBandwidthInterval"),
+        ("copyBandwidthBytesPerSecond", "copyBandwidthInterval"),
+        ("peakFlopsPerSecond", "peakInterval"),
+        ("ridgePoint", "ridgePointInterval"),
+        ("recommendedMinBatch", "recommendedMinBatchInterval"),
+    ]:
+        assert device[interval]["low"] <= device[value] <= device[interval]["high"]
+    assert device["bandwidthKernel"] == "read"
+    assert device["peakKernel"] == "mm 8192x8192x8192"
+    assert device["rounds"] == 8
+    assert device["sweep"][0]["measurement"]["samplesRound"][:4] == [0, 0, 1, 1]
+
+
+def test_a_document_from_before_intervals_still_loads_with_point_intervals() -> None:
+    document = synthetic_result().to_dict()
+    device = document["devices"][0]
+    for key in [k for k in device if k.endswith(("Interval", "Kernel"))] + [
+        "readBandwidthBytesPerSecond",
+        "copyBandwidthBytesPerSecond",
+        "minBatchCrossing",
+        "rounds",
+    ]:
+        del device[key]
+    validate_document(document)
+    (loaded,) = ProfileResult.from_dict(document).devices
+    assert loaded.ridge_point_interval == (loaded.ridge_point, loaded.ridge_point)
+    assert loaded.recommended_min_batch_interval == (loaded.recommended_min_batch,) * 2
+    assert loaded.peak_kernel == "mm 8192x8192x8192"
