@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from roofline_operator.core.names import ANNOTATION_RECORD_PREFIX, UNSCHEDULABLE_TAINT
-from roofline_operator.core.spec import MatchExpression, NodeSelection, Toleration
+from roofline_operator.core.selection_spec import MatchExpression, NodeSelection, Toleration
 
 #: Taint effects that keep a pod off a node; ``PreferNoSchedule`` does not.
 BLOCKING_EFFECTS = ("NoSchedule", "NoExecute")

@@ -12,7 +12,7 @@ import hashlib
 import json
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
 
@@ -24,13 +24,20 @@ from roofline_operator.core.model_spec import (
     parse_models,
     parse_slo,
 )
+from roofline_operator.core.selection_spec import (
+    NodeSelection,
+    parse_gpu_resource,
+    parse_node_selection,
+    parse_tolerations,
+)
+from roofline_operator.core.spec_fields import (
+    SpecError,
+    bounded_field,
+    integer_field,
+    optional_str,
+)
 from roofline_profiler.core import limits, units
 
-DEFAULT_GPU_RESOURCE = "nvidia.com/gpu"
-#: One GPU per pod by default: it schedules beside serving pods that leave one GPU free, and a
-#: node's GPUs are one product, so one answers what the labels describe. ``gpusPerNode: 0``
-#: (every allocatable GPU) on idle nodes at bring-up measures them all and finds a degraded one.
-DEFAULT_GPUS_PER_NODE = 1
 DEFAULT_DTYPE = "bfloat16"
 DEFAULT_MAX_PARALLEL = 4
 DEFAULT_TIMEOUT_SECONDS = 600
@@ -47,18 +54,6 @@ MAX_RETAIN_UNAVAILABLE_SECONDS = 30 * 86400.0
 DEFAULT_CHANGE_THRESHOLD_PERCENT = 10
 #: Retry delays double per attempt but never exceed this.
 MAX_RETRY_BACKOFF_SECONDS = 3600.0
-#: ``(minimum, maximum)`` of the spec's integer fields that only the operator reads, as the CRD
-#: declares them (a test keeps the two equal); the profiler's own are in ``limits``.
-INTEGER_FIELD_BOUNDS: dict[str, tuple[int, int]] = {
-    "gpusPerNode": (0, limits.MAX_GPUS_PER_POD),
-    "maxParallel": (1, 10000),
-    "timeoutSeconds": (5, 86400),
-    "pendingTimeoutSeconds": (1, 86400),
-    "maxAttempts": (1, 20),
-    "retryBackoffSeconds": (0, 3600),
-    "changeThresholdPercent": (1, 100),
-}
-SELECTOR_OPERATORS = ("In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt")
 
 #: Units of ``reprofileInterval`` and ``retainUnavailableFor``, as the CRD's pattern allows.
 CRD_INTERVAL_UNITS = ("ms", "s", "m", "h")
@@ -66,13 +61,6 @@ _NAMESPACE = re.compile(r"[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?")
 #: A DNS subdomain (RFC 1123): the names of Secrets, ServiceAccounts, PriorityClasses and
 #: RuntimeClasses.
 _DNS_SUBDOMAIN = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*")
-_RESOURCE_NAME = re.compile(
-    r"([a-z0-9]([-a-z0-9.]*[a-z0-9])?/)?[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?"
-)
-
-
-class SpecError(ValueError):
-    """An invalid spec; ``str()`` is the message of the ``InvalidSpec`` condition."""
 
 
 def parse_duration(text: str) -> float:
@@ -87,34 +75,6 @@ def parse_duration(text: str) -> float:
         return units.parse_duration(text, CRD_INTERVAL_UNITS)
     except units.DurationError:
         raise SpecError(f"duration {text!r} is not like '90s', '30m' or '168h'") from None
-
-
-@dataclass(frozen=True)
-class MatchExpression:
-    key: str
-    operator: str
-    values: tuple[str, ...]
-
-
-@dataclass(frozen=True)
-class Toleration:
-    key: str | None
-    operator: str
-    value: str | None
-    effect: str | None
-
-
-@dataclass(frozen=True)
-class NodeSelection:
-    """Which nodes a profile wants; everything :func:`select_nodes` needs."""
-
-    node_selector: Mapping[str, str] = field(default_factory=dict)
-    #: ORed terms, each an ANDed tuple of expressions; empty means no extra constraint.
-    terms: tuple[tuple[MatchExpression, ...], ...] = ()
-    tolerations: tuple[Toleration, ...] = ()
-    gpu_resource: str = DEFAULT_GPU_RESOURCE
-    #: GPUs each pod requests; ``None`` requests all of the node's allocatable GPUs.
-    gpus_per_node: int | None = DEFAULT_GPUS_PER_NODE
 
 
 @dataclass(frozen=True)
@@ -184,93 +144,6 @@ class ProfileSpec:
         return hashlib.sha256(text.encode()).hexdigest()[:10]
 
 
-def _int(spec: Mapping[str, Any], key: str, default: int | None, lo: int, hi: int) -> int | None:
-    value = spec.get(key, default)
-    if value is None:
-        return None
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise SpecError(f"spec.{key} must be an integer, got {value!r}")
-    if not lo <= value <= hi:
-        raise SpecError(f"spec.{key} must be between {lo} and {hi}, got {value}")
-    return value
-
-
-def _bounded_field(spec: Mapping[str, Any], key: str, default: int) -> int:
-    """An integer field of :data:`INTEGER_FIELD_BOUNDS`, ``default`` when absent or null."""
-    value = _int(spec, key, default, *INTEGER_FIELD_BOUNDS[key])
-    return default if value is None else value
-
-
-def _string_map(value: Any, where: str) -> dict[str, str]:
-    if value is None:
-        return {}
-    if not isinstance(value, Mapping) or not all(
-        isinstance(k, str) and isinstance(v, str) for k, v in value.items()
-    ):
-        raise SpecError(f"{where} must be a map of strings")
-    return dict(value)
-
-
-def _expression(raw: Any, where: str) -> MatchExpression:
-    if not isinstance(raw, Mapping) or not isinstance(raw.get("key"), str):
-        raise SpecError(f"{where} needs a key")
-    operator = raw.get("operator")
-    if operator not in SELECTOR_OPERATORS:
-        raise SpecError(f"{where}.operator must be one of {', '.join(SELECTOR_OPERATORS)}")
-    values = raw.get("values") or []
-    if not isinstance(values, list) or not all(isinstance(v, str) for v in values):
-        raise SpecError(f"{where}.values must be a list of strings")
-    if operator in ("Exists", "DoesNotExist") and values:
-        raise SpecError(f"{where}: operator {operator} takes no values")
-    if operator in ("In", "NotIn") and not values:
-        raise SpecError(f"{where}: operator {operator} needs values")
-    if operator in ("Gt", "Lt") and (len(values) != 1 or not re.fullmatch(r"-?\d+", values[0])):
-        raise SpecError(f"{where}: operator {operator} needs exactly one integer value")
-    return MatchExpression(key=raw["key"], operator=operator, values=tuple(values))
-
-
-def _terms(raw: Any) -> tuple[tuple[MatchExpression, ...], ...]:
-    if raw is None:
-        return ()
-    if not isinstance(raw, list):
-        raise SpecError("spec.nodeSelectorTerms must be a list")
-    terms = []
-    for i, term in enumerate(raw):
-        where = f"spec.nodeSelectorTerms[{i}]"
-        expressions = term.get("matchExpressions") if isinstance(term, Mapping) else None
-        if not isinstance(expressions, list) or not expressions:
-            raise SpecError(f"{where}.matchExpressions must be a non-empty list")
-        terms.append(
-            tuple(
-                _expression(e, f"{where}.matchExpressions[{j}]") for j, e in enumerate(expressions)
-            )
-        )
-    return tuple(terms)
-
-
-def _tolerations(raw: Any) -> tuple[tuple[Toleration, ...], tuple[Mapping[str, Any], ...]]:
-    if raw is None:
-        return (), ()
-    if not isinstance(raw, list) or not all(isinstance(t, Mapping) for t in raw):
-        raise SpecError("spec.tolerations must be a list of objects")
-    parsed = []
-    for i, item in enumerate(raw):
-        operator = item.get("operator", "Equal")
-        if operator not in ("Equal", "Exists"):
-            raise SpecError(f"spec.tolerations[{i}].operator must be Equal or Exists")
-        if operator == "Equal" and not item.get("key"):
-            raise SpecError(f"spec.tolerations[{i}]: operator Equal needs a key")
-        parsed.append(
-            Toleration(
-                key=item.get("key") or None,
-                operator=operator,
-                value=item.get("value"),
-                effect=item.get("effect") or None,
-            )
-        )
-    return tuple(parsed), tuple(dict(t) for t in raw)
-
-
 #: The message for a ``shape`` that lost its ``n``: YAML 1.1 (kubectl) reads a bare ``n`` key as
 #: the boolean false, so ``{k: 4096, n: 14336}`` arrives as ``{"k": 4096, "false": 14336}``.
 SHAPE_FALSE_KEY_MESSAGE = (
@@ -291,8 +164,8 @@ def _shape(raw: Any) -> tuple[int, int] | None:
         raise SpecError("spec.shape must be an object with k and n")
     if "false" in raw or False in raw:
         raise SpecError(SHAPE_FALSE_KEY_MESSAGE)
-    k = _int(raw, "k", None, limits.MIN_DIMENSION, limits.MAX_DIMENSION)
-    n = _int(raw, "n", None, limits.MIN_DIMENSION, limits.MAX_DIMENSION)
+    k = integer_field(raw, "k", None, limits.MIN_DIMENSION, limits.MAX_DIMENSION)
+    n = integer_field(raw, "n", None, limits.MIN_DIMENSION, limits.MAX_DIMENSION)
     if k is None or n is None:
         raise SpecError(SHAPE_INCOMPLETE_MESSAGE)
     try:
@@ -333,17 +206,8 @@ def _batches(raw: Any) -> tuple[int, ...]:
     return batches
 
 
-def _optional_str(spec: Mapping[str, Any], key: str) -> str | None:
-    value = spec.get(key)
-    if value is None or value == "":
-        return None
-    if not isinstance(value, str):
-        raise SpecError(f"spec.{key} must be a string")
-    return value
-
-
 def _object_name(spec: Mapping[str, Any], key: str) -> str | None:
-    value = _optional_str(spec, key)
+    value = optional_str(spec, key)
     if value is not None and (len(value) > 253 or not _DNS_SUBDOMAIN.fullmatch(value)):
         raise SpecError(f"spec.{key} {value!r} is not a valid object name")
     return value
@@ -370,7 +234,7 @@ def parse_spec(spec: Mapping[str, Any]) -> ProfileSpec:
     The fields are checked in a fixed order, so a spec with several mistakes always names the
     same one first.
     """
-    gpu_resource = _gpu_resource(spec)
+    gpu_resource = parse_gpu_resource(spec)
     namespace = _namespace(spec)
     dtype = _dtype(spec)
     interval = _reprofile_interval(spec)
@@ -378,21 +242,21 @@ def parse_spec(spec: Mapping[str, Any]) -> ProfileSpec:
     resources = spec.get("resources") or {}
     if not isinstance(resources, Mapping):
         raise SpecError("spec.resources must be an object")
-    efficiency = _int(
+    efficiency = integer_field(
         spec,
         "minBatchEfficiencyPercent",
         None,
         limits.MIN_EFFICIENCY_PERCENT,
         limits.MAX_EFFICIENCY_PERCENT,
     )
-    tolerations, raw_tolerations = _tolerations(spec.get("tolerations"))
+    tolerations, raw_tolerations = parse_tolerations(spec.get("tolerations"))
     label_nodes = spec.get("labelNodes", True)
     quick = spec.get("quick", False)
     if not isinstance(label_nodes, bool) or not isinstance(quick, bool):
         raise SpecError("spec.labelNodes and spec.quick must be true or false")
     return ProfileSpec(
-        selection=_node_selection(spec, gpu_resource, tolerations),
-        image=_optional_str(spec, "image"),
+        selection=parse_node_selection(spec, gpu_resource, tolerations),
+        image=optional_str(spec, "image"),
         resources=dict(resources),
         raw_tolerations=raw_tolerations,
         namespace=namespace,
@@ -401,19 +265,19 @@ def parse_spec(spec: Mapping[str, Any]) -> ProfileSpec:
         batches=_batches(spec.get("batches")),
         min_batch_efficiency_percent=efficiency,
         quick=quick,
-        max_parallel=_bounded_field(spec, "maxParallel", DEFAULT_MAX_PARALLEL),
+        max_parallel=bounded_field(spec, "maxParallel", DEFAULT_MAX_PARALLEL),
         reprofile_interval_seconds=interval,
-        timeout_seconds=_bounded_field(spec, "timeoutSeconds", DEFAULT_TIMEOUT_SECONDS),
-        pending_timeout_seconds=_bounded_field(
+        timeout_seconds=bounded_field(spec, "timeoutSeconds", DEFAULT_TIMEOUT_SECONDS),
+        pending_timeout_seconds=bounded_field(
             spec, "pendingTimeoutSeconds", DEFAULT_PENDING_TIMEOUT_SECONDS
         ),
-        max_attempts=_bounded_field(spec, "maxAttempts", DEFAULT_MAX_ATTEMPTS),
-        retry_backoff_seconds=_bounded_field(
+        max_attempts=bounded_field(spec, "maxAttempts", DEFAULT_MAX_ATTEMPTS),
+        retry_backoff_seconds=bounded_field(
             spec, "retryBackoffSeconds", DEFAULT_RETRY_BACKOFF_SECONDS
         ),
         label_nodes=label_nodes,
         retain_unavailable_seconds=retain,
-        change_threshold_percent=_bounded_field(
+        change_threshold_percent=bounded_field(
             spec, "changeThresholdPercent", DEFAULT_CHANGE_THRESHOLD_PERCENT
         ),
         image_pull_secrets=_pull_secrets(spec.get("imagePullSecrets")),
@@ -424,22 +288,15 @@ def parse_spec(spec: Mapping[str, Any]) -> ProfileSpec:
     )
 
 
-def _gpu_resource(spec: Mapping[str, Any]) -> str:
-    gpu_resource = _optional_str(spec, "gpuResource") or DEFAULT_GPU_RESOURCE
-    if not _RESOURCE_NAME.fullmatch(gpu_resource):
-        raise SpecError(f"spec.gpuResource {gpu_resource!r} is not a resource name")
-    return gpu_resource
-
-
 def _namespace(spec: Mapping[str, Any]) -> str | None:
-    namespace = _optional_str(spec, "namespace")
+    namespace = optional_str(spec, "namespace")
     if namespace is not None and not _NAMESPACE.fullmatch(namespace):
         raise SpecError(f"spec.namespace {namespace!r} is not a valid namespace name")
     return namespace
 
 
 def _dtype(spec: Mapping[str, Any]) -> str:
-    dtype = _optional_str(spec, "dtype") or DEFAULT_DTYPE
+    dtype = optional_str(spec, "dtype") or DEFAULT_DTYPE
     if dtype not in limits.DTYPE_NAMES:
         raise SpecError(f"spec.dtype must be one of {', '.join(limits.DTYPE_NAMES)}, got {dtype!r}")
     return dtype
@@ -447,7 +304,7 @@ def _dtype(spec: Mapping[str, Any]) -> str:
 
 def _reprofile_interval(spec: Mapping[str, Any]) -> float | None:
     """``reprofileInterval`` in seconds, at least a minute; ``None``: profile once."""
-    text = _optional_str(spec, "reprofileInterval")
+    text = optional_str(spec, "reprofileInterval")
     interval = parse_duration(text) if text else None
     if interval is not None and interval < 60:
         raise SpecError(f"spec.reprofileInterval must be at least 1m, got {text!r}")
@@ -456,7 +313,7 @@ def _reprofile_interval(spec: Mapping[str, Any]) -> float | None:
 
 def _retain_unavailable(spec: Mapping[str, Any]) -> float:
     """``retainUnavailableFor`` in seconds, at most :data:`MAX_RETAIN_UNAVAILABLE_SECONDS`."""
-    text = _optional_str(spec, "retainUnavailableFor") or DEFAULT_RETAIN_UNAVAILABLE
+    text = optional_str(spec, "retainUnavailableFor") or DEFAULT_RETAIN_UNAVAILABLE
     try:
         retain = parse_duration(text)
     except SpecError as exc:
@@ -464,23 +321,6 @@ def _retain_unavailable(spec: Mapping[str, Any]) -> float:
     if retain > MAX_RETAIN_UNAVAILABLE_SECONDS:
         raise SpecError(f"spec.retainUnavailableFor must be at most 720h, got {text!r}")
     return retain
-
-
-def _node_selection(
-    spec: Mapping[str, Any], gpu_resource: str, tolerations: tuple[Toleration, ...]
-) -> NodeSelection:
-    """The node selector, the ORed selector terms and the GPUs each pod requests (``0``: all
-    of the node's allocatable GPUs)."""
-    return NodeSelection(
-        node_selector=_string_map(spec.get("nodeSelector"), "spec.nodeSelector"),
-        terms=_terms(spec.get("nodeSelectorTerms")),
-        tolerations=tolerations,
-        gpu_resource=gpu_resource,
-        gpus_per_node=_int(
-            spec, "gpusPerNode", DEFAULT_GPUS_PER_NODE, *INTEGER_FIELD_BOUNDS["gpusPerNode"]
-        )
-        or None,
-    )
 
 
 def check_namespace(spec: ProfileSpec, watched: tuple[str, ...]) -> None:

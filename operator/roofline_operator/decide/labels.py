@@ -24,7 +24,9 @@ from roofline_operator.core.names import (
 )
 from roofline_operator.core.node_results import GpuResult
 from roofline_operator.core.nodes import NodeFacts, select_nodes
-from roofline_operator.core.spec import NodeSelection, SpecError, parse_spec
+from roofline_operator.core.selection_spec import NodeSelection
+from roofline_operator.core.spec import parse_spec
+from roofline_operator.core.spec_fields import SpecError
 
 #: The Kubernetes label value syntax (apimachinery ``validation.IsValidLabelValue``).
 LABEL_VALUE = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$")

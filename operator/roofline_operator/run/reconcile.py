@@ -21,7 +21,8 @@ import kopf
 
 from roofline_operator.core.names import parse_time
 from roofline_operator.core.nodes import NodeFacts
-from roofline_operator.core.spec import ProfileSpec, SpecError, check_namespace, parse_spec
+from roofline_operator.core.spec import ProfileSpec, check_namespace, parse_spec
+from roofline_operator.core.spec_fields import SpecError
 from roofline_operator.decide import provenance
 from roofline_operator.decide.labels import LabelClaim
 from roofline_operator.decide.model_sources import ModelResolution

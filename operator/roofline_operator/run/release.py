@@ -14,7 +14,8 @@ from collections.abc import Awaitable, Mapping
 from typing import Any
 
 from roofline_operator.core.names import LABEL_PROFILE
-from roofline_operator.core.spec import SpecError, parse_spec
+from roofline_operator.core.spec import parse_spec
+from roofline_operator.core.spec_fields import SpecError
 from roofline_operator.decide import provenance
 from roofline_operator.decide.labels import label_patch, label_safe
 from roofline_operator.decide.node_features import BACKEND_NODE_FEATURE

@@ -15,7 +15,9 @@ from tests.operator.harness.structural import as_json_schema
 
 from roofline_operator.core import spec as spec_module
 from roofline_operator.core.names import GROUP, KIND, PLURAL, VERSION, NodeState
+from roofline_operator.core.selection_spec import DEFAULT_GPU_RESOURCE
 from roofline_operator.core.spec import parse_duration, parse_spec
+from roofline_operator.core.spec_fields import INTEGER_FIELD_BOUNDS
 from roofline_profiler.core import limits
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -107,7 +109,7 @@ def test_node_states_in_the_schema_are_the_operators(version: dict[str, Any]) ->
 def test_schema_defaults_agree_with_the_operators_defaults(version: dict[str, Any]) -> None:
     properties = version["schema"]["openAPIV3Schema"]["properties"]["spec"]["properties"]
     expected = {
-        "gpuResource": spec_module.DEFAULT_GPU_RESOURCE,
+        "gpuResource": DEFAULT_GPU_RESOURCE,
         "dtype": spec_module.DEFAULT_DTYPE,
         "maxParallel": spec_module.DEFAULT_MAX_PARALLEL,
         "timeoutSeconds": spec_module.DEFAULT_TIMEOUT_SECONDS,
@@ -140,7 +142,7 @@ def test_schema_bounds_of_the_operators_own_fields_are_the_parsers(
 ) -> None:
     spec = version["schema"]["openAPIV3Schema"]["properties"]["spec"]
     properties = spec["properties"]
-    bounds = dict(spec_module.INTEGER_FIELD_BOUNDS)
+    bounds = dict(INTEGER_FIELD_BOUNDS)
     low, high = bounds.pop("gpusPerNode")  # its maximum is a CEL rule
     assert properties["gpusPerNode"]["minimum"] == low
     rules = [r["rule"] for r in spec["x-kubernetes-validations"]]

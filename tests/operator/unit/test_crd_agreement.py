@@ -21,7 +21,8 @@ import yaml
 from tests.operator.harness.structural import as_json_schema
 
 from roofline_operator.core.model_spec import ModelSpecError
-from roofline_operator.core.spec import SpecError, parse_spec
+from roofline_operator.core.spec import parse_spec
+from roofline_operator.core.spec_fields import SpecError
 from roofline_operator.decide.model_sources import resolve_models
 from roofline_profiler.core import limits
 from roofline_profiler.core.model_config import PRESETS

@@ -6,7 +6,8 @@ import pytest
 from tests.operator.unit.operator_builders import spec
 
 from roofline_operator.core.model_spec import ModelSpec
-from roofline_operator.core.spec import SHAPE_FALSE_KEY_MESSAGE, SpecError
+from roofline_operator.core.spec import SHAPE_FALSE_KEY_MESSAGE
+from roofline_operator.core.spec_fields import SpecError
 
 
 def test_models_get_the_crd_defaults() -> None:
