@@ -27,8 +27,8 @@ One command measures every goal of the profiler's specification and writes a Mar
    during the rounds from one during the peak search before them or after them, which leaves
    every round in one state and rightly no warning: the column of memory levels by round, each
    round's median rate relative to the confirmed rate over the memory-bound workloads
-   (``host_state.round_levels``; none for rounds that waited for a CPU), shows which rounds the
-   run's own samples put apart.)
+   (``host_state_detection.round_levels``; none for rounds that waited for a CPU), shows which
+   rounds the run's own samples put apart.)
 3. **Under bursty load.** The same runs beside a STREAM-style copy loop on one core, 1 s on and 1 s
    off, started here and always stopped. Goals: no sweep point above the roof, every ridge point
    within 10% of the quiet runs' mean. Then two runs beside the same loop running continuously,
@@ -69,7 +69,7 @@ from roofline_profiler.core.roofline import arithmetic_intensity, dtype_bytes
 from roofline_profiler.measure.devices import resolve_devices
 from roofline_profiler.measure.runner import ProfileRequest, profile_device
 from roofline_profiler.measure.workloads import bandwidth_buffer_bytes, peak_label
-from roofline_profiler.wire.host_state import Roles, round_levels
+from roofline_profiler.wire.host_state_detection import Roles, round_levels
 from roofline_profiler.wire.result import ProfileResult
 from roofline_profiler.wire.warning_codes import STATE_GAP
 
@@ -215,7 +215,8 @@ def background_load(binary: Path | None, on: float, off: float) -> Iterator[str]
 
 def memory_round_levels(document: dict[str, Any]) -> dict[int, float]:
     """The level of the memory-bound workloads in each round of a run, relative to their
-    confirmed rates (``host_state.round_levels``; rounds that waited for a CPU have none)."""
+    confirmed rates (``host_state_detection.round_levels``; rounds that waited for a CPU have
+    none)."""
     result = ProfileResult.from_dict(document)
     device = result.devices[0]
     peak = {peak_label((c.m, c.n, c.k)): c.measurement for c in device.peak_candidates}

@@ -28,7 +28,7 @@ from roofline_profiler.measure.workloads import (
     search_peak_shapes,
     sweep_workloads,
 )
-from roofline_profiler.wire import host_state
+from roofline_profiler.wire import host_state, host_state_detection
 from roofline_profiler.wire.result import (
     DeviceResult,
     PeakCandidate,
@@ -118,10 +118,11 @@ def profile_device(
 
 def host_roles(
     request: ProfileRequest, dtype: str, bandwidth: Sequence[str], peak: Sequence[str]
-) -> host_state.Roles:
-    """Which workload measures what, for the detection of host states (``host_state.py``)."""
+) -> host_state_detection.Roles:
+    """Which workload measures what, for the detection of host states
+    (``host_state_detection.py``)."""
     element_bytes = roofline.dtype_bytes(dtype)
-    return host_state.Roles(
+    return host_state_detection.Roles(
         bandwidth=tuple(bandwidth),
         peak=tuple(peak),
         sweep={
@@ -155,7 +156,8 @@ def assemble_device_result(
 ) -> DeviceResult:
     """A device's result from its measurements: every number derived once (``ceilings.py``),
     from the rounds of one state when the host changed state during the profile
-    (``host_state.py``), so ceilings, sweep and recommendation always come from the same rounds."""
+    (``host_state_detection.py``), so ceilings, sweep and recommendation always come from the
+    same rounds."""
     peak_by_label = {peak_label(shape): m for shape, m in peak}
     every = {**bandwidth, **peak_by_label, **{ceilings.sweep_kernel(b): m for b, m in sweep}}
     parts = _Parts(
@@ -165,7 +167,7 @@ def assemble_device_result(
         tuple(peak_by_label),
         tuple(b for b, _ in sweep),
     )
-    states = host_state.detect(
+    states = host_state_detection.detect(
         every, host_roles(request, identity["dtype"], tuple(bandwidth), tuple(peak_by_label))
     )
     report: host_state.HostStateReport | None = None
@@ -210,12 +212,12 @@ def assemble_device_result(
 
 
 def _in_one_state(
-    every: dict[str, Measurement], states: host_state.HostStates, parts: _Parts
+    every: dict[str, Measurement], states: host_state_detection.HostStates, parts: _Parts
 ) -> tuple[dict[str, Measurement], host_state.HostStateReport]:
     """The measurements restricted to the rounds of the state the profile keeps, and the report of
     both states, with the headline numbers the other state's rounds give."""
-    choice = host_state.choose(states, every)
-    other = parts.derive(host_state.in_state(every, states, choice.other))
+    choice = host_state_detection.choose(states, every)
+    other = parts.derive(host_state_detection.in_state(every, states, choice.other))
     report = host_state.HostStateReport(
         state=choice.state,
         fast_rounds=states.rounds(host_state.FAST),
@@ -226,7 +228,7 @@ def _in_one_state(
             other.slope.value, other.peak.value, other.ridge_point, other.recommendation.batch
         ),
     )
-    return host_state.in_state(every, states, choice.state), report
+    return host_state_detection.in_state(every, states, choice.state), report
 
 
 @dataclass(frozen=True)

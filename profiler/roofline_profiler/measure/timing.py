@@ -9,9 +9,9 @@
   reproduced by a second round, or a level shift between the first and second half of their
   rounds — until they are confirmed or the time budget is spent.
 * When the host changes state during the rounds (the workloads one resource bounds, a ceiling
-  kernel among them, at two levels in the same rounds, ``host_state.py``), rounds continue for
-  what the current state lacks, so that one state covers every workload and the roofline pairs
-  ceilings and sweep from the same rounds.
+  kernel among them, at two levels in the same rounds, ``host_state_detection.py``), rounds
+  continue for what the current state lacks, so that one state covers every workload and the
+  roofline pairs ceilings and sweep from the same rounds.
 * The caller defeats caches by rotating buffers; a timer never reuses one input in a way that
   lets the cache serve it (see ``workloads.py``). In-cache kernels (the peak matmuls) are the
   exception: each of their slices starts with an untimed run that brings the operands back.
@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 import torch
 
 from roofline_profiler.core.stats import Measurement
-from roofline_profiler.wire import host_state
+from roofline_profiler.wire import host_state_detection
 
 #: Fewest rounds a profile takes, budget or not: a best run needs a second round to confirm it,
 #: and a third to tell which of two disagreeing rounds interference hit.
@@ -252,16 +252,16 @@ def needs_more_rounds(m: Measurement) -> bool:
 
 
 def due_workloads(
-    workloads: Sequence[Workload], last_round: int, roles: host_state.Roles | None = None
+    workloads: Sequence[Workload], last_round: int, roles: host_state_detection.Roles | None = None
 ) -> list[Workload]:
     """The workloads the next round times: those interference hit (:func:`needs_more_rounds`);
-    after a change of host state, those the current state still lacks (``host_state.py``; only
-    with ``roles``, which say what each workload measures)."""
+    after a change of host state, those the current state still lacks
+    (``host_state_detection.py``; only with ``roles``, which say what each workload measures)."""
     measured = {w.label: w.measurement() for w in workloads}
-    states = host_state.detect(measured, roles) if roles is not None else None
+    states = host_state_detection.detect(measured, roles) if roles is not None else None
     if states is None:
         return [w for w in workloads if needs_more_rounds(measured[w.label])]
-    labels = host_state.to_remeasure(measured, states, last_round, needs_more_rounds)
+    labels = host_state_detection.to_remeasure(measured, states, last_round, needs_more_rounds)
     return [w for w in workloads if w.label in labels]
 
 
@@ -271,7 +271,7 @@ def measure_rounds(
     policy: TimingPolicy,
     progress: Callable[[str], None],
     started: float | None = None,
-    roles: host_state.Roles | None = None,
+    roles: host_state_detection.Roles | None = None,
 ) -> dict[str, Measurement]:
     """Time every workload in interleaved rounds (see the module docstring).
 

@@ -25,7 +25,7 @@ physically implausible. Ordinary timing noise is not a warning: it is in the int
   interval says. Bursts that leave a quiet round among the two are no warning: a quiet round
   that the other does not reproduce is already in the interval (as for
   ``InterferenceUnresolved``).
-* ``HostStateChanged``: the host changed state during the profile (``host_state.py``): the
+* ``HostStateChanged``: the host changed state during the profile (``host_state_detection.py``): the
   workloads one resource bounds, a ceiling kernel among them, ran at one level in some rounds and
   at another, at least ``warning_codes.STATE_GAP`` apart, in others (a GPU that throttles, a
   neighbour that comes and goes, a VM's memory bandwidth).

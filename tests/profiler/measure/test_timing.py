@@ -12,7 +12,7 @@ from roofline_profiler.measure.timing import (
     measure,
     measure_rounds,
 )
-from roofline_profiler.wire.host_state import Roles
+from roofline_profiler.wire.host_state_detection import Roles
 
 CPU = torch.device("cpu")
 
