@@ -15,6 +15,13 @@ from typing import Any
 from roofline_operator.core.names import LABEL_PROFILE, FailureReason, NodeState
 from roofline_operator.core.nodes import NodeFacts, labels_match, select_nodes, unavailable_reason
 from roofline_operator.core.spec import ProfileSpec
+from roofline_operator.decide.attempts import (
+    adopt_pod,
+    due_at,
+    fail_node,
+    mark_unschedulable,
+    start_cycle,
+)
 from roofline_operator.decide.hysteresis import Publication, record_profile
 from roofline_operator.decide.labels import (
     LabelClaim,
@@ -145,100 +152,15 @@ class RoundPlan:
         self.wake_in = seconds if self.wake_in is None else min(self.wake_in, seconds)
 
 
-def fail_node(record: NodeRecord, failure: Failed, spec: ProfileSpec, now: float) -> NodeRecord:
-    """Record a failed attempt: retry after a doubling delay, or stop after ``maxAttempts``
-    (attempts that could not be scheduled do not count)."""
-    exhausted = record.attempts - record.unschedulable >= spec.max_attempts
-    return replace(
-        record,
-        state=NodeState.FAILED if exhausted else NodeState.RETRYING,
-        pod=None,
-        pod_namespace=None,
-        reason=failure.reason.value,
-        message=failure.message,
-        next_attempt_at=None if exhausted else now + spec.retry_delay(record.attempts),
-    )
-
-
-def mark_unschedulable(
-    record: NodeRecord, outcome: Unschedulable, spec: ProfileSpec, now: float
-) -> NodeRecord:
-    """Record an attempt the scheduler could not place: try again after a doubling delay
-    (capped at an hour), never give up; the node's published result, if any, stays."""
-    unschedulable = record.unschedulable + 1
-    return replace(
-        record,
-        state=NodeState.UNSCHEDULABLE,
-        unschedulable=unschedulable,
-        pod=None,
-        pod_namespace=None,
-        reason=NodeState.UNSCHEDULABLE.value,
-        message=outcome.message,
-        next_attempt_at=now + spec.retry_delay(unschedulable),
-    )
-
-
 def _is_due(record: NodeRecord, inp: RoundInput, plan: RoundPlan) -> bool:
     """Whether a node that has no pod should get one now; registers its next deadline if not."""
-    interval = inp.spec.reprofile_interval_seconds
-    if record.cycle_hash != inp.spec_hash:
-        return True
-    if record.state in (NodeState.RETRYING, NodeState.UNSCHEDULABLE):
-        due_at = record.next_attempt_at or inp.now
-    elif record.state is NodeState.FAILED:
-        if interval is None or record.last_attempt_at is None:
-            return False
-        due_at = record.last_attempt_at + interval
-    elif record.result is None or record.result.spec_hash != inp.spec_hash:
-        return True
-    elif interval is not None:
-        due_at = record.result.profiled_at + interval
-    else:
+    due = due_at(record, inp.spec, inp.spec_hash, inp.now)
+    if due is None:
         return False
-    if due_at <= inp.now:
+    if due <= inp.now:
         return True
-    plan.wake_at(due_at - inp.now)
+    plan.wake_at(due - inp.now)
     return False
-
-
-def _start_cycle_if_needed(record: NodeRecord, inp: RoundInput) -> NodeRecord:
-    """A new spec digest, or a due re-profile, starts a new cycle with a fresh attempt budget."""
-    if record.cycle_hash != inp.spec_hash:
-        return replace(
-            record,
-            cycle_hash=inp.spec_hash,
-            attempts=0,
-            unschedulable=0,
-            state=NodeState.QUEUED,
-            next_attempt_at=None,
-            reason=None,
-            message=None,
-        )
-    if record.state in (NodeState.PROFILED, NodeState.FAILED):
-        return replace(
-            record, attempts=0, unschedulable=0, state=NodeState.QUEUED, next_attempt_at=None
-        )
-    return record
-
-
-def _adopt(record: NodeRecord, pods: Sequence[PodFacts], inp: RoundInput) -> NodeRecord:
-    """Take over a pod of the current spec that the records do not know (lost status patch)."""
-    if record.state is NodeState.PROFILING and any(p.name == record.pod for p in pods):
-        return record
-    candidates = [p for p in pods if p.spec_hash == inp.spec_hash and p.attempt > record.attempts]
-    if not candidates:
-        return record
-    pod = max(candidates, key=lambda p: p.attempt)
-    return replace(
-        record,
-        state=NodeState.PROFILING,
-        pod=pod.name,
-        pod_namespace=pod.namespace,
-        attempts=pod.attempt,
-        cycle_hash=inp.spec_hash,
-        last_attempt_at=pod.created_at or inp.now,
-        next_attempt_at=None,
-    )
 
 
 def _follow_pod(
@@ -452,13 +374,13 @@ def plan_round(inp: RoundInput) -> RoundPlan:
             record = _returned(record)
         if record.gpus != gpus:
             record = replace(record, gpus=gpus)
-        record = _adopt(record, pods, inp)
+        record = adopt_pod(record, pods, inp.spec_hash, inp.now)
         current = next((p for p in pods if p.name == record.pod), None)
         plan.deletes.extend((p.namespace, p.name) for p in pods if p is not current)
         if record.state is NodeState.PROFILING:
             record = _follow_pod(record, current, inp, plan)
         if record.state is not NodeState.PROFILING and _is_due(record, inp, plan):
-            record = _start_cycle_if_needed(record, inp)
+            record = start_cycle(record, inp.spec_hash)
             queue.append(record)
         plan.records[name] = record
 

@@ -24,6 +24,7 @@ from roofline_operator.core.nodes import NodeFacts
 from roofline_operator.core.spec import ProfileSpec, check_namespace, parse_spec
 from roofline_operator.core.spec_fields import SpecError
 from roofline_operator.decide import provenance
+from roofline_operator.decide.attempts import fail_node
 from roofline_operator.decide.labels import LabelClaim
 from roofline_operator.decide.model_sources import ModelResolution
 from roofline_operator.decide.model_status import ModelsView
@@ -36,7 +37,7 @@ from roofline_operator.decide.records import (
     records_from_status,
     restore_records,
 )
-from roofline_operator.decide.round_plan import RoundInput, RoundPlan, fail_node, plan_round
+from roofline_operator.decide.round_plan import RoundInput, RoundPlan, plan_round
 from roofline_operator.decide.status import build_status, merge_patch
 from roofline_operator.run.apply import PlanApplier
 from roofline_operator.run.kubeapi import ApiError, KubeClient, list_node_features
