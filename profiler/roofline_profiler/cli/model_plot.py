@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from roofline_profiler.cli.plot import label_axis, plain_label, seconds_label
+from roofline_profiler.cli.plot import label_log_axes, plain_label, seconds_label
 from roofline_profiler.core.planning import ModelPlan
 from roofline_profiler.wire.result import ProfileResult
 
@@ -74,32 +74,16 @@ def label_model_panels(itl: Any, throughput: Any) -> None:
     from matplotlib.lines import Line2D
     from matplotlib.patches import Patch
 
-    itl.set(
-        xscale="log",
-        yscale="log",
-        xlabel="batch (concurrent sequences)",
-        ylabel="inter-token latency (= decode step)",
-        title="Predicted inter-token latency",
-    )
-    throughput.set(
-        xscale="log",
-        yscale="log",
-        xlabel="batch (concurrent sequences)",
-        ylabel="decode tokens/s (one replica)",
-        title="Predicted decode throughput",
-    )
-    label_axis(itl.yaxis, seconds_label)
-    label_axis(throughput.yaxis, plain_label)
     keys = [
         Line2D([], [], color="grey", linestyle="--", linewidth=1, label="max batch by memory"),
         Line2D([], [], color="grey", linestyle=":", linewidth=1.2, label="max batch by latency"),
         Patch(color="grey", alpha=0.15, label="recommended batch range"),
     ]
-    for axis in (itl, throughput):
-        label_axis(axis.xaxis, plain_label)
-        axis.grid(True, which="both", alpha=0.3)
-        handles, _ = axis.get_legend_handles_labels()
-        axis.legend(handles=[*handles, *keys], fontsize=7)
+    batch = "batch (concurrent sequences)"
+    latency = "inter-token latency (= decode step)"
+    label_log_axes(itl, batch, latency, "Predicted inter-token latency", seconds_label, keys)
+    tokens = "decode tokens/s (one replica)"
+    label_log_axes(throughput, batch, tokens, "Predicted decode throughput", plain_label, keys)
 
 
 def model_figure(result: ProfileResult, slo_seconds: float | None = None) -> Any:

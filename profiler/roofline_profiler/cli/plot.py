@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from roofline_profiler.core.units import format_seconds, format_si, significant
@@ -165,10 +165,14 @@ def draw_time_per_token(per_token: Any, d: DeviceResult, color: str, label: str)
     )
 
 
-def label_log_axes(axis: Any, xlabel: str, ylabel: str, title: str, y_text: Labeller) -> None:
-    """Log-log axes with engineering-unit ticks, a grid and a legend."""
+def label_log_axes(
+    axis: Any, xlabel: str, ylabel: str, title: str, y_text: Labeller, keys: Sequence[Any] = ()
+) -> None:
+    """Log-log axes with engineering-unit ticks, a grid and a legend; ``keys`` are legend
+    entries that follow the axis's own (what line styles mean, where colours name the lines)."""
     axis.set(xscale="log", yscale="log", xlabel=xlabel, ylabel=ylabel, title=title)
     label_axis(axis.yaxis, y_text)
     label_axis(axis.xaxis, plain_label)
     axis.grid(True, which="both", alpha=0.3)
-    axis.legend(fontsize=7)
+    handles, _ = axis.get_legend_handles_labels()
+    axis.legend(handles=[*handles, *keys], fontsize=7)
