@@ -16,8 +16,9 @@ from roofline_profiler.core import limits, model_config, planning, roofline
 from roofline_profiler.core.planning import PlanOptions, StepPrediction
 from roofline_profiler.core.stats import Measurement
 from roofline_profiler.measure.runner import ProfileRequest, assemble_device_result
-from roofline_profiler.wire import fields
+from roofline_profiler.wire import fields, plan_fields
 from roofline_profiler.wire.fields import HeadlineField
+from roofline_profiler.wire.plan_fields import PlanField, PlanGauge
 from roofline_profiler.wire.result import DeviceResult, ProfileResult
 
 DEFAULT_BATCHES = limits.DEFAULT_BATCHES
@@ -229,3 +230,24 @@ def add_headline_row(monkeypatch: pytest.MonkeyPatch) -> HeadlineField:
     """Extend the table of headline numbers by :data:`EXTRA_HEADLINE_ROW` for one test."""
     monkeypatch.setattr(fields, "DEVICE_HEADLINE", (*fields.DEVICE_HEADLINE, EXTRA_HEADLINE_ROW))
     return EXTRA_HEADLINE_ROW
+
+
+#: The min batch of a model's plan published a second time under names of its own: a row of
+#: ``plan_fields.MODEL_PLAN`` that travels and that every plan can already fill, so a test adds
+#: only the row.
+EXTRA_PLAN_ROW = PlanField(
+    attribute="min_batch",
+    key="extraMinBatch",
+    wire_name="extra min batch",
+    quantity="min batch",
+    bound=True,
+    gauge=PlanGauge(
+        "roofline_model_extra_min_batch", "The model's min batch, published a second time."
+    ),
+)
+
+
+def add_plan_row(monkeypatch: pytest.MonkeyPatch) -> PlanField:
+    """Extend the table of a model plan's numbers by :data:`EXTRA_PLAN_ROW` for one test."""
+    monkeypatch.setattr(plan_fields, "MODEL_PLAN", (*plan_fields.MODEL_PLAN, EXTRA_PLAN_ROW))
+    return EXTRA_PLAN_ROW

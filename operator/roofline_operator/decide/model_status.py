@@ -15,6 +15,7 @@ from typing import Any
 
 from roofline_operator.core.model_plans import (
     STATUS_SIGNIFICANT_DIGITS,
+    is_planned,
     plan_to_status,
     range_is_empty,
 )
@@ -22,6 +23,7 @@ from roofline_operator.core.model_spec import ModelSpec
 from roofline_operator.core.node_results import NodeResult
 from roofline_operator.decide.model_sources import ModelFailure
 from roofline_profiler.core.units import SECONDS_PER_HOUR, round_significant
+from roofline_profiler.wire import plan_fields
 from roofline_profiler.wire.compact_models import CompactModelPlan
 from roofline_profiler.wire.warning_codes import MODEL_FAILED
 
@@ -29,17 +31,15 @@ from roofline_profiler.wire.warning_codes import MODEL_FAILED
 RANGE_EMPTY = "RangeEmpty"
 #: A node's entry reason when its profile came back without a plan for the model.
 NOT_PLANNED = "NotPlanned"
-#: The numbers ``status.models[]`` summarizes across nodes, each as ``{min, median, max}``.
-SUMMARIZED = (
-    "minBatch",
-    "maxBatchByMemory",
-    "maxBatchByLatency",
-    "maxBatch",
-    "kvCacheTokens",
-    "tokensPerSecondAtMinBatch",
-    "tokensPerSecondAtMaxBatch",
-    "costPerMillionTokensAtMaxBatch",
-)
+#: The status key of the cost of a million tokens at the range's high end: a number of the
+#: spec's price as much as of the plan, so the status adds it to the table's.
+COST_KEY = "costPerMillionTokensAtMaxBatch"
+
+
+def summarized() -> tuple[str, ...]:
+    """The numbers ``status.models[]`` summarizes across nodes, each as ``{min, median, max}``:
+    the table's summarized rows, then the cost."""
+    return (*(f.key for f in plan_fields.MODEL_PLAN if f.summarized), COST_KEY)
 
 
 @dataclass(frozen=True)
@@ -83,9 +83,7 @@ def _plan_entry(plan: CompactModelPlan, view: ModelsView) -> dict[str, Any]:
     high = plan.tokens_per_second_at_max_batch
     if view.gpu_hour_cost is not None and high:
         cost = cost_per_million_tokens(view.gpu_hour_cost, plan.tensor_parallel, high)
-        entry["costPerMillionTokensAtMaxBatch"] = round_significant(
-            cost, digits=STATUS_SIGNIFICANT_DIGITS
-        )
+        entry[COST_KEY] = round_significant(cost, digits=STATUS_SIGNIFICANT_DIGITS)
     if range_is_empty(plan):
         entry.update(reason=RANGE_EMPTY, message=range_empty_message(plan))
     return entry
@@ -152,16 +150,16 @@ def models_summary(
     summary = []
     for model in view.models:
         entries = by_name[model.name]
-        planned = [e for e in entries if "maxBatchByMemory" in e]
+        planned = [e for e in entries if is_planned(e)]
         item: dict[str, Any] = {
             **_identity(model),
             "nodes": len(planned),
-            "failedNodes": sum(1 for e in entries if "maxBatchByMemory" not in e),
+            "failedNodes": sum(1 for e in entries if not is_planned(e)),
         }
         failure = view.failures.get(model.name)
         if failure is not None:
             item.update(reason=failure.reason, message=failure.message)
-        for key in SUMMARIZED:
+        for key in summarized():
             values = [e[key] for e in planned if key in e]
             if values:
                 item[key] = _spread(values)

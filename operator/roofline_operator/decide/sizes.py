@@ -27,6 +27,8 @@ import json
 from collections.abc import Callable
 from typing import Any
 
+from roofline_profiler.wire import plan_fields
+
 #: Kubernetes' limit on the total size of one object's annotations.
 ANNOTATIONS_LIMIT_BYTES = 256 * 1024
 #: Profiles whose records one Node can carry within half of that limit (the other half is left
@@ -38,20 +40,16 @@ RECORD_ANNOTATION_BUDGET_BYTES = ANNOTATIONS_LIMIT_BYTES // 2 // MAX_RECORDS_PER
 #: object may hold, leaving the rest to the summary, the per-model aggregates and Kopf.
 STATUS_ENTRY_BUDGET_BYTES = 6 * 1024
 
-#: Keys of a model's entry kept when its detail is dropped: what it is, and its batch bounds.
-MODEL_CORE_KEYS = frozenset(
-    {
-        "name",
-        "contextTokens",
-        "tensorParallel",
-        "minBatch",
-        "maxBatchByMemory",
-        "maxBatchByLatency",
-        "maxBatch",
-        "reason",
-        "message",
-    }
-)
+#: Keys of a model's entry kept when its detail is dropped, besides its batch bounds
+#: (:func:`model_core_keys`): what it is, or why it has no plan.
+MODEL_IDENTITY_KEYS = ("name", "contextTokens", "tensorParallel", "reason", "message")
+
+
+def model_core_keys() -> frozenset[str]:
+    """Keys of a model's entry kept when its detail is dropped: what it is, and the rows of
+    ``plan_fields.MODEL_PLAN`` that are batch bounds."""
+    bounds = (f.key for f in plan_fields.MODEL_PLAN if f.bound)
+    return frozenset((*MODEL_IDENTITY_KEYS, *bounds))
 
 
 def encoded_size(entry: Any) -> int:
@@ -77,10 +75,8 @@ def _without_model_detail(entry: dict[str, Any]) -> dict[str, Any]:
     models = entry.get("models")
     if not isinstance(models, list):
         return entry
-    core = [
-        {k: v for k, v in m.items() if k in MODEL_CORE_KEYS} if isinstance(m, dict) else m
-        for m in models
-    ]
+    kept = model_core_keys()
+    core = [{k: v for k, v in m.items() if k in kept} if isinstance(m, dict) else m for m in models]
     return {**entry, "models": core}
 
 

@@ -3,7 +3,8 @@
 Labels ``profile``, ``node``, ``gpu``, ``product``, ``dtype``, ``model`` and at most one more
 (``bound``, ``range_end`` or ``batch``). Bounded: at most 8 models (the CRD's limit) × GPUs per node
 × (1 + 2 + 2 + sweep batches) series per node; only models still in the spec are published, so
-a removed model's series vanish with the next scrape.
+a removed model's series vanish with the next scrape. Which numbers of a plan have a gauge, and
+its name, help and extra label, is the table of ``plan_fields.py``.
 """
 
 from __future__ import annotations
@@ -14,7 +15,9 @@ from dataclasses import dataclass
 from prometheus_client.core import GaugeMetricFamily
 
 from roofline_operator.decide.records import NodeRecord
+from roofline_profiler.wire import plan_fields
 from roofline_profiler.wire.compact_models import CompactModelPlan
+from roofline_profiler.wire.plan_fields import PlanGauge
 
 MODEL_LABELS = ["profile", "node", "gpu", "product", "dtype", "model"]
 
@@ -62,26 +65,17 @@ def model_samples(
     return tuple(samples)
 
 
+def _family(gauge: PlanGauge) -> GaugeMetricFamily:
+    labels = MODEL_LABELS if gauge.label is None else [*MODEL_LABELS, gauge.label]
+    return GaugeMetricFamily(gauge.name, gauge.help, labels=labels)
+
+
 def model_families(
     snapshots: Iterable[tuple[str, tuple[ModelSample, ...]]],
 ) -> list[GaugeMetricFamily]:
-    """The four model gauge families from ``(profile, samples)`` pairs."""
-    min_batch = GaugeMetricFamily(
-        "roofline_model_recommended_min_batch",
-        "Smallest decode batch of the model that reaches the efficiency threshold on the GPU.",
-        labels=MODEL_LABELS,
-    )
-    max_batch = GaugeMetricFamily(
-        "roofline_model_max_batch",
-        "Largest decode batch of the model by memory (KV cache at the planned context) or by "
-        "the inter-token latency SLO.",
-        labels=[*MODEL_LABELS, "bound"],
-    )
-    tokens = GaugeMetricFamily(
-        "roofline_model_tokens_per_second",
-        "Predicted decode tokens/s of one replica at the recommended range's low and high end.",
-        labels=[*MODEL_LABELS, "range_end"],
-    )
+    """The model gauge families from ``(profile, samples)`` pairs: those of the rows of
+    ``plan_fields.MODEL_PLAN``, then the predicted step per batch."""
+    families = {gauge: _family(gauge) for gauge in plan_fields.gauges()}
     step = GaugeMetricFamily(
         "roofline_model_step_seconds",
         "Predicted decode step of the model per batch of the sweep, up to the memory bound.",
@@ -91,17 +85,12 @@ def model_families(
         for s in samples:
             labels = [profile, s.node, s.gpu, s.product, s.dtype, s.plan.name]
             plan = s.plan
-            if plan.min_batch is not None:
-                min_batch.add_metric(labels, plan.min_batch)
-            max_batch.add_metric([*labels, "memory"], plan.max_batch_by_memory)
-            if plan.max_batch_by_latency is not None:
-                max_batch.add_metric([*labels, "latency"], plan.max_batch_by_latency)
-            low, high = plan.tokens_per_second_at_min_batch, plan.tokens_per_second_at_max_batch
-            if low is not None:
-                tokens.add_metric([*labels, "low"], low)
-            if high is not None:
-                tokens.add_metric([*labels, "high"], high)
+            for f in plan_fields.MODEL_PLAN:
+                value = f.value_of(plan)
+                if f.gauge is not None and value is not None:
+                    extra = [] if f.gauge_label is None else [f.gauge_label]
+                    families[f.gauge].add_metric([*labels, *extra], value)
             for batch, seconds in zip(s.batches, plan.step_seconds, strict=False):
                 if batch <= plan.max_batch_by_memory:
                     step.add_metric([*labels, str(batch)], seconds)
-    return [min_batch, max_batch, tokens, step]
+    return [*families.values(), step]

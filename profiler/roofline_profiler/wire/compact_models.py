@@ -5,7 +5,8 @@ Plans (``roofline profile --models-json``) travel under two top-level keys: ``m`
 once, ``[name, context tokens, tensor parallel]``, and ``p`` holds each GPU's plan numbers by the
 model's position (``null`` where the GPU has no plan), so eight GPUs with eight models of 63
 characters still fit in the termination message. A plan's predicted step times are what the
-encoder (``compact.py``) drops first; every plan number always stays.
+encoder (``compact.py``) drops first; every plan number always stays. Which numbers travel, in
+which order, unit and digits, is the table of ``plan_fields.py``.
 
 Pure module: no torch, no Kubernetes.
 """
@@ -19,11 +20,11 @@ from typing import Any
 from roofline_profiler.core import plausibility
 from roofline_profiler.core.limits import MAX_MODELS
 from roofline_profiler.core.planning import ModelPlan
+from roofline_profiler.wire import plan_fields
 from roofline_profiler.wire.compact_fields import (
     STEP_UNIT,
     CompactDecodeError,
     bounded_list,
-    in_unit,
     measured,
     steps_to_wire,
     string,
@@ -32,21 +33,14 @@ from roofline_profiler.wire.compact_fields import (
 
 #: Longest model name kept: a model's name is a Kubernetes label value.
 MAX_MODEL_NAME_CHARS = 63
-#: The positions of a model's array under ``m`` and of a model plan's array under ``p``.
+#: The positions of a model's array under ``m`` (a plan's under ``p``: ``plan_fields``).
 MODEL_FIELDS = ("name", "context", "tensor parallel")
-PLAN_FIELDS = (
-    "min batch",
-    "max batch by memory",
-    "max batch by latency",
-    "step at min batch",
-    "step at max batch",
-    "step times",
-)
 
 
 @dataclass(frozen=True)
 class CompactModelPlan:
-    """One model's serving plan on one GPU: the numbers the operator publishes.
+    """One model's serving plan on one GPU: the numbers the operator publishes
+    (``plan_fields.MODEL_PLAN``: its fields travel, its properties are derived from them).
 
     The recommended range runs from :attr:`range_low` to :attr:`max_batch`; tokens/s at its ends
     are ``batch / step`` and so travel as the step times alone. ``step_seconds`` are the predicted
@@ -112,12 +106,7 @@ def compact_plans(
 
 
 def compact_plan(plan: ModelPlan, batches: Sequence[int]) -> CompactModelPlan:
-    """The numbers of ``plan`` the operator publishes; the range's step times are
-    ``batch / tokens per second`` at its ends, as the plan computed them."""
-    low_step = high_step = None
-    if plan.recommended_range is not None and plan.tokens_per_second_at_range is not None:
-        (low, high), (low_rate, high_rate) = plan.recommended_range, plan.tokens_per_second_at_range
-        low_step, high_step = low / low_rate, high / high_rate
+    """The numbers of ``plan`` the operator publishes, as the table takes them from it."""
     predicted = {p.batch: p.step_seconds for p in plan.predictions}
     steps: list[float] = []
     for batch in batches:
@@ -128,11 +117,7 @@ def compact_plan(plan: ModelPlan, batches: Sequence[int]) -> CompactModelPlan:
         name=plan.name,
         context_tokens=plan.context_tokens,
         tensor_parallel=plan.tensor_parallel,
-        min_batch=plan.min_batch,
-        max_batch_by_memory=plan.max_batch_by_memory,
-        max_batch_by_latency=plan.max_batch_by_latency,
-        step_seconds_at_min_batch=low_step,
-        step_seconds_at_max_batch=high_step,
+        **{f.attribute: f.from_plan(plan) for f in plan_fields.travelling()},
         step_seconds=tuple(steps),
     )
 
@@ -147,18 +132,8 @@ def models_to_wire(plans_by_device: Iterable[Sequence[CompactModelPlan]]) -> lis
     return list(seen.values())
 
 
-def _optional_step_to_wire(seconds: float | None) -> float | int | None:
-    return None if seconds is None else in_unit(seconds, STEP_UNIT)
-
-
 def _plan_to_wire(plan: CompactModelPlan, with_steps: bool) -> list[Any]:
-    wire: list[Any] = [
-        plan.min_batch,
-        plan.max_batch_by_memory,
-        plan.max_batch_by_latency,
-        _optional_step_to_wire(plan.step_seconds_at_min_batch),
-        _optional_step_to_wire(plan.step_seconds_at_max_batch),
-    ]
+    wire: list[Any] = [f.to_wire(f.value_of(plan)) for f in plan_fields.travelling()]
     if with_steps and plan.step_seconds:
         wire.append(steps_to_wire(plan.step_seconds))
     return wire
@@ -193,16 +168,13 @@ def decode_models(raw: Any) -> list[tuple[str, int, int]]:
     return models
 
 
-def _optional_step(value: Any, name: str, where: str) -> float | None:
-    return None if value is None else measured(value, "step", name, where, STEP_UNIT)
-
-
 def _decode_plan(
     raw: Any, model: tuple[str, int, int], where: str, batches: Sequence[int]
 ) -> CompactModelPlan:
-    if not isinstance(raw, list) or len(raw) not in (len(PLAN_FIELDS) - 1, len(PLAN_FIELDS)):
-        raise CompactDecodeError(f"{where}: not an array of {len(PLAN_FIELDS)} fields")
-    min_batch, by_memory, by_latency, step_low, step_high, *rest = raw
+    numbers, names = plan_fields.travelling(), plan_fields.plan_positions()
+    if not isinstance(raw, list) or len(raw) not in (len(names) - 1, len(names)):
+        raise CompactDecodeError(f"{where}: not an array of {len(names)} fields")
+    values, rest = raw[: len(numbers)], raw[len(numbers) :]
     steps = tuple(
         measured(s, "step", "step times", where, STEP_UNIT)
         for s in bounded_list(rest[0] if rest else [], "steps", where, plausibility.MAX_BATCHES)
@@ -213,15 +185,7 @@ def _decode_plan(
         name=model[0],
         context_tokens=model[1],
         tensor_parallel=model[2],
-        min_batch=None if min_batch is None else whole(min_batch, "min batch", "min batch", where),
-        max_batch_by_memory=whole(by_memory, "batch bound", "max batch by memory", where),
-        max_batch_by_latency=(
-            None
-            if by_latency is None
-            else whole(by_latency, "batch bound", "max batch by latency", where)
-        ),
-        step_seconds_at_min_batch=_optional_step(step_low, "step at min", where),
-        step_seconds_at_max_batch=_optional_step(step_high, "step at max", where),
+        **{f.attribute: f.from_wire(v, where) for f, v in zip(numbers, values, strict=True)},
         step_seconds=steps,
     )
 

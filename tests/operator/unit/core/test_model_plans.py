@@ -1,6 +1,10 @@
 from __future__ import annotations
 
+import pytest
+from prometheus_client import CollectorRegistry
 from tests.operator.unit.model_builders import plan, planned_node
+from tests.operator.unit.operator_builders import status_of
+from tests.profiler.synthetic import add_plan_row
 
 from roofline_operator.core.model_plans import (
     node_plans,
@@ -9,7 +13,11 @@ from roofline_operator.core.model_plans import (
     plans_from_status,
     range_is_empty,
 )
+from roofline_operator.core.model_spec import ModelSpec
+from roofline_operator.decide.model_status import ModelsView
 from roofline_operator.decide.records import record_from_status, record_to_status
+from roofline_operator.decide.sizes import encoded_size, fit
+from roofline_operator.run.metrics import OperatorMetrics, snapshot_from_records
 
 
 def test_a_node_plan_holds_on_every_gpu_largest_min_smallest_maxima_slowest_steps() -> None:
@@ -78,3 +86,30 @@ def test_the_range_is_empty_when_a_bound_caps_below_the_min_batch() -> None:
     assert range_is_empty(plan(min_batch=256))
     assert range_is_empty(plan(max_batch_by_memory=0, min_batch=None))
     assert not range_is_empty(plan())
+
+
+def test_one_more_row_of_the_plan_table_reaches_the_status_its_summary_trimming_and_gauges(
+    monkeypatch: pytest.MonkeyPatch, registry: CollectorRegistry, metrics: OperatorMetrics
+) -> None:
+    """The profiler's table names each number of a model plan once: one more row, and the node's
+    fold, its status entry and the plan read back from it, the models' summary, the entry
+    trimmed to its batch bounds and the gauges carry it, with no other change."""
+    row = add_plan_row(monkeypatch)
+    assert row.gauge is not None
+    records = {"n1": planned_node("n1", (plan("a", min_batch=16),), (plan("a", min_batch=64),))}
+    status = status_of(records, models=ModelsView((ModelSpec("a", preset="qwen3-8b"),)))
+    (entry,) = status["nodes"][0]["models"]
+    assert entry[row.key] == 64, "folded as the row says: the largest of the GPUs'"
+    restored = plan_from_status({k: v for k, v in entry.items() if k != "minBatch"})
+    assert restored is not None
+    assert restored.min_batch == 64
+    (summary,) = status["models"]
+    assert summary[row.key] == {"min": 64, "median": 64, "max": 64}
+    node = {"models": [entry]}
+    (trimmed,) = fit(node, encoded_size(node) - 1)["models"]
+    assert "tokensPerSecondAtMaxBatch" not in trimmed
+    assert trimmed[row.key] == 64
+    metrics.collector.update(snapshot_from_records("fleet", records, "h", ("a",)))
+    labels = {"profile": "fleet", "node": "n1", "gpu": "1", "model": "a"}
+    labels.update(product="NVIDIA H200", dtype="bfloat16")
+    assert registry.get_sample_value(row.gauge.name, labels) == 64
