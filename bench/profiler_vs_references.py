@@ -395,7 +395,7 @@ def compare_ceilings(rounds: int, binary: Path | None) -> tuple[list[str], list[
                 "read": (d.read_bandwidth_bytes_per_second, d.read_bandwidth_kernel),
                 "copy": (d.copy_bandwidth_bytes_per_second, "copy"),
                 "copy_nt": (d.copy_bandwidth_bytes_per_second, "copy"),
-                "peak": (d.peak_flops_per_second, d.peak_kernel),
+                "peak": (d.peak_flops_per_second, d.source("peak_flops_per_second")),
             },
             "refs": dict.fromkeys(keys, (0.0, 0.0)),
             "warnings": [w.code for w in d.warnings],

@@ -19,7 +19,7 @@ from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 
 from roofline_operator.run.metrics import DeviceSample, NodeSample, OperatorMetrics, ProfileSnapshot
-from roofline_profiler.wire.compact import CompactIntervals
+from tests.profiler.headline_builders import headline_numbers
 
 from .promql import grouping_labels, metric_names, selector_labels
 from .rendering import DASHBOARD_FILE, ROOT, RULES_FILE
@@ -57,14 +57,14 @@ def scrape_operator() -> dict[str, set[str]]:
                     gpu="0",
                     product="NVIDIA H200",
                     dtype="bfloat16",
-                    bandwidth_bytes_per_second=4.3e12,
-                    peak_flops_per_second=7.8e14,
-                    ridge_point=181.0,
-                    recommended_min_batch=64,
-                    step_seconds=((1, 3.1e-5), (64, 3.3e-5)),
-                    intervals=CompactIntervals(
-                        (4.2e12, 4.4e12), (7.7e14, 7.9e14), (178, 184), (64, 64)
+                    numbers=headline_numbers(
+                        4.3e12,
+                        7.8e14,
+                        181.0,
+                        64,
+                        ((4.2e12, 4.4e12), (7.7e14, 7.9e14), (178, 184), (64, 64)),
                     ),
+                    step_seconds=((1, 3.1e-5), (64, 3.3e-5)),
                 ),
             ),
             nodes=(NodeSample("gpu-a", 1.7e9, 42.0, failed=False),),

@@ -210,19 +210,23 @@ def planned_result() -> ProfileResult:
     return replace(result, devices=(replace(device, models=plans),))
 
 
-#: The bandwidth published a second time under names of its own: a row of
-#: ``fields.DEVICE_HEADLINE`` that every record can already fill, so a test adds only the row.
+#: A new headline number: the read kernel's bandwidth ceiling (the slope is the best of the
+#: kernels), with its interval and kernel. One row, and the measured roofline gives it to every
+#: result built after the row is added, so a test adds only the row.
 EXTRA_HEADLINE_ROW = HeadlineField(
-    attribute="bandwidth_bytes_per_second",
-    interval_attribute="bandwidth",
+    attribute="read_ceiling",
     quantity="bandwidth",
-    key="extraBandwidthBytesPerSecond",
-    interval_key="extraBandwidthInterval",
-    metric="roofline_extra_bandwidth_bytes_per_second",
-    metric_help="The memory bandwidth, published a second time.",
-    interval_metric="roofline_extra_bandwidth_interval_bytes_per_second",
+    key="readCeilingBytesPerSecond",
+    interval_key="readCeilingInterval",
+    metric="roofline_read_ceiling_bytes_per_second",
+    metric_help="The read kernel's memory bandwidth ceiling.",
+    interval_metric="roofline_read_ceiling_interval_bytes_per_second",
     interval_help="Its 95% interval.",
+    measure=lambda roofline: fields.Estimate(
+        roofline.read.value, roofline.read.interval, roofline.read.kernel
+    ),
     wire_unit=1e6,
+    source_key="readCeilingKernel",
 )
 
 

@@ -9,7 +9,7 @@ metrics, and ``status`` must stay small for a thousand nodes).
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from roofline_operator.core import model_plans
@@ -17,22 +17,20 @@ from roofline_operator.core.names import format_time, parse_time
 from roofline_profiler.core import plausibility
 from roofline_profiler.core.units import round_significant
 from roofline_profiler.wire import fields
-from roofline_profiler.wire.compact import CompactIntervals, CompactProfile
+from roofline_profiler.wire.compact import CompactProfile
 from roofline_profiler.wire.compact_models import CompactModelPlan
+from roofline_profiler.wire.fields import Estimate
 
 
 @dataclass(frozen=True)
-class GpuResult:
+class GpuResult(fields.HeadlineNumbers):
     index: int
     product: str
-    bandwidth_bytes_per_second: float
-    peak_flops_per_second: float
-    ridge_point: float
-    recommended_min_batch: int
+    #: The headline numbers (``fields.DEVICE_HEADLINE``) with their 95% intervals as the status
+    #: keeps them; without intervals when the profiler sent none (version 1).
+    numbers: fields.Numbers
     #: ``(batch, seconds)`` of the sweep; empty when rebuilt from the status.
     step_seconds: tuple[tuple[int, float], ...] = ()
-    #: 95% intervals of the headline numbers; ``None`` when the profiler sent none (version 1).
-    intervals: CompactIntervals | None = None
     #: The GPU's model plans; empty when rebuilt from the status (the node keeps its own).
     models: tuple[CompactModelPlan, ...] = ()
     #: The profile's warning codes for this GPU; empty when rebuilt from the status (the record
@@ -89,9 +87,8 @@ def from_compact(profile: CompactProfile, spec_hash: str) -> NodeResult:
             GpuResult(
                 index=d.index,
                 product=d.name,
-                **fields.values(d),
+                numbers=rounded_intervals(d.numbers),
                 step_seconds=tuple(zip(profile.batches, d.step_seconds, strict=False)),
-                intervals=rounded_intervals(d.intervals),
                 models=d.models,
                 warnings=d.warnings,
             )
@@ -101,7 +98,7 @@ def from_compact(profile: CompactProfile, spec_hash: str) -> NodeResult:
 
 
 def _gpu_numbers(gpu: GpuResult) -> dict[str, Any]:
-    return {**_numbers_to_status(gpu), **intervals_to_status(gpu.intervals)}
+    return {**_numbers_to_status(gpu), **intervals_to_status(gpu.numbers)}
 
 
 def _numbers_to_status(record: Any) -> dict[str, Any]:
@@ -120,46 +117,57 @@ def _status_interval(f: fields.HeadlineField, interval: tuple[Any, Any]) -> tupl
     return interval if f.is_whole else (_digits(interval[0]), _digits(interval[1]))
 
 
-def rounded_intervals(intervals: CompactIntervals | None) -> CompactIntervals | None:
-    """``intervals`` as the status keeps them, so a restarted operator compares the same ones."""
-    if intervals is None:
-        return None
-    rounded: dict[str, Any] = {
-        f.interval_attribute: _status_interval(f, f.interval_of(intervals))
-        for f in fields.DEVICE_HEADLINE
-    }
-    return CompactIntervals(**rounded)
+def rounded_intervals(numbers: fields.Numbers) -> fields.Numbers:
+    """``numbers`` with their intervals as the status keeps them, so a restarted operator
+    compares the same ones."""
+    rounded = dict(numbers)
+    for f in fields.DEVICE_HEADLINE:
+        number = numbers[f.attribute]
+        if number.interval is not None:
+            rounded[f.attribute] = replace(number, interval=_status_interval(f, number.interval))
+    return rounded
 
 
-def intervals_to_status(intervals: CompactIntervals | None) -> dict[str, Any]:
+def intervals_to_status(numbers: fields.Numbers) -> dict[str, Any]:
     """Each headline number's interval ``{low, high}`` under its status key
     (``bandwidthInterval``, ...); nothing without intervals."""
-    if intervals is None:
+    if not fields.has_intervals(numbers):
         return {}
     status = {}
     for f in fields.DEVICE_HEADLINE:
-        low, high = _status_interval(f, f.interval_of(intervals))
-        status[f.interval_key] = {"low": low, "high": high}
+        interval = numbers[f.attribute].interval
+        if interval is not None:
+            low, high = _status_interval(f, interval)
+            status[f.interval_key] = {"low": low, "high": high}
     return status
 
 
-def intervals_from_status(raw: Mapping[str, Any]) -> CompactIntervals | None:
-    """The intervals of a status entry (or device entry); ``None`` when it holds none."""
-    if not all(isinstance(raw.get(f.interval_key), Mapping) for f in fields.DEVICE_HEADLINE):
-        return None
-    intervals: dict[str, Any] = {}
+def numbers_from_status(raw: Mapping[str, Any]) -> fields.Numbers:
+    """The headline numbers of a status entry (or device entry) under their status keys, each
+    checked, with their intervals when the entry holds every one of them."""
+    with_intervals = all(
+        isinstance(raw.get(f.interval_key), Mapping) for f in fields.DEVICE_HEADLINE
+    )
+    numbers: fields.Numbers = {}
     for f in fields.DEVICE_HEADLINE:
-        key = f.interval_key
-        low = f.read_interval_end(raw[key]["low"], f"{key}.low")
-        high = f.read_interval_end(raw[key]["high"], f"{key}.high")
-        if low > high:
-            raise plausibility.ImplausibleValue(f"field {key!r} ends below its start")
-        intervals[f.interval_attribute] = (low, high)
-    return CompactIntervals(**intervals)
+        value = f.read(raw[f.key], f.key)
+        numbers[f.attribute] = Estimate(
+            value, _interval_from_status(f, raw) if with_intervals else None
+        )
+    return numbers
+
+
+def _interval_from_status(f: fields.HeadlineField, raw: Mapping[str, Any]) -> tuple[float, float]:
+    key = f.interval_key
+    low = f.read_interval_end(raw[key]["low"], f"{key}.low")
+    high = f.read_interval_end(raw[key]["high"], f"{key}.high")
+    if low > high:
+        raise plausibility.ImplausibleValue(f"field {key!r} ends below its start")
+    return (low, high)
 
 
 @dataclass(frozen=True)
-class Headline:
+class Headline(fields.HeadlineNumbers):
     """A node's headline numbers as one profile measured them: those of its worst GPU.
 
     For reading (``measured``, ``previous`` in the status), not for deciding, so without
@@ -167,14 +175,12 @@ class Headline:
     """
 
     profiled_at: float
-    bandwidth_bytes_per_second: float
-    peak_flops_per_second: float
-    ridge_point: float
-    recommended_min_batch: int
+    #: The headline numbers (``fields.DEVICE_HEADLINE``), without intervals.
+    numbers: fields.Numbers
 
 
 def headline_of(result: NodeResult) -> Headline:
-    return Headline(profiled_at=result.profiled_at, **fields.values(result.worst_gpu()))
+    return Headline(result.profiled_at, fields.without_intervals(result.worst_gpu().numbers))
 
 
 def headline_to_status(headline: Headline) -> dict[str, Any]:
@@ -202,13 +208,8 @@ def headline_from_status(raw: Any, now: float | None = None) -> Headline | None:
         return None
     return Headline(
         profiled_at=restored_time(raw.get("profiledTime"), "profiledTime", now) or 0.0,
-        **_headline_numbers(raw),
+        numbers={f.attribute: Estimate(f.read(raw[f.key], f.key)) for f in fields.DEVICE_HEADLINE},
     )
-
-
-def _headline_numbers(raw: Mapping[str, Any]) -> dict[str, Any]:
-    """The headline numbers under their status keys, by attribute, each checked."""
-    return {f.attribute: f.read(raw[f.key], f.key) for f in fields.DEVICE_HEADLINE}
 
 
 def to_status(result: NodeResult) -> dict[str, Any]:
@@ -243,8 +244,7 @@ def _gpu_from_status(raw: Mapping[str, Any], node_product: Any) -> GpuResult:
     return GpuResult(
         index=plausibility.integer(raw["index"], "device index", "index"),
         product=plausibility.text(product, plausibility.DEVICE_NAME, "product"),
-        **_headline_numbers(raw),
-        intervals=intervals_from_status(raw),
+        numbers=numbers_from_status(raw),
     )
 
 

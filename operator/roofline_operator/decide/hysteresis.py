@@ -60,7 +60,6 @@ from roofline_operator.core.node_results import (
 from roofline_operator.core.spec import DEFAULT_CHANGE_THRESHOLD_PERCENT
 from roofline_operator.decide.records import NodeRecord
 from roofline_profiler.wire import fields
-from roofline_profiler.wire.compact import CompactIntervals
 from roofline_profiler.wire.fields import Estimate, HeadlineField
 from roofline_profiler.wire.warning_codes import HOST_STATE_CODE, INTERFERENCE_CODES, STATE_GAP
 
@@ -200,35 +199,30 @@ def publish_gpu(
             if material and abs(new - old) / old * 100 > threshold_percent:
                 changes.append(MaterialChange(measured.index, number.quantity, old, new))
             continue
-        result = replace(result, **{number.attribute: number.value_of(published)})
         source = published if hold else measured
-        result = replace(result, intervals=_held_interval(result, published, source, number))
+        held = _held(result, published, source, number)
+        result = replace(result, numbers={**result.numbers, number.attribute: held})
     return result, moved, tuple(changes)
 
 
-def _held_interval(
+def _held(
     result: GpuResult, published: GpuResult, source: GpuResult, number: HeadlineField
-) -> CompactIntervals | None:
-    """``result``'s intervals with ``number``'s around the held (published) value, with the
-    half-widths of ``source``: the latest measurement when noise held the number, the published
-    one when interference held the whole profile back. Without a ``source`` interval the held
-    number is exact."""
-    if result.intervals is None:
-        return None
+) -> Estimate:
+    """``number`` held at its published value, its interval (when ``result`` has intervals)
+    around it with the half-widths of ``source``: the latest measurement when noise held the
+    number, the published one when interference held the whole profile back. Without a
+    ``source`` interval the held number is exact."""
     held: Any = number.value_of(published)
+    if number.estimate_of(result).interval is None:
+        return Estimate(held)
     from_source = _number(number, source)
     value, widths = from_source.value, from_source.interval
     if widths is None:
-        return replace(result.intervals, **{number.interval_attribute: (held, held)})
+        return Estimate(held, (held, held))
     below, above = max(value - widths[0], 0.0), max(widths[1] - value, 0.0)
     if isinstance(held, int):
-        interval: tuple[Any, Any] = (
-            max(held - math.ceil(below), 0),
-            held + math.ceil(above),
-        )
-    else:
-        interval = (max(held - below, 0.0), held + above)
-    return replace(result.intervals, **{number.interval_attribute: interval})
+        return Estimate(held, (max(held - math.ceil(below), 0), held + math.ceil(above)))
+    return Estimate(held, (max(held - below, 0.0), held + above))
 
 
 def publish(
@@ -270,9 +264,9 @@ def level_persists(previous: Headline | None, latest: Headline) -> bool:
     if previous is None:
         return False
     pairs = (
-        (previous.bandwidth_bytes_per_second, latest.bandwidth_bytes_per_second),
-        (previous.peak_flops_per_second, latest.peak_flops_per_second),
-        (previous.ridge_point, latest.ridge_point),
+        (f.value_of(previous), f.value_of(latest))
+        for f in fields.DEVICE_HEADLINE
+        if f.quantity in MATERIAL_QUANTITIES
     )
     return all(old > 0 and abs(new - old) <= STATE_GAP * old for old, new in pairs)
 

@@ -21,7 +21,6 @@ from roofline_operator.decide.records import NodeRecord
 from roofline_operator.decide.status import node_category
 from roofline_operator.run.model_metrics import ModelSample, model_families, model_samples
 from roofline_profiler.wire import fields
-from roofline_profiler.wire.compact import CompactIntervals
 
 GPU_LABELS = ["profile", "node", "gpu", "product", "dtype"]
 NODE_LABELS = ["profile", "node"]
@@ -29,18 +28,14 @@ NODE_CATEGORIES = ("profiled", "failed", "pending", "unschedulable", "unavailabl
 
 
 @dataclass(frozen=True)
-class DeviceSample:
+class DeviceSample(fields.HeadlineNumbers):
     node: str
     gpu: str
     product: str
     dtype: str
-    bandwidth_bytes_per_second: float
-    peak_flops_per_second: float
-    ridge_point: float
-    recommended_min_batch: int
+    #: The headline numbers (``fields.DEVICE_HEADLINE``), with intervals when the result has them.
+    numbers: fields.Numbers
     step_seconds: tuple[tuple[int, float], ...]
-    #: 95% intervals of the four numbers above; ``None`` when the result has none.
-    intervals: CompactIntervals | None = None
 
 
 @dataclass(frozen=True)
@@ -93,9 +88,8 @@ def snapshot_from_records(
                     gpu=str(gpu.index),
                     product=gpu.product,
                     dtype=result.dtype if result else "",
-                    **fields.values(gpu),
+                    numbers=gpu.numbers,
                     step_seconds=gpu.step_seconds,
-                    intervals=gpu.intervals,
                 )
             )
     models = model_samples(records, model_names)
@@ -199,11 +193,12 @@ def _interval_families(snapshots: list[ProfileSnapshot]) -> list[GaugeMetricFami
     ]
     for snapshot in snapshots:
         for device in snapshot.devices:
-            if device.intervals is None:
-                continue
             labels = [snapshot.profile, device.node, device.gpu, device.product, device.dtype]
             for f, family in families:
-                low, high = f.interval_of(device.intervals)
+                interval = f.estimate_of(device).interval
+                if interval is None:
+                    continue
+                low, high = interval
                 family.add_metric([*labels, "low"], low)
                 family.add_metric([*labels, "high"], high)
     return [family for _, family in families]

@@ -103,9 +103,9 @@ def draw_ceilings(roof: Any, d: DeviceResult, color: str, label: str) -> None:
         label=f"{label}: roofline",
     )
     roof.axvline(d.ridge_point, color=color, linestyle=":", linewidth=1)
-    roof.axvspan(*d.ridge_point_interval, color=color, alpha=0.08)
-    bw_low, bw_high = d.bandwidth_interval
-    peak_low, peak_high = d.peak_interval
+    roof.axvspan(*d.interval("ridge_point"), color=color, alpha=0.08)
+    bw_low, bw_high = d.interval("bandwidth_bytes_per_second")
+    peak_low, peak_high = d.interval("peak_flops_per_second")
     xs = [low, *sorted({peak_low / bw_low, peak_high / bw_high}), high]
     roof.fill_between(
         xs,
@@ -155,7 +155,7 @@ def draw_time_per_token(per_token: Any, d: DeviceResult, color: str, label: str)
         color=color,
         label=label,
     )
-    per_token.axvspan(*d.recommended_min_batch_interval, color=color, alpha=0.08)
+    per_token.axvspan(*d.interval("recommended_min_batch"), color=color, alpha=0.08)
     per_token.axvline(
         d.recommended_min_batch,
         color=color,

@@ -21,7 +21,8 @@ def _interval(low: float, high: float, unit: str) -> str:
 
 def _headline(d: DeviceResult) -> list[tuple[str, str]]:
     knee = str(d.knee_batch) if d.knee_batch is not None else "not reached"
-    low_batch, high_batch = d.recommended_min_batch_interval
+    low_batch, high_batch = d.interval("recommended_min_batch")
+    ridge_low, ridge_high = d.interval("ridge_point")
     batch_range = (
         f"95% {low_batch}" if low_batch == high_batch else f"95% {low_batch} to {high_batch}"
     )
@@ -42,19 +43,20 @@ def _headline(d: DeviceResult) -> list[tuple[str, str]]:
         (
             "peak matrix",
             f"{_si(d.peak_flops_per_second, 'FLOP/s')} "
-            f"({_interval(*d.peak_interval, 'FLOP/s')}; {d.peak_kernel})",
+            f"({_interval(*d.interval('peak_flops_per_second'), 'FLOP/s')}; "
+            f"{d.source('peak_flops_per_second')})",
         ),
         (
             "ridge point",
-            f"{d.ridge_point:.1f} FLOP/byte (95% {d.ridge_point_interval[0]:.1f} to "
-            f"{d.ridge_point_interval[1]:.1f}; slope: {d.bandwidth_kind} bandwidth, "
-            f"{d.bandwidth_kernel})",
+            f"{d.ridge_point:.1f} FLOP/byte (95% {ridge_low:.1f} to {ridge_high:.1f}; "
+            f"slope: {d.bandwidth_kind} bandwidth, "
+            f"{d.source('bandwidth_bytes_per_second')})",
         ),
         ("observed knee", f"B ≈ {knee}"),
         (
             "recommended min batch",
             f"{d.recommended_min_batch} ({batch_range}; from the "
-            f"{d.recommended_min_batch_source}{crossing})",
+            f"{d.source('recommended_min_batch')}{crossing})",
         ),
         ("rounds", f"{d.rounds} interleaved"),
     ]

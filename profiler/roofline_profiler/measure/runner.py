@@ -28,7 +28,7 @@ from roofline_profiler.measure.workloads import (
     search_peak_shapes,
     sweep_workloads,
 )
-from roofline_profiler.wire import host_state, host_state_detection
+from roofline_profiler.wire import fields, host_state, host_state_detection
 from roofline_profiler.wire.result import (
     DeviceResult,
     PeakCandidate,
@@ -176,7 +176,6 @@ def assemble_device_result(
         used, report = _in_one_state(every, states, parts)
     derived = parts.derive(used)
     by_batch = dict(sweep)
-    rec = derived.recommendation
     return DeviceResult(
         **identity,
         bandwidth_kind=request.bandwidth_kind,
@@ -184,24 +183,14 @@ def assemble_device_result(
         peak_candidates=tuple(
             PeakCandidate(m=m, n=n, k=k, measurement=measurement) for (m, n, k), measurement in peak
         ),
-        bandwidth_bytes_per_second=derived.slope.value,
-        bandwidth_interval=derived.slope.interval,
-        bandwidth_kernel=derived.slope.kernel,
+        numbers=fields.measured_numbers(derived),
         read_bandwidth_bytes_per_second=derived.read.value,
         read_bandwidth_interval=derived.read.interval,
         read_bandwidth_kernel=derived.read.kernel,
         copy_bandwidth_bytes_per_second=derived.copy.value,
         copy_bandwidth_interval=derived.copy.interval,
-        peak_flops_per_second=derived.peak.value,
-        peak_interval=derived.peak.interval,
-        peak_kernel=derived.peak.kernel,
-        ridge_point=derived.ridge_point,
-        ridge_point_interval=derived.ridge_point_interval,
         knee_batch=derived.knee_batch,
-        recommended_min_batch=rec.batch,
-        recommended_min_batch_interval=derived.recommended_min_batch_interval,
-        recommended_min_batch_source=rec.source,
-        min_batch_crossing=rec.crossing,
+        min_batch_crossing=derived.recommendation.crossing,
         min_batch_crossing_interval=derived.crossing_interval,
         rounds=derived.rounds,
         sweep=tuple(SweepEntry(point=p, measurement=by_batch[p.batch]) for p in derived.points),
@@ -224,9 +213,7 @@ def _in_one_state(
         slow_rounds=states.rounds(host_state.SLOW),
         levels=states.levels,
         missing=choice.missing,
-        other=host_state.Headline(
-            other.slope.value, other.peak.value, other.ridge_point, other.recommendation.batch
-        ),
+        other=host_state.Headline(fields.without_intervals(fields.measured_numbers(other))),
     )
     return host_state_detection.in_state(every, states, choice.state), report
 

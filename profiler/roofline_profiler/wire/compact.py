@@ -52,36 +52,27 @@ MAX_WARNINGS = 16
 
 
 @dataclass(frozen=True)
-class CompactIntervals:
-    """A GPU's 95% intervals ``(low, high)`` of its headline numbers, in the numbers' own units.
+class CompactDevice(fields.HeadlineNumbers):
+    """One GPU's headline numbers; ``step_seconds`` follow the profile's ``batches``, or none.
 
-    On the wire the widths are rounded outward, so a decoded interval is never narrower than the
-    measured one.
+    The numbers' 95% intervals are ``None`` for a result without intervals (version 1, or a
+    profiler before them); on the wire their widths are rounded outward, so a decoded interval
+    is never narrower than the measured one.
     """
-
-    bandwidth: tuple[float, float]
-    peak: tuple[float, float]
-    ridge_point: tuple[float, float]
-    recommended_min_batch: tuple[int, int]
-
-
-@dataclass(frozen=True)
-class CompactDevice:
-    """One GPU's headline numbers; ``step_seconds`` follow the profile's ``batches``, or none."""
 
     index: int
     name: str
-    bandwidth_bytes_per_second: float
-    peak_flops_per_second: float
-    ridge_point: float
-    recommended_min_batch: int
+    #: The headline numbers (``fields.DEVICE_HEADLINE``) with their intervals, without sources.
+    numbers: fields.Numbers
     step_seconds: tuple[float, ...]
-    #: ``None`` for a result without intervals (version 1, or a profiler before them).
-    intervals: CompactIntervals | None = None
     #: Plans of the profiled models, in the profile's model order; none without models.
     models: tuple[CompactModelPlan, ...] = ()
     #: The profile's warning codes for this GPU (``sanity.py``), each once.
     warnings: tuple[str, ...] = ()
+
+    @property
+    def has_intervals(self) -> bool:
+        return fields.has_intervals(self.numbers)
 
 
 @dataclass(frozen=True)
@@ -134,15 +125,15 @@ def _relative_widths(value: float, interval: tuple[float, float]) -> list[float 
 def _intervals_to_wire(device: CompactDevice) -> list[Any] | None:
     """The positions of :func:`fields.interval_fields`: a measured number's interval as percent
     of its value on the wire below and above it, a whole number's as its two ends."""
-    if device.intervals is None:
-        return None
     wire: list[Any] = []
     for f in fields.DEVICE_HEADLINE:
-        interval = f.interval_of(device.intervals)
+        number = f.estimate_of(device)
+        if number.interval is None:
+            return None
         if f.is_whole:
-            wire.extend(interval)
+            wire.extend(number.interval)
         else:
-            wire.extend(_relative_widths(f.wire_value(f.value_of(device)), interval))
+            wire.extend(_relative_widths(f.wire_value(number.value), number.interval))
     return wire
 
 
@@ -172,7 +163,7 @@ def encode_compact(profile: CompactProfile) -> str:
             "b": list(profile.batches) if with_steps else [],
             "g": [_device_to_wire(d, with_steps) for d in profile.devices],
         }
-        if any(d.intervals is not None for d in profile.devices):
+        if any(d.has_intervals for d in profile.devices):
             doc["u"] = [_intervals_to_wire(d) for d in profile.devices]
         if any(d.warnings for d in profile.devices):
             doc["w"] = [
@@ -190,7 +181,9 @@ def encode_compact(profile: CompactProfile) -> str:
     if any(d.warnings for d in profile.devices):
         quiet = tuple(replace(d, warnings=()) for d in profile.devices)
         return encode_compact(replace(profile, devices=quiet))
-    if any(d.intervals is not None for d in profile.devices):
-        bare = tuple(replace(d, intervals=None) for d in profile.devices)
+    if any(d.has_intervals for d in profile.devices):
+        bare = tuple(
+            replace(d, numbers=fields.without_intervals(d.numbers)) for d in profile.devices
+        )
         return encode_compact(replace(profile, devices=bare))
     raise ValueError(f"compact result is {len(text)} bytes even without step times")

@@ -25,7 +25,6 @@ from roofline_profiler.wire.compact import (
     MAX_WARNINGS,
     READABLE_VERSIONS,
     CompactDevice,
-    CompactIntervals,
     CompactProfile,
 )
 from roofline_profiler.wire.compact_fields import (
@@ -38,6 +37,7 @@ from roofline_profiler.wire.compact_fields import (
     whole,
 )
 from roofline_profiler.wire.compact_models import decode_device_plans, decode_models
+from roofline_profiler.wire.fields import Estimate
 
 #: The dtypes a result may name: those the profiler measures.
 _DTYPE = re.compile(f"^({'|'.join(DTYPE_NAMES)})$")
@@ -71,14 +71,13 @@ def _decode_device_v2(raw: Any, position: int, batches: Sequence[int]) -> Compac
     if not isinstance(raw, list) or len(raw) != len(names):
         raise CompactDecodeError(f"{where}: not an array of {len(names)} fields")
     index, name, *numbers, steps = raw
-    headline: dict[str, Any] = {
-        f.attribute: f.from_wire(value, where)
-        for f, value in zip(fields.DEVICE_HEADLINE, numbers, strict=True)
-    }
     return CompactDevice(
         index=whole(index, "device index", "index", where),
         name=string(name, plausibility.DEVICE_NAME, "name", where),
-        **headline,
+        numbers={
+            f.attribute: Estimate(f.from_wire(value, where))
+            for f, value in zip(fields.DEVICE_HEADLINE, numbers, strict=True)
+        },
         step_seconds=_steps(steps, "step times", where, batches, STEP_UNIT),
     )
 
@@ -93,12 +92,20 @@ def _decode_device_v1(raw: Any, position: int, batches: Sequence[int]) -> Compac
     return CompactDevice(
         index=whole(field(raw, "i", object, where), "device index", "i", where),
         name=string(field(raw, "nm", object, where), plausibility.DEVICE_NAME, "nm", where),
-        bandwidth_bytes_per_second=measured(
-            field(raw, "bw", object, where), "bandwidth", "bw", where
-        ),
-        peak_flops_per_second=measured(field(raw, "pk", object, where), "peak", "pk", where),
-        ridge_point=measured(field(raw, "rp", object, where), "ridge point", "rp", where),
-        recommended_min_batch=whole(field(raw, "mb", object, where), "min batch", "mb", where),
+        numbers={
+            "bandwidth_bytes_per_second": Estimate(
+                measured(field(raw, "bw", object, where), "bandwidth", "bw", where)
+            ),
+            "peak_flops_per_second": Estimate(
+                measured(field(raw, "pk", object, where), "peak", "pk", where)
+            ),
+            "ridge_point": Estimate(
+                measured(field(raw, "rp", object, where), "ridge point", "rp", where)
+            ),
+            "recommended_min_batch": Estimate(
+                whole(field(raw, "mb", object, where), "min batch", "mb", where)
+            ),
+        },
         step_seconds=steps if own_batches == tuple(batches) else (),
     )
 
@@ -146,15 +153,16 @@ def _decode_intervals(raw: Any, position: int, device: CompactDevice) -> Compact
     names = fields.interval_fields()
     if not isinstance(raw, list) or len(raw) != len(names):
         raise CompactDecodeError(f"{where}: not an array of {len(names)} fields")
-    intervals: dict[str, Any] = {}
+    numbers = dict(device.numbers)
     ends = zip(raw[::2], raw[1::2], strict=True)
     for f, (first, second) in zip(fields.DEVICE_HEADLINE, ends, strict=True):
+        number = numbers[f.attribute]
         if f.is_whole:
-            intervals[f.interval_attribute] = _whole_interval(first, second, f.quantity, where)
+            interval: tuple[float, float] = _whole_interval(first, second, f.quantity, where)
         else:
-            value = f.value_of(device)
-            intervals[f.interval_attribute] = _interval(value, first, second, f.quantity, where)
-    return replace(device, intervals=CompactIntervals(**intervals))
+            interval = _interval(number.value, first, second, f.quantity, where)
+        numbers[f.attribute] = replace(number, interval=interval)
+    return replace(device, numbers=numbers)
 
 
 def _attach_intervals(

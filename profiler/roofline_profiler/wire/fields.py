@@ -2,23 +2,27 @@
 
 A GPU's headline numbers (memory bandwidth, peak FLOP/s, ridge point, recommended minimum batch)
 travel from the profiler's result to the compact termination message, the operator's status
-entry and record annotation, and its gauges. :data:`DEVICE_HEADLINE` names each one once: the
-records' attribute, the camelCase key of the JSON document, the status and the record annotation,
-the compact format's position, unit and digits, the plausibility quantity its readers check, and
-its gauges. The JSON document (``result.py``), the compact encoder and reader (``compact.py``,
+entry and record annotation, and its gauges. :data:`DEVICE_HEADLINE` names each one once: how the
+measured roofline gives it, the camelCase key of the JSON document, the status and the record
+annotation, the compact format's position, unit and digits, the plausibility quantity its readers
+check, and its gauges.
+
+Every record that carries the numbers (the profiler's ``DeviceResult`` and ``CompactDevice``, the
+operator's ``GpuResult``, ``Headline`` and metric sample, a host state's ``Headline``) holds them
+as one mapping, :data:`Numbers`: each row's :class:`Estimate` by the row's ``attribute``. The
+JSON document (``result.py``), the compact encoder and reader (``compact.py``,
 ``compact_decode.py``) and the operator's status, record annotation, gauges and hysteresis
 (``node_results.py``, ``metrics.py``, ``hysteresis.py``) walk the table instead of naming the
-numbers, so a new published number is one more row (and its attribute on the records that carry
-it; the compact GPU arrays grow with the table, which makes a new compact version).
-
-A number and its 95% interval and source travel together as an :class:`Estimate`.
+numbers, so a new published number is one more row and its measurement (the compact GPU arrays
+grow with the table, which makes a new compact version). :class:`HeadlineNumbers` reads the
+numbers by name, for the code that needs one of them as such (labels, the report, the plot).
 
 Pure module: no torch, no Kubernetes.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -35,7 +39,7 @@ from roofline_profiler.wire.compact_fields import (
 
 @dataclass(frozen=True)
 class Estimate:
-    """A measured number with its 95% interval ``(low, high)`` (``None`` when the result has
+    """A measured number with its 95% interval ``(low, high)`` (``None`` when the record has
     none) and the kernel or workload that gave it (``None`` when the form does not say)."""
 
     value: float
@@ -43,16 +47,21 @@ class Estimate:
     source: str | None = None
 
 
+#: A record's headline numbers: each row's estimate by the row's ``attribute``.
+Numbers = dict[str, Estimate]
+
+
+def _ceiling(ceiling: Any) -> Estimate:
+    """A ceiling of the measured roofline (``ceilings.Ceiling``: value, interval, kernel)."""
+    return Estimate(ceiling.value, ceiling.interval, ceiling.kernel)
+
+
 @dataclass(frozen=True)
 class HeadlineField:
     """One headline number of a device and its name in every published form."""
 
-    #: The attribute of the records that hold the value (``DeviceResult``, ``CompactDevice``, the
-    #: operator's ``GpuResult``, ``Headline`` and metric sample).
+    #: The number's name in the records' :data:`Numbers`.
     attribute: str
-    #: Its attribute in ``CompactIntervals``; the ``DeviceResult`` holds the interval as
-    #: ``<interval_attribute>_interval``.
-    interval_attribute: str
     #: The plausibility table's quantity (``plausibility.py``), which is also its name in
     #: messages and in the compact format's list of positions.
     quantity: str
@@ -66,14 +75,16 @@ class HeadlineField:
     #: The gauge of its interval (label ``bound``: ``low``, ``high``) and its help text.
     interval_metric: str
     interval_help: str
+    #: Its measurement: the number, its interval and source as the measured roofline
+    #: (``ceilings.DeviceRoofline``, which the operator never imports) gives them.
+    measure: Callable[[Any], Estimate]
     #: The unit of the compact format (the value is divided by it, then rounded).
     wire_unit: float = 1.0
     #: Significant digits on the wire; ``None`` for a whole number, written exactly, whose
     #: interval travels as two whole numbers instead of relative widths.
     digits: int | None = SIGNIFICANT_DIGITS
-    #: The ``DeviceResult``'s attribute and the JSON document's key of the kernel or workload
-    #: that gave the number; ``None`` when the document names none.
-    source_attribute: str | None = None
+    #: The JSON document's key of the kernel or workload that gave the number; ``None`` when the
+    #: document names none.
     source_key: str | None = None
 
     @property
@@ -85,13 +96,13 @@ class HeadlineField:
         """The names of the interval's two positions on the wire, after the quantity's."""
         return ("low", "high") if self.is_whole else ("below", "above")
 
-    def value_of(self, record: Any) -> Any:
-        return getattr(record, self.attribute)
+    def estimate_of(self, record: Any) -> Estimate:
+        """The number of a record that carries :data:`Numbers` as ``numbers``."""
+        estimate: Estimate = record.numbers[self.attribute]
+        return estimate
 
-    def interval_of(self, intervals: Any) -> tuple[Any, Any]:
-        """The number's interval in a ``CompactIntervals``."""
-        low, high = getattr(intervals, self.interval_attribute)
-        return (low, high)
+    def value_of(self, record: Any) -> Any:
+        return self.estimate_of(record).value
 
     def read(self, raw: Any, name: str) -> float:
         """The number as a status entry or record annotation holds it, in base units, checked
@@ -106,20 +117,6 @@ class HeadlineField:
             return plausibility.integer(raw, self.quantity, name)
         return plausibility.interval_end(raw, self.quantity, name)
 
-    @property
-    def result_interval_attribute(self) -> str:
-        """The ``DeviceResult``'s attribute of the interval, a field of its own there."""
-        return f"{self.interval_attribute}_interval"
-
-    def result_interval_of(self, result: Any) -> tuple[Any, Any]:
-        low, high = getattr(result, self.result_interval_attribute)
-        return (low, high)
-
-    def result_estimate(self, result: Any) -> Estimate:
-        """The number of a ``DeviceResult`` with its interval and source."""
-        source = None if self.source_attribute is None else getattr(result, self.source_attribute)
-        return Estimate(self.value_of(result), self.result_interval_of(result), source)
-
     def to_json(self, number: Estimate) -> dict[str, Any]:
         """The number's entries of the JSON document: value, interval ``{low, high}``, source."""
         document: dict[str, Any] = {self.key: number.value}
@@ -129,30 +126,21 @@ class HeadlineField:
             document[self.source_key] = number.source
         return document
 
-    def from_json(self, document: Mapping[str, Any], old_source: str | None) -> dict[str, Any]:
-        """The ``DeviceResult``'s fields of the number, by attribute. A document older than
-        intervals gets the bare value as its interval; one older than sources, ``old_source``."""
+    def from_json(self, document: Mapping[str, Any], old_source: str | None) -> Estimate:
+        """The number of a JSON document. A document older than intervals gets the bare value
+        as its interval; one older than sources, ``old_source``."""
         value = document[self.key]
         interval = document.get(self.interval_key)
-        entries = {
-            self.attribute: value,
-            self.result_interval_attribute: (
-                (value, value) if interval is None else (interval["low"], interval["high"])
-            ),
-        }
-        if self.source_attribute is not None and self.source_key is not None:
+        source = None
+        if self.source_key is not None:
             source = document.get(self.source_key, old_source)
             if source is None:
                 raise KeyError(self.source_key)
-            entries[self.source_attribute] = source
-        return entries
-
-    def estimate_of(self, record: Any) -> Estimate:
-        """The number of a record that holds its intervals as ``intervals`` (a
-        ``CompactIntervals``, or ``None`` for none), with its interval."""
-        intervals = record.intervals
-        interval = None if intervals is None else self.interval_of(intervals)
-        return Estimate(self.value_of(record), interval)
+        return Estimate(
+            value,
+            (value, value) if interval is None else (interval["low"], interval["high"]),
+            source,
+        )
 
     def to_wire(self, value: float) -> float | int:
         """The value as the compact format writes it."""
@@ -175,7 +163,6 @@ class HeadlineField:
 DEVICE_HEADLINE: tuple[HeadlineField, ...] = (
     HeadlineField(
         attribute="bandwidth_bytes_per_second",
-        interval_attribute="bandwidth",
         quantity="bandwidth",
         key="bandwidthBytesPerSecond",
         interval_key="bandwidthInterval",
@@ -184,12 +171,11 @@ DEVICE_HEADLINE: tuple[HeadlineField, ...] = (
         metric_help="Measured device memory bandwidth.",
         interval_metric="roofline_memory_bandwidth_interval_bytes_per_second",
         interval_help="95% interval of the published memory bandwidth.",
-        source_attribute="bandwidth_kernel",
+        measure=lambda roofline: _ceiling(roofline.slope),
         source_key="bandwidthKernel",
     ),
     HeadlineField(
         attribute="peak_flops_per_second",
-        interval_attribute="peak",
         quantity="peak",
         key="peakFlopsPerSecond",
         interval_key="peakInterval",
@@ -198,12 +184,11 @@ DEVICE_HEADLINE: tuple[HeadlineField, ...] = (
         metric_help="Measured peak matrix FLOP/s.",
         interval_metric="roofline_peak_interval_flops_per_second",
         interval_help="95% interval of the published peak matrix FLOP/s.",
-        source_attribute="peak_kernel",
+        measure=lambda roofline: _ceiling(roofline.peak),
         source_key="peakKernel",
     ),
     HeadlineField(
         attribute="ridge_point",
-        interval_attribute="ridge_point",
         quantity="ridge point",
         key="ridgePoint",
         interval_key="ridgePointInterval",
@@ -211,10 +196,10 @@ DEVICE_HEADLINE: tuple[HeadlineField, ...] = (
         metric_help="Arithmetic intensity (FLOP per byte) where compute and memory bounds meet.",
         interval_metric="roofline_ridge_point_interval",
         interval_help="95% interval of the published ridge point.",
+        measure=lambda roofline: Estimate(roofline.ridge_point, roofline.ridge_point_interval),
     ),
     HeadlineField(
         attribute="recommended_min_batch",
-        interval_attribute="recommended_min_batch",
         quantity="min batch",
         key="recommendedMinBatch",
         interval_key="recommendedMinBatchInterval",
@@ -223,7 +208,11 @@ DEVICE_HEADLINE: tuple[HeadlineField, ...] = (
         metric_help="Smallest decode batch that reaches the efficiency threshold.",
         interval_metric="roofline_recommended_min_batch_interval",
         interval_help="95% interval of the published recommended min batch.",
-        source_attribute="recommended_min_batch_source",
+        measure=lambda roofline: Estimate(
+            roofline.recommendation.batch,
+            roofline.recommended_min_batch_interval,
+            roofline.recommendation.source,
+        ),
         source_key="recommendedMinBatchSource",
     ),
 )
@@ -240,7 +229,45 @@ def interval_fields() -> tuple[str, ...]:
     return tuple(f"{f.quantity} {end}" for f in DEVICE_HEADLINE for end in f.interval_ends)
 
 
-def values(record: Any) -> dict[str, Any]:
-    """The headline numbers of ``record`` by attribute: the keyword arguments of another record
-    that carries them."""
-    return {f.attribute: f.value_of(record) for f in DEVICE_HEADLINE}
+def measured_numbers(roofline: Any) -> Numbers:
+    """Every headline number as the measured roofline (``ceilings.DeviceRoofline``) gives it."""
+    return {f.attribute: f.measure(roofline) for f in DEVICE_HEADLINE}
+
+
+def without_sources(numbers: Mapping[str, Estimate]) -> Numbers:
+    """The numbers with their intervals, without the sources (the compact format has none)."""
+    return {name: Estimate(e.value, e.interval) for name, e in numbers.items()}
+
+
+def without_intervals(numbers: Mapping[str, Estimate]) -> Numbers:
+    """The bare numbers."""
+    return {name: Estimate(e.value) for name, e in numbers.items()}
+
+
+def has_intervals(numbers: Mapping[str, Estimate]) -> bool:
+    """Whether every number has its interval (the forms carry all of them or none)."""
+    return all(e.interval is not None for e in numbers.values())
+
+
+class HeadlineNumbers:
+    """The headline numbers of a record that holds them as ``numbers``, by name: for the code
+    that reads one of them as such (labels, the report, the plot). A new number needs no
+    property here unless such code reads it."""
+
+    numbers: Numbers
+
+    @property
+    def bandwidth_bytes_per_second(self) -> float:
+        return self.numbers["bandwidth_bytes_per_second"].value
+
+    @property
+    def peak_flops_per_second(self) -> float:
+        return self.numbers["peak_flops_per_second"].value
+
+    @property
+    def ridge_point(self) -> float:
+        return self.numbers["ridge_point"].value
+
+    @property
+    def recommended_min_batch(self) -> int:
+        return int(self.numbers["recommended_min_batch"].value)

@@ -33,20 +33,17 @@ class Levels:
 
 
 @dataclass(frozen=True)
-class Headline:
-    """The headline numbers of a device in one state."""
+class Headline(fields.HeadlineNumbers):
+    """The headline numbers of a device in one state, without intervals."""
 
-    bandwidth_bytes_per_second: float
-    peak_flops_per_second: float
-    ridge_point: float
-    recommended_min_batch: int
+    numbers: fields.Numbers
 
     def to_dict(self) -> dict[str, Any]:
         return {f.key: f.value_of(self) for f in fields.DEVICE_HEADLINE}
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> Headline:
-        return cls(**{f.attribute: d[f.key] for f in fields.DEVICE_HEADLINE})
+        return cls({f.attribute: fields.Estimate(d[f.key]) for f in fields.DEVICE_HEADLINE})
 
 
 @dataclass(frozen=True)

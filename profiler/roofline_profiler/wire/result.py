@@ -23,7 +23,7 @@ from roofline_profiler.core.planning import ModelPlan
 from roofline_profiler.core.recommend import SweepPoint
 from roofline_profiler.core.stats import Measurement
 from roofline_profiler.wire import fields
-from roofline_profiler.wire.compact import CompactDevice, CompactIntervals, CompactProfile
+from roofline_profiler.wire.compact import CompactDevice, CompactProfile
 from roofline_profiler.wire.compact_models import compact_plans
 from roofline_profiler.wire.host_state import HostStateReport
 
@@ -151,7 +151,7 @@ class SweepEntry:
 
 
 @dataclass(frozen=True)
-class DeviceResult:
+class DeviceResult(fields.HeadlineNumbers):
     """One device's profile. Every headline number has a 95% interval ``(low, high)`` from a
     bootstrap over the measurement rounds and, for ceilings, the kernel that set it
     (``ceilings.py``)."""
@@ -166,25 +166,16 @@ class DeviceResult:
     #: Every bandwidth kernel's measurement: ``read``, ``readMatvec``, ``copy``.
     bandwidth: dict[str, Measurement]
     peak_candidates: tuple[PeakCandidate, ...]
-    #: The roofline slope (bytes/s), its interval and the kernel that set it.
-    bandwidth_bytes_per_second: float
-    bandwidth_interval: tuple[float, float]
-    bandwidth_kernel: str
+    #: The headline numbers (``fields.DEVICE_HEADLINE``): the roofline slope (bytes/s), peak
+    #: FLOP/s, ridge point and recommended min batch, each with its interval and, but for the
+    #: ridge point, the kernel or workload that set it.
+    numbers: fields.Numbers
     read_bandwidth_bytes_per_second: float
     read_bandwidth_interval: tuple[float, float]
     read_bandwidth_kernel: str
     copy_bandwidth_bytes_per_second: float
     copy_bandwidth_interval: tuple[float, float]
-    peak_flops_per_second: float
-    peak_interval: tuple[float, float]
-    peak_kernel: str
-    ridge_point: float
-    ridge_point_interval: tuple[float, float]
     knee_batch: int | None
-    recommended_min_batch: int
-    #: The swept batches the bootstrap's 2.5% and 97.5% resamples recommend.
-    recommended_min_batch_interval: tuple[int, int]
-    recommended_min_batch_source: str
     #: The interpolated batch where the efficiency crosses the threshold, with its interval.
     min_batch_crossing: float | None
     min_batch_crossing_interval: tuple[float, float] | None
@@ -202,6 +193,19 @@ class DeviceResult:
     #: every round's samples; the headline numbers and the sweep use the chosen state's rounds.
     host_states: HostStateReport | None = None
 
+    def interval(self, number: str) -> tuple[float, float]:
+        """The 95% interval of a headline number (by its ``fields.DEVICE_HEADLINE`` attribute);
+        a result has one for each."""
+        interval = self.numbers[number].interval
+        if interval is None:
+            raise ValueError(f"the result holds no interval of {number}")
+        return interval
+
+    def source(self, number: str) -> str:
+        """The kernel or workload that set a headline number; ``""`` when the document names
+        none (the ridge point, which the ceilings set)."""
+        return self.numbers[number].source or ""
+
     @property
     def best_peak(self) -> PeakCandidate:
         """The fastest matmul candidate (the peak itself may come from a sweep point)."""
@@ -218,7 +222,7 @@ class DeviceResult:
         }
         details = self._headline_details()
         for f in fields.DEVICE_HEADLINE:
-            document.update(f.to_json(f.result_estimate(self)))
+            document.update(f.to_json(f.estimate_of(self)))
             document.update(details.get(f.quantity, {}))
         return {
             **document,
@@ -269,13 +273,13 @@ class DeviceResult:
         crossing_interval = d.get("minBatchCrossingInterval")
         #: The sources a document older than them gets.
         old_sources = {
-            "bandwidth_kernel": d["bandwidthKind"],
-            "peak_kernel": "mm {m}x{n}x{k}".format(**d["peak"]["shape"]),
+            "bandwidthKernel": d["bandwidthKind"],
+            "peakKernel": "mm {m}x{n}x{k}".format(**d["peak"]["shape"]),
         }
-        headline: dict[str, Any] = {}
-        for f in fields.DEVICE_HEADLINE:
-            old_source = old_sources.get(f.source_attribute or "")
-            headline.update(f.from_json(d, old_source))
+        numbers = {
+            f.attribute: f.from_json(d, old_sources.get(f.source_key or ""))
+            for f in fields.DEVICE_HEADLINE
+        }
         return cls(
             index=d["index"],
             name=d["name"],
@@ -288,7 +292,7 @@ class DeviceResult:
                 kind: measurement_from_dict(m, "bytes") for kind, m in d["bandwidth"].items()
             },
             peak_candidates=tuple(PeakCandidate.from_dict(c) for c in d["peak"]["candidates"]),
-            **headline,
+            numbers=numbers,
             read_bandwidth_bytes_per_second=read,
             read_bandwidth_interval=interval_from_dict(d.get("readBandwidthInterval"), read),
             read_bandwidth_kernel=d.get("readBandwidthKernel", "read"),
@@ -376,14 +380,8 @@ class ProfileResult:
                 CompactDevice(
                     index=d.index,
                     name=d.name,
-                    **fields.values(d),
+                    numbers=fields.without_sources(d.numbers),
                     step_seconds=_steps_along(d.sweep, self.batches),
-                    intervals=CompactIntervals(
-                        **{
-                            f.interval_attribute: f.result_interval_of(d)
-                            for f in fields.DEVICE_HEADLINE
-                        }
-                    ),
                     models=compact_plans(d.models, self.batches),
                     warnings=tuple(dict.fromkeys(w.code for w in d.warnings)),
                 )

@@ -13,12 +13,13 @@ import hashlib
 import json
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any
+
+from tests.profiler.headline_builders import headline_numbers, with_number_intervals
 
 from roofline_profiler.wire.compact import (
     CompactDevice,
-    CompactIntervals,
     CompactProfile,
     encode_compact,
 )
@@ -110,10 +111,7 @@ def synthetic_profile(
             CompactDevice(
                 index,
                 gpu.name,
-                bandwidth,
-                peak,
-                ridge,
-                min_batch,
+                headline_numbers(bandwidth, peak, ridge, min_batch),
                 steps,
                 models=models,
                 warnings=gpu.warnings,
@@ -132,14 +130,12 @@ def _with_intervals(
         return (value * (1 - relative), value * (1 + relative))
 
     return tuple(
-        replace(
+        with_number_intervals(
             d,
-            intervals=CompactIntervals(
-                bandwidth=around(d.bandwidth_bytes_per_second, gpu.uncertainty),
-                peak=around(d.peak_flops_per_second, gpu.uncertainty),
-                ridge_point=around(d.ridge_point, 2 * gpu.uncertainty),
-                recommended_min_batch=(d.recommended_min_batch, d.recommended_min_batch),
-            ),
+            bandwidth_bytes_per_second=around(d.bandwidth_bytes_per_second, gpu.uncertainty),
+            peak_flops_per_second=around(d.peak_flops_per_second, gpu.uncertainty),
+            ridge_point=around(d.ridge_point, 2 * gpu.uncertainty),
+            recommended_min_batch=(d.recommended_min_batch, d.recommended_min_batch),
         )
         for d, gpu in zip(devices, gpus, strict=True)
     )

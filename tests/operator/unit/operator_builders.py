@@ -6,6 +6,8 @@ import time
 from collections.abc import Mapping
 from typing import Any
 
+from tests.profiler.headline_builders import headline_numbers
+
 from roofline_operator.core.node_results import GpuResult, from_compact
 from roofline_operator.core.nodes import NodeFacts
 from roofline_operator.core.spec import ProfileSpec, parse_spec
@@ -28,10 +30,7 @@ def device(
     return CompactDevice(
         index=index,
         name=name,
-        bandwidth_bytes_per_second=bandwidth,
-        peak_flops_per_second=ridge * bandwidth,
-        ridge_point=ridge,
-        recommended_min_batch=min_batch,
+        numbers=headline_numbers(bandwidth, ridge * bandwidth, ridge, min_batch),
         step_seconds=(3.2e-5, 4.1e-5),
     )
 

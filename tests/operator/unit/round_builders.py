@@ -11,6 +11,7 @@ from dataclasses import replace
 from typing import Any
 
 from tests.operator.unit.operator_builders import device, node, profile, spec, succeeded_pod
+from tests.profiler.headline_builders import with_number_intervals, with_values
 
 from roofline_operator.core.nodes import NodeFacts
 from roofline_operator.core.spec import ProfileSpec
@@ -18,7 +19,7 @@ from roofline_operator.decide.labels import LabelClaim
 from roofline_operator.decide.pods import PodFacts, ProfileRef, pod_facts
 from roofline_operator.decide.records import NodeRecord
 from roofline_operator.decide.round_plan import RoundInput, RoundPlan, plan_round
-from roofline_profiler.wire.compact import CompactDevice, CompactIntervals, encode_compact
+from roofline_profiler.wire.compact import CompactDevice, encode_compact
 
 NOW = 10_000.0
 DEFAULT_SPEC = spec(maxParallel=2, retryBackoffSeconds=10, maxAttempts=2)
@@ -73,14 +74,12 @@ def with_intervals(
         return (value * (1 - relative), value * (1 + relative))
 
     mb = d.recommended_min_batch
-    return replace(
+    return with_number_intervals(
         d,
-        intervals=CompactIntervals(
-            around(d.bandwidth_bytes_per_second),
-            around(d.peak_flops_per_second),
-            around(d.ridge_point),
-            batches or (mb, mb),
-        ),
+        bandwidth_bytes_per_second=around(d.bandwidth_bytes_per_second),
+        peak_flops_per_second=around(d.peak_flops_per_second),
+        ridge_point=around(d.ridge_point),
+        recommended_min_batch=batches or (mb, mb),
     )
 
 
@@ -90,9 +89,9 @@ def message(
     """A one-GPU result whose peak stays put, so the ridge point follows the bandwidth."""
     peak = 180.0 * 4.3e12
     d = replace(
-        device(bandwidth=bandwidth),
-        peak_flops_per_second=peak,
-        ridge_point=peak / bandwidth,
+        with_values(
+            device(bandwidth=bandwidth), peak_flops_per_second=peak, ridge_point=peak / bandwidth
+        ),
         warnings=warnings,
     )
     return encode_compact(profile(with_intervals(d, relative), created_at=at))

@@ -21,6 +21,7 @@ from roofline_operator.decide.hysteresis import record_profile
 from roofline_operator.decide.records import NodeRecord, record_from_status, record_to_status
 from roofline_operator.decide.status import build_status, device_changed_condition
 from roofline_operator.run.metrics import OperatorMetrics, snapshot_from_records
+from roofline_profiler.wire import fields
 
 
 def test_a_reprofile_within_noise_keeps_the_labels_and_raises_nothing() -> None:
@@ -136,7 +137,7 @@ def test_a_status_entry_from_before_intervals_still_restores_a_record() -> None:
     record = record_from_status(old_entry)
     assert record is not None
     assert record.result is not None
-    assert record.result.gpus[0].intervals is None
+    assert not fields.has_intervals(record.result.gpus[0].numbers)
     assert record.measured is not None
     assert record.measured.ridge_point == 183.7
     assert (record.previous, record.change) == (None, None)

@@ -18,6 +18,7 @@ from hypothesis import strategies as st
 from prometheus_client import CollectorRegistry
 from tests.operator.unit.model_builders import plan
 from tests.operator.unit.operator_builders import device, node, profile, spec
+from tests.profiler.headline_builders import with_number_intervals, with_values
 
 from roofline_operator.core.names import FailureReason, NodeState
 from roofline_operator.core.nodes import NodeFacts
@@ -35,7 +36,7 @@ from roofline_operator.decide.round_plan import RoundInput, plan_round
 from roofline_operator.decide.sizes import RECORD_ANNOTATION_BUDGET_BYTES, STATUS_ENTRY_BUDGET_BYTES
 from roofline_operator.decide.status import build_status
 from roofline_operator.run.metrics import OperatorMetrics, snapshot_from_records
-from roofline_profiler.wire.compact import CompactIntervals, encode_compact
+from roofline_profiler.wire.compact import encode_compact
 
 NOW = 1_800_000_000.0
 SPEC = spec()
@@ -67,19 +68,17 @@ def _sound_wire() -> dict[str, Any]:
     devices = []
     for index in range(2):
         d = device(index, ridge=180.0 + index)
-        devices.append(
-            replace(
-                d,
-                models=(plan("llama"),),
-                warnings=("CpuContention",),
-                intervals=CompactIntervals(
-                    bandwidth=(d.bandwidth_bytes_per_second * 0.99, d.bandwidth_bytes_per_second),
-                    peak=(d.peak_flops_per_second * 0.99, d.peak_flops_per_second * 1.01),
-                    ridge_point=(d.ridge_point * 0.98, d.ridge_point * 1.02),
-                    recommended_min_batch=(64, 256),
-                ),
-            )
+        d = with_number_intervals(
+            d,
+            bandwidth_bytes_per_second=(
+                d.bandwidth_bytes_per_second * 0.99,
+                d.bandwidth_bytes_per_second,
+            ),
+            peak_flops_per_second=(d.peak_flops_per_second * 0.99, d.peak_flops_per_second * 1.01),
+            ridge_point=(d.ridge_point * 0.98, d.ridge_point * 1.02),
+            recommended_min_batch=(64, 256),
         )
+        devices.append(replace(d, models=(plan("llama"),), warnings=("CpuContention",)))
     loaded: dict[str, Any] = json.loads(encode_compact(profile(*devices, created_at=NOW - 30)))
     return loaded
 
@@ -231,7 +230,7 @@ def test_any_record_annotation_restores_as_a_valid_publication_or_none(text: str
 def test_any_numbers_a_profiler_encodes_end_as_a_publication_or_a_node_failure(
     bandwidth: float, peak: float, ridge: float, min_batch: int, created_at: float
 ) -> None:
-    d = replace(
+    d = with_values(
         device(),
         bandwidth_bytes_per_second=bandwidth,
         peak_flops_per_second=peak,

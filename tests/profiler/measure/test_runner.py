@@ -50,11 +50,11 @@ def test_no_sweep_point_lies_above_the_roof(device: DeviceResult) -> None:
 
 def test_every_headline_number_lies_in_its_interval(device: DeviceResult) -> None:
     for value, (low, high) in [
-        (device.bandwidth_bytes_per_second, device.bandwidth_interval),
+        (device.bandwidth_bytes_per_second, device.interval("bandwidth_bytes_per_second")),
         (device.read_bandwidth_bytes_per_second, device.read_bandwidth_interval),
         (device.copy_bandwidth_bytes_per_second, device.copy_bandwidth_interval),
-        (device.peak_flops_per_second, device.peak_interval),
-        (device.ridge_point, device.ridge_point_interval),
-        (device.recommended_min_batch, device.recommended_min_batch_interval),
+        (device.peak_flops_per_second, device.interval("peak_flops_per_second")),
+        (device.ridge_point, device.interval("ridge_point")),
+        (device.recommended_min_batch, device.interval("recommended_min_batch")),
     ]:
         assert low <= value <= high

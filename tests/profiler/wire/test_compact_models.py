@@ -15,6 +15,7 @@ from roofline_profiler.wire.compact import (
 from roofline_profiler.wire.compact_decode import decode_compact
 from roofline_profiler.wire.compact_fields import CompactDecodeError
 from roofline_profiler.wire.compact_models import CompactModelPlan, compact_plan, compact_plans
+from tests.profiler.headline_builders import headline_numbers
 
 BATCHES = tuple(2**i for i in range(10))
 
@@ -40,10 +41,7 @@ def _profile(gpus: int, models: int, name_chars: int = 63) -> CompactProfile:
         CompactDevice(
             index=i,
             name="G" * 64,
-            bandwidth_bytes_per_second=4.812345e12,
-            peak_flops_per_second=989.4321e12,
-            ridge_point=205.6789,
-            recommended_min_batch=65536,
+            numbers=headline_numbers(4.812345e12, 989.4321e12, 205.6789, 65536),
             step_seconds=tuple(1.2345678e-4 * (k + 1) for k in range(len(BATCHES))),
             models=plans,
         )

@@ -5,10 +5,11 @@ from dataclasses import replace
 
 import pytest
 
-from roofline_profiler.wire.compact import MAX_COMPACT_BYTES, CompactIntervals, encode_compact
+from roofline_profiler.wire.compact import MAX_COMPACT_BYTES, encode_compact
 from roofline_profiler.wire.compact_decode import decode_compact
 from roofline_profiler.wire.compact_fields import CompactDecodeError
 from roofline_profiler.wire.result import ResultWarning
+from tests.profiler.headline_builders import WIDE, with_all_intervals
 from tests.profiler.synthetic import synthetic_result
 
 
@@ -40,16 +41,14 @@ def test_a_result_without_warnings_writes_no_w() -> None:
 def test_warnings_are_dropped_after_the_step_times_and_before_the_intervals() -> None:
     compact = synthetic_result(devices=1, name="G" * 64).to_compact()
     (one,) = compact.devices
-    wide = CompactIntervals((1.0, 9.9e15), (1.0, 9.9e18), (1e-3, 9.9e5), (1, 65536))
+    wide = with_all_intervals(one, WIDE)
     codes = ("InterferenceUnresolved", "CpuContention", "SlopeFromDecode")
-    fits_without_warnings = tuple(
-        replace(one, index=i, intervals=wide, warnings=codes) for i in range(24)
-    )
+    fits_without_warnings = tuple(replace(wide, index=i, warnings=codes) for i in range(24))
     doc = json.loads(encode_compact(replace(compact, devices=fits_without_warnings)))
     assert doc["b"] == []  # the step times went first
     assert "w" not in doc
     assert "u" in doc
-    few = tuple(replace(one, index=i, intervals=wide, warnings=codes) for i in range(8))
+    few = tuple(replace(wide, index=i, warnings=codes) for i in range(8))
     doc = json.loads(encode_compact(replace(compact, devices=few)))
     assert len(doc["w"]) == 8
     assert len(json.dumps(doc, separators=(",", ":")).encode()) <= MAX_COMPACT_BYTES

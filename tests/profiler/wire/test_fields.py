@@ -12,9 +12,9 @@ from roofline_profiler.core import plausibility
 from roofline_profiler.wire import fields
 from roofline_profiler.wire.compact import encode_compact
 from roofline_profiler.wire.compact_decode import decode_compact
-from roofline_profiler.wire.compact_fields import CompactDecodeError
-from roofline_profiler.wire.fields import DEVICE_HEADLINE, Estimate, HeadlineField
+from roofline_profiler.wire.fields import DEVICE_HEADLINE, HeadlineField
 from roofline_profiler.wire.result import DeviceResult, ProfileResult
+from tests.profiler.headline_builders import BANDWIDTH
 from tests.profiler.synthetic import add_headline_row, synthetic_result
 
 
@@ -74,14 +74,16 @@ def test_a_whole_number_travels_exactly_and_a_measured_one_in_its_unit_and_digit
     assert bandwidth.interval_ends == ("below", "above")
 
 
-def test_a_device_result_gives_each_number_with_its_interval_and_source() -> None:
+def test_a_device_result_holds_each_number_with_its_interval_and_source() -> None:
     (device,) = synthetic_result().devices
-    bandwidth, _, ridge, min_batch = DEVICE_HEADLINE
-    assert bandwidth.result_estimate(device) == Estimate(
-        device.bandwidth_bytes_per_second, device.bandwidth_interval, device.bandwidth_kernel
-    )
-    assert ridge.result_estimate(device).source is None
-    assert min_batch.result_estimate(device).source == device.recommended_min_batch_source
+    assert list(device.numbers) == [f.attribute for f in DEVICE_HEADLINE]
+    for f in DEVICE_HEADLINE:
+        number = f.estimate_of(device)
+        assert number.interval is not None
+        assert number.interval[0] <= number.value <= number.interval[1], f.quantity
+        assert (number.source is not None) == (f.source_key is not None), f.quantity
+    assert device.source("bandwidth_bytes_per_second") == device.numbers[BANDWIDTH].source
+    assert device.interval("ridge_point") == device.numbers["ridge_point"].interval
 
 
 def test_a_document_older_than_intervals_and_sources_reads_bare_values_and_old_sources() -> None:
@@ -91,11 +93,11 @@ def test_a_document_older_than_intervals_and_sources_reads_bare_values_and_old_s
         document.pop(f.interval_key)
     del document["bandwidthKernel"], document["peakKernel"]
     old = DeviceResult.from_dict(document)
-    assert old.bandwidth_interval == (device.bandwidth_bytes_per_second,) * 2
-    assert old.recommended_min_batch_interval == (device.recommended_min_batch,) * 2
-    assert old.bandwidth_kernel == device.bandwidth_kind
+    assert old.interval(BANDWIDTH) == (device.bandwidth_bytes_per_second,) * 2
+    assert old.interval("recommended_min_batch") == (device.recommended_min_batch,) * 2
+    assert old.source(BANDWIDTH) == device.bandwidth_kind
     shape = document["peak"]["shape"]
-    assert old.peak_kernel == f"mm {shape['m']}x{shape['n']}x{shape['k']}"
+    assert old.source("peak_flops_per_second") == f"mm {shape['m']}x{shape['n']}x{shape['k']}"
 
 
 def test_a_document_without_the_min_batch_source_is_refused() -> None:
@@ -112,9 +114,11 @@ def test_one_more_row_reaches_the_json_document_and_reads_back(
     (device,) = result.devices
     document = result.to_dict()
     (written,) = document["devices"]
-    assert written[one_more_row.key] == device.bandwidth_bytes_per_second
-    low, high = device.bandwidth_interval
+    assert written[one_more_row.key] == device.read_bandwidth_bytes_per_second
+    low, high = device.read_bandwidth_interval
     assert written[one_more_row.interval_key] == {"low": low, "high": high}
+    assert one_more_row.source_key is not None
+    assert written[one_more_row.source_key] == device.read_bandwidth_kernel
     assert ProfileResult.from_dict(json.loads(json.dumps(document))) == result
 
 
@@ -129,20 +133,10 @@ def test_one_more_row_reaches_the_compact_text_and_its_round_trip(
     assert len(gpu) == 8
     assert len(widths) == 10
     (device,) = compact.devices
-    assert gpu[-2] == one_more_row.to_wire(device.bandwidth_bytes_per_second)
+    sent = one_more_row.estimate_of(device)
+    assert gpu[-2] == one_more_row.to_wire(sent.value)
     (decoded,) = decode_compact(text).devices
-    assert decoded.bandwidth_bytes_per_second == pytest.approx(
-        device.bandwidth_bytes_per_second, rel=5e-4
-    )
-    assert decoded.intervals is not None
-    assert decoded.intervals.bandwidth[0] <= device.bandwidth_bytes_per_second
-
-
-def test_a_gpu_array_of_the_layout_before_the_new_row_is_refused(
-    one_more_row: HeadlineField,
-) -> None:
-    """The GPU array grows with the table: a new row is a new compact version."""
-    wire = json.loads(encode_compact(synthetic_result().to_compact()))
-    wire["g"][0].pop(-2)
-    with pytest.raises(CompactDecodeError, match="not an array of 8 fields"):
-        decode_compact(json.dumps(wire))
+    received = one_more_row.estimate_of(decoded)
+    assert received.value == pytest.approx(sent.value, rel=5e-4)
+    assert received.interval is not None
+    assert received.interval[0] <= sent.value <= received.interval[1]

@@ -117,6 +117,6 @@ def test_a_document_from_before_intervals_still_loads_with_point_intervals() -> 
         del device[key]
     validate_document(document)
     (loaded,) = ProfileResult.from_dict(document).devices
-    assert loaded.ridge_point_interval == (loaded.ridge_point, loaded.ridge_point)
-    assert loaded.recommended_min_batch_interval == (loaded.recommended_min_batch,) * 2
-    assert loaded.peak_kernel == "mm 8192x8192x8192"
+    assert loaded.interval("ridge_point") == (loaded.ridge_point, loaded.ridge_point)
+    assert loaded.interval("recommended_min_batch") == (loaded.recommended_min_batch,) * 2
+    assert loaded.source("peak_flops_per_second") == "mm 8192x8192x8192"

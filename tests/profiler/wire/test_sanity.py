@@ -61,7 +61,7 @@ def test_a_level_shift_in_a_workload_no_number_rests_on_is_not_flagged() -> None
 def test_a_decode_step_that_outruns_the_read_kernels_names_the_suspect() -> None:
     fast = roofline.decode_gemm_bytes(1, K, N, 2) / (1.3 * BW)
     device = synthetic_device(steps={1: fast})
-    assert device.bandwidth_kernel == "decode B=1"
+    assert device.source("bandwidth_bytes_per_second") == "decode B=1"
     (warning,) = device.warnings
     assert warning.code == "SlopeFromDecode"
     assert "1.30x" in warning.message
@@ -71,7 +71,7 @@ def test_a_decode_step_that_outruns_the_read_kernels_names_the_suspect() -> None
 def test_a_decode_step_a_little_faster_than_the_read_kernels_just_sets_the_slope() -> None:
     fast = roofline.decode_gemm_bytes(1, K, N, 2) / (1.15 * BW)
     device = synthetic_device(steps={1: fast})
-    assert device.bandwidth_kernel == "decode B=1"
+    assert device.source("bandwidth_bytes_per_second") == "decode B=1"
     assert device.warnings == ()
 
 

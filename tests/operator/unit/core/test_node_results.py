@@ -65,18 +65,19 @@ def test_one_more_row_of_the_headline_table_reaches_the_status_the_record_and_th
     record = profiled_record(the_spec)
     assert record.result is not None
     (gpu,) = record.result.gpus
+    number = row.estimate_of(gpu)
+    assert number.interval is not None
     entry = to_status(record.result)
-    assert entry[row.key] == gpu.bandwidth_bytes_per_second
-    assert entry[row.interval_key]["low"] <= gpu.bandwidth_bytes_per_second
+    assert entry[row.key] == number.value
+    assert entry[row.interval_key] == {"low": number.interval[0], "high": number.interval[1]}
     annotation = record_to_annotation(record)
     assert annotation is not None
-    assert json.loads(annotation)[row.key] == gpu.bandwidth_bytes_per_second
+    assert json.loads(annotation)[row.key] == number.value
     restored = record_from_annotation(NODE, 1, annotation, now=READ_AT)
     assert restored is not None
     assert restored.result is not None
     (restored_gpu,) = restored.result.gpus
-    assert restored_gpu.bandwidth_bytes_per_second == gpu.bandwidth_bytes_per_second
-    assert restored_gpu.intervals == gpu.intervals
+    assert restored_gpu.numbers == gpu.numbers
     registry = CollectorRegistry()
     collector = RooflineCollector()
     registry.register(collector)
@@ -84,7 +85,6 @@ def test_one_more_row_of_the_headline_table_reaches_the_status_the_record_and_th
     collector.update(snapshot_from_records(PROFILE, records, the_spec.measurement_hash()))
     labels = {"profile": PROFILE, "node": NODE, "gpu": "0"}
     labels.update(product=gpu.product, dtype=record.result.dtype)
-    assert registry.get_sample_value(row.metric, labels) == gpu.bandwidth_bytes_per_second
-    assert gpu.intervals is not None
+    assert registry.get_sample_value(row.metric, labels) == number.value
     low = registry.get_sample_value(row.interval_metric, {**labels, "bound": "low"})
-    assert low == gpu.intervals.bandwidth[0]
+    assert low == number.interval[0]

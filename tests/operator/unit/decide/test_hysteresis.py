@@ -3,6 +3,12 @@ from __future__ import annotations
 from dataclasses import replace
 
 import pytest
+from tests.profiler.headline_builders import (
+    BANDWIDTH,
+    headline_numbers,
+    interval_of,
+    with_number_intervals,
+)
 
 from roofline_operator.core.node_results import GpuResult, NodeResult, headline_of
 from roofline_operator.decide.hysteresis import (
@@ -13,7 +19,6 @@ from roofline_operator.decide.hysteresis import (
     record_profile,
 )
 from roofline_operator.decide.records import NodeRecord, record_to_status
-from roofline_profiler.wire.compact import CompactIntervals
 
 
 def intervals(
@@ -22,13 +27,13 @@ def intervals(
     ridge: float = 183.7,
     min_batch: tuple[int, int] = (128, 128),
     relative: float = 0.01,
-) -> CompactIntervals:
+) -> tuple[tuple[float, float], ...]:
     """Symmetric intervals of ``relative`` half-width around the given numbers."""
 
     def around(value: float) -> tuple[float, float]:
         return (value * (1 - relative), value * (1 + relative))
 
-    return CompactIntervals(around(bandwidth), around(peak), around(ridge), min_batch)
+    return (around(bandwidth), around(peak), around(ridge), min_batch)
 
 
 def gpu(
@@ -45,18 +50,18 @@ def gpu(
     return GpuResult(
         index=index,
         product="NVIDIA H200",
-        bandwidth_bytes_per_second=bandwidth,
-        peak_flops_per_second=peak,
-        ridge_point=ridge,
-        recommended_min_batch=min_batch,
-        step_seconds=steps,
-        intervals=(
+        numbers=headline_numbers(
+            bandwidth,
+            peak,
+            ridge,
+            min_batch,
             None
             if relative is None
             else intervals(
                 bandwidth, peak, ridge, min_batch_interval or (min_batch, min_batch), relative
-            )
+            ),
         ),
+        step_seconds=steps,
     )
 
 
@@ -111,9 +116,8 @@ def test_a_profile_within_noise_keeps_every_published_number_with_the_latest_wid
     (old,) = published.gpus
     assert (kept.bandwidth_bytes_per_second, kept.peak_flops_per_second) == (4.30e12, 7.90e14)
     assert (kept.ridge_point, kept.recommended_min_batch) == (old.ridge_point, 128)
-    assert kept.intervals is not None
     # The held value, with the latest profile's half-widths (1% of 4.27 TB/s) around it.
-    assert kept.intervals.bandwidth == pytest.approx((4.30e12 - 4.27e10, 4.30e12 + 4.27e10))
+    assert interval_of(kept, BANDWIDTH) == pytest.approx((4.30e12 - 4.27e10, 4.30e12 + 4.27e10))
     assert not publication.moved
     assert publication.changes == ()
     # What is not a published decision follows the latest profile.
@@ -128,8 +132,7 @@ def test_a_number_beyond_noise_moves_alone_and_the_others_stay() -> None:
     (kept,) = publication.result.gpus
     assert kept.bandwidth_bytes_per_second == 4.00e12
     assert kept.peak_flops_per_second == 7.90e14
-    assert kept.intervals is not None
-    assert kept.intervals.bandwidth == (3.96e12, 4.04e12)
+    assert interval_of(kept, BANDWIDTH) == (3.96e12, 4.04e12)
     assert publication.moved
     # 7% lower: beyond noise, not material; the ridge point moved beyond noise by 7.5%.
     assert publication.changes == ()
@@ -180,7 +183,7 @@ def test_results_without_intervals_publish_any_change_and_stay_exact() -> None:
     measured = node(gpu(bandwidth=4.301e12, relative=None))
     publication = publish(published, measured)
     assert publication.result.gpus[0].bandwidth_bytes_per_second == 4.301e12
-    assert publication.result.gpus[0].intervals is None
+    assert interval_of(publication.result.gpus[0], BANDWIDTH) is None
     assert publication.moved
 
 
@@ -188,15 +191,14 @@ def test_a_held_number_without_a_published_interval_takes_the_latest_widths() ->
     published = node(gpu(relative=None))
     measured = node(gpu(relative=0.01))
     (kept,) = publish(published, measured).result.gpus
-    assert kept.intervals is not None
-    assert kept.intervals.bandwidth == pytest.approx((4.257e12, 4.343e12))
+    assert interval_of(kept, BANDWIDTH) == pytest.approx((4.257e12, 4.343e12))
 
 
 def test_a_held_number_keeps_its_value_when_the_latest_profile_has_no_interval() -> None:
     published = node(gpu(relative=0.01))
     measured = node(gpu(bandwidth=4.3e12, relative=None))
     publication = publish(published, measured)
-    assert publication.result.gpus[0].intervals is None
+    assert interval_of(publication.result.gpus[0], BANDWIDTH) is None
     assert not publication.moved
 
 
@@ -215,18 +217,16 @@ def wide_first() -> GpuResult:
     """3.0 TB/s with the interval [2.0, 4.6] TB/s: a first profile gone wrong (its ridge point,
     peak over bandwidth, as uncertain)."""
     first = gpu(bandwidth=3.0e12)
-    assert first.intervals is not None
     ridge = (first.peak_flops_per_second / 4.6e12, first.peak_flops_per_second / 2.0e12)
     band = (2.0e12, 4.6e12)
-    return replace(first, intervals=replace(first.intervals, bandwidth=band, ridge_point=ridge))
+    return with_number_intervals(first, bandwidth_bytes_per_second=band, ridge_point=ridge)
 
 
 def tight(bandwidth: float) -> GpuResult:
     """``bandwidth`` ± 0.04 TB/s."""
     measured = gpu(bandwidth=bandwidth, peak=7.9e14)
-    assert measured.intervals is not None
     band = (bandwidth - 0.04e12, bandwidth + 0.04e12)
-    return replace(measured, intervals=replace(measured.intervals, bandwidth=band))
+    return with_number_intervals(measured, bandwidth_bytes_per_second=band)
 
 
 def test_a_wide_first_profile_is_provisional_and_the_first_tight_one_replaces_it() -> None:
@@ -246,10 +246,9 @@ def test_a_wide_first_profile_is_shown_as_provisional_in_status() -> None:
 def test_a_held_value_narrows_to_the_latest_widths_so_a_later_tight_profile_moves_it() -> None:
     """Without the provisional rule: 3.0 [2.0, 4.6] is not wide by 10% on the low side only."""
     published_gpu = gpu(bandwidth=3.0e12)
-    assert published_gpu.intervals is not None
     # Within 10% below, far above: not provisional, yet wide toward the truth.
     interval = (2.8e12, 4.6e12)
-    first = replace(published_gpu, intervals=replace(published_gpu.intervals, bandwidth=interval))
+    first = with_number_intervals(published_gpu, bandwidth_bytes_per_second=interval)
     record, _ = record_profile(NodeRecord(name="gpu-1", gpus=1), node(first), 10)
     record = replace(record, result=replace(record.result, gpus=(first,)))  # type: ignore[arg-type]
     published = [3.0e12]
@@ -362,7 +361,7 @@ def test_a_profile_that_warns_of_interference_moves_nothing_and_says_why() -> No
     assert publication.changes == ()
     assert record.result is not None
     assert record.result.gpus[0].bandwidth_bytes_per_second == 4.3e12
-    assert record.result.gpus[0].intervals == gpu().intervals
+    assert record.result.gpus[0].numbers == gpu().numbers
     assert record.result.profiled_at == 2000.0  # the profile itself is the latest one
     assert (record.published_at, record.change, record.held) == (1000.0, None, True)
     assert record.warnings == ("CpuContention", "MinBatchFromModel")

@@ -5,11 +5,11 @@ from __future__ import annotations
 from dataclasses import replace
 
 from tests.operator.unit.round_builders import NOW, message, profile_once, reprofile
+from tests.profiler.headline_builders import headline_numbers
 
 from roofline_operator.core.node_results import GpuResult, NodeResult, headline_of
 from roofline_operator.decide.hysteresis import level_persists, record_profile
 from roofline_operator.decide.records import NodeRecord
-from roofline_profiler.wire.compact import CompactIntervals
 
 FAST, SLOW = 4.3e12, 2.5e12  # a host that hands a device one bandwidth or the other
 PEAK = 7.9e14
@@ -25,12 +25,14 @@ def node(bandwidth: float, at: float = 1000.0, *codes: str) -> NodeResult:
     gpu = GpuResult(
         index=0,
         product="NVIDIA H200",
-        bandwidth_bytes_per_second=bandwidth,
-        peak_flops_per_second=PEAK,
-        ridge_point=ridge,
-        recommended_min_batch=128,
+        numbers=headline_numbers(
+            bandwidth,
+            PEAK,
+            ridge,
+            128,
+            (around(bandwidth), around(PEAK), around(ridge), (128, 128)),
+        ),
         step_seconds=((1, 3.0e-5),),
-        intervals=CompactIntervals(around(bandwidth), around(PEAK), around(ridge), (128, 128)),
         warnings=codes,
     )
     return NodeResult(

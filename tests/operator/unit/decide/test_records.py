@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 from tests.operator.unit.model_builders import plan
 from tests.operator.unit.operator_builders import device, profile
+from tests.profiler.headline_builders import with_values
 
 from roofline_operator.core.names import NodeState
 from roofline_operator.core.node_results import from_compact, headline_of, to_status
@@ -94,7 +95,7 @@ def test_damaged_entries_are_dropped_instead_of_crashing() -> None:
 def published_record(name: str = "gpu-1") -> NodeRecord:
     devices = (device(0, min_batch=64), device(1, min_batch=256, ridge=200.0))
     result = from_compact(profile(*devices), "h")
-    measured = replace(headline_of(result), ridge_point=199.0)
+    measured = with_values(headline_of(result), ridge_point=199.0)
     return NodeRecord(
         name=name,
         gpus=2,

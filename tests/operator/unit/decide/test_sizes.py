@@ -6,6 +6,7 @@ from dataclasses import replace
 
 from tests.operator.unit.model_builders import plan
 from tests.operator.unit.operator_builders import device, profile
+from tests.profiler.headline_builders import with_number_intervals, with_values
 
 from roofline_operator.core.model_spec import parse_models
 from roofline_operator.core.names import NodeState
@@ -26,7 +27,7 @@ from roofline_operator.decide.sizes import (
     fit,
 )
 from roofline_operator.decide.status import DEFAULT_STATUS_MAX_NODES, build_status
-from roofline_profiler.wire.compact import CompactDevice, CompactIntervals
+from roofline_profiler.wire.compact import CompactDevice
 
 WARNINGS = ("CpuContention", "InterferenceUnresolved", "SlopeFromDecode", "PeakFromDecode")
 MODEL_NAMES = tuple(f"m{i}-" + "x" * 60 for i in range(8))
@@ -35,7 +36,7 @@ MODEL_NAMES = tuple(f"m{i}-" + "x" * 60 for i in range(8))
 def _gpu(index: int) -> CompactDevice:
     base = device(index, bandwidth=4.3123e12 + index * 1e9, ridge=181.234 + index, min_batch=1024)
     bandwidth, peak = base.bandwidth_bytes_per_second, base.peak_flops_per_second
-    return replace(
+    gpu = replace(
         base,
         name="NVIDIA H200 NVL 141GB HBM3e " + "x" * 36,
         models=tuple(
@@ -48,13 +49,14 @@ def _gpu(index: int) -> CompactDevice:
             )
             for name in MODEL_NAMES
         ),
-        intervals=CompactIntervals(
-            bandwidth=(bandwidth * 0.981, bandwidth * 1.021),
-            peak=(peak * 0.971, peak * 1.031),
-            ridge_point=(base.ridge_point * 0.951, base.ridge_point * 1.051),
-            recommended_min_batch=(512, 2048),
-        ),
         warnings=WARNINGS,
+    )
+    return with_number_intervals(
+        gpu,
+        bandwidth_bytes_per_second=(bandwidth * 0.981, bandwidth * 1.021),
+        peak_flops_per_second=(peak * 0.971, peak * 1.031),
+        ridge_point=(base.ridge_point * 0.951, base.ridge_point * 1.051),
+        recommended_min_batch=(512, 2048),
     )
 
 
@@ -76,7 +78,7 @@ def worst_case_record() -> NodeRecord:
         reason="InvalidResult",
         message="m" * 300,
         result=result,
-        measured=replace(headline, bandwidth_bytes_per_second=4.1e12),
+        measured=with_values(headline, bandwidth_bytes_per_second=4.1e12),
         previous=headline,
         published_at=1.7e9,
         change="bandwidth 4.31→3.62 TB/s (−16%); peak 780→700 TFLOP/s (−10%); min batch 1024→2048",

@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 from tests.operator.unit.model_builders import plan, planned_node
 from tests.operator.unit.operator_builders import device, profile, status_of
+from tests.profiler.headline_builders import with_values
 
 from roofline_operator.core.model_spec import ModelSpec
 from roofline_operator.core.names import NodeState
@@ -223,7 +224,7 @@ def test_status_of_10000_nodes_with_8_gpus_and_8_models_stays_far_below_the_obje
         message="m" * MAX_MESSAGE_CHARS,
         last_attempt_at=1.7e9,
         next_attempt_at=1.7e9,
-        measured=replace(headline, ridge_point=1.0),
+        measured=with_values(headline, ridge_point=1.0),
         previous=headline,
         published_at=1.7e9,
         change="GPU 7 bandwidth 4.31→3.62 TB/s (−16%), " * 8,
