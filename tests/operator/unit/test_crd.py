@@ -12,13 +12,16 @@ import kubernetes_validate
 import pytest
 import yaml
 from tests.operator.harness.structural import as_json_schema
+from tests.profiler.synthetic import add_headline_row, add_plan_row
 
 from roofline_operator.core import spec as spec_module
 from roofline_operator.core.names import GROUP, KIND, PLURAL, VERSION, NodeState
 from roofline_operator.core.selection_spec import DEFAULT_GPU_RESOURCE
 from roofline_operator.core.spec import parse_duration, parse_spec
 from roofline_operator.core.spec_fields import INTEGER_FIELD_BOUNDS
+from roofline_operator.decide.model_status import summarized
 from roofline_profiler.core import limits
+from roofline_profiler.wire import fields, plan_fields
 
 ROOT = Path(__file__).resolve().parents[3]
 CRD_PATH = ROOT / "charts" / "roofline-operator" / "crds" / "rooflineprofiles.roofline.dev.yaml"
@@ -272,3 +275,57 @@ def test_the_status_the_operator_writes_fits_the_status_schema(version: dict[str
     jsonschema.Draft7Validator(
         schema, format_checker=jsonschema.Draft7Validator.FORMAT_CHECKER
     ).validate(status)
+
+
+def unnamed_in_status_schema(version: dict[str, Any]) -> list[str]:
+    """The status keys of the tables' published numbers (``fields.DEVICE_HEADLINE``,
+    ``plan_fields.MODEL_PLAN``) that the status schema does not name: the API server would prune
+    each of them from every status the operator writes."""
+    status = version["schema"]["openAPIV3Schema"]["properties"]["status"]["properties"]
+    node = status["nodes"]["items"]["properties"]
+    places = {
+        "nodes[]": (node, [k for f in fields.DEVICE_HEADLINE for k in (f.key, f.interval_key)]),
+        "nodes[].devices[]": (
+            node["devices"]["items"]["properties"],
+            [k for f in fields.DEVICE_HEADLINE for k in (f.key, f.interval_key)],
+        ),
+        "nodes[].measured": (
+            node["measured"]["properties"],
+            [f.key for f in fields.DEVICE_HEADLINE],
+        ),
+        "nodes[].previous": (
+            node["previous"]["properties"],
+            [f.key for f in fields.DEVICE_HEADLINE],
+        ),
+        "nodes[].models[]": (
+            node["models"]["items"]["properties"],
+            [f.key for f in plan_fields.MODEL_PLAN],
+        ),
+        "models[]": (status["models"]["items"]["properties"], list(summarized())),
+    }
+    return [
+        f"{where}.{key}"
+        for where, (properties, keys) in places.items()
+        for key in keys
+        if key not in properties
+    ]
+
+
+def test_the_status_schema_names_every_number_the_tables_publish(version: dict[str, Any]) -> None:
+    assert unnamed_in_status_schema(version) == []
+
+
+def test_a_new_published_number_fails_until_the_status_schema_names_it(
+    version: dict[str, Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    device_row, plan_row = add_headline_row(monkeypatch), add_plan_row(monkeypatch)
+    assert unnamed_in_status_schema(version) == [
+        f"nodes[].{device_row.key}",
+        f"nodes[].{device_row.interval_key}",
+        f"nodes[].devices[].{device_row.key}",
+        f"nodes[].devices[].{device_row.interval_key}",
+        f"nodes[].measured.{device_row.key}",
+        f"nodes[].previous.{device_row.key}",
+        f"nodes[].models[].{plan_row.key}",
+        f"models[].{plan_row.key}",
+    ]
