@@ -29,13 +29,8 @@ from roofline_profiler.measure.workloads import (
     sweep_workloads,
 )
 from roofline_profiler.wire import fields, host_state, host_state_detection
-from roofline_profiler.wire.result import (
-    DeviceResult,
-    PeakCandidate,
-    ProfileResult,
-    ResultWarning,
-    SweepEntry,
-)
+from roofline_profiler.wire.measurement_records import PeakCandidate, SweepEntry
+from roofline_profiler.wire.result import DeviceResult, ProfileResult, ResultWarning
 from roofline_profiler.wire.sanity import host_state_warning, plausibility_warnings
 from roofline_profiler.wire.warning_codes import MODEL_FAILED
 
