@@ -1,5 +1,3 @@
-import math
-
 import pytest
 
 from roofline_profiler.core import model_config, models, planning
@@ -34,44 +32,6 @@ def _plan(
     return planning.plan_model(
         arch, "bfloat16", context, 1, True, predictions, memory, PEAK, PlanOptions(**options)
     )
-
-
-def test_max_batch_by_memory_splits_the_kv_budget_into_blocks_per_sequence() -> None:
-    budget_blocks = 1000
-    block = 131_072 * 16
-    memory = (10 * GIB + 1 * GIB + budget_blocks * block) / 0.9
-    # 4100 tokens need ceil(4100 / 16) = 257 blocks: 3 sequences fit in 1000 blocks.
-    assert planning.max_batch_by_memory(10 * GIB, 131_072, 4100, math.ceil(memory), 0.9, GIB) == 3
-    assert planning.max_batch_by_memory(10 * GIB, 131_072, 4096, math.ceil(memory), 0.9, GIB) == 3
-    assert planning.max_batch_by_memory(10 * GIB, 131_072, 16, math.ceil(memory), 0.9, GIB) == 1000
-
-
-def test_max_batch_by_memory_is_zero_when_the_weights_do_not_fit() -> None:
-    assert planning.max_batch_by_memory(80 * GIB, 131_072, 4096, 80 * GIB, 0.9, GIB) == 0
-
-
-def test_llama_8b_on_80_gib_fits_about_110_sequences_of_4k(llama8: model_config.ModelArch) -> None:
-    reserve = planning.activation_reserve_bytes(llama8, 2, 1)
-    budget = 0.9 * 80 * GIB - 16_060_522_496 - reserve
-    expected = int(budget // (131_072 * 16)) // 256
-    assert planning.max_batch_by_memory(16_060_522_496, 131_072, 4096, 80 * GIB, 0.9, reserve) == (
-        expected
-    )
-    assert 100 < expected < 120
-
-
-def test_activation_reserve_is_one_layers_live_tensors_logits_and_runtime(
-    llama8: model_config.ModelArch,
-) -> None:
-    layer = 8192 * (2 * 4096 + 6144 + 3 * 14336) * 2
-    logits = 256 * 128_256 * 4
-    assert planning.activation_reserve_bytes(llama8, 2, 1) == layer + logits + GIB
-
-
-def test_moe_activation_reserve_counts_every_token_expert_pair() -> None:
-    arch = model_config.load_model("qwen3-30b-a3b")
-    layer = 8192 * (2 * 2048 + 5120 + 8 * (3 * 768 + 2048)) * 2
-    assert planning.activation_reserve_bytes(arch, 2, 1) == layer + 256 * 151_936 * 4 + GIB
 
 
 def test_min_batch_is_the_smallest_from_which_every_larger_batch_is_efficient(
