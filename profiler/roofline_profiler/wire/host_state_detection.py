@@ -50,10 +50,11 @@ from __future__ import annotations
 import math
 import statistics
 from collections.abc import Callable, Collection, Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
-from roofline_profiler.core.stats import CPU_WAIT_SUSPECT, Measurement, confirmed_minimum
+from roofline_profiler.core.stats import Measurement
 from roofline_profiler.wire.host_state import FAST, SLOW, STATES, Levels
+from roofline_profiler.wire.measurement_rounds import relative_rates, restrict, rounds_in
 from roofline_profiler.wire.warning_codes import STATE_GAP
 
 #: Fewest rounds a level must hold to count as a state: one slow round is an outlier, and a level
@@ -81,19 +82,6 @@ MIN_WITNESSES = 2
 #: resource in both states.
 BOUND_MARGIN = 2.0
 MEMORY, COMPUTE = "memory", "compute"
-
-
-def round_rates(m: Measurement) -> dict[int, float]:
-    """Each round's best as a rate, by round index, without the rounds that waited for a CPU."""
-    if not m.rounds or m.work <= 0:
-        return {}
-    ids = sorted(set(m.rounds))
-    waits = m.cpu_waits or (0.0,) * len(ids)
-    return {
-        r: m.work / t
-        for r, t, wait in zip(ids, m.round_bests, waits, strict=True)
-        if wait < CPU_WAIT_SUSPECT
-    }
 
 
 @dataclass(frozen=True)
@@ -172,16 +160,6 @@ class Roles:
         if not bandwidth or not peak:
             return None
         return max(peak) / max(bandwidth)
-
-
-def relative_rates(m: Measurement) -> dict[int, float]:
-    """Each round's rate (:func:`round_rates`) over the confirmed rate of those rounds: about 1
-    in the state that set it, lower in a slower one."""
-    rates = round_rates(m)
-    if not rates:
-        return {}
-    confirmed = 1.0 / confirmed_minimum([1.0 / v for v in rates.values()])
-    return {r: v / confirmed for r, v in rates.items()}
 
 
 def _split(levels: Mapping[int, float]) -> tuple[list[int], list[int]] | None:
@@ -324,27 +302,6 @@ def detect(measurements: Mapping[str, Measurement], roles: Roles) -> HostStates 
     best = max(found, key=lambda s: len(s.levels))
     every_round = {r for m in measurements.values() for r in m.rounds}
     return HostStates(best.levels, _fill(every_round, best.states))
-
-
-def rounds_in(m: Measurement, rounds: Collection[int]) -> int:
-    """How many of ``m``'s rounds are among ``rounds``."""
-    return len(set(m.rounds) & set(rounds))
-
-
-def restrict(m: Measurement, rounds: Collection[int]) -> Measurement:
-    """``m`` with only the samples of ``rounds`` (``m`` itself when it ran in none of them)."""
-    keep = set(rounds)
-    picked = [i for i, r in enumerate(m.rounds) if r in keep]
-    if not picked:
-        return m
-    ids = sorted(set(m.rounds))
-    waits = zip(ids, m.cpu_waits, strict=True) if m.cpu_waits else ()
-    return replace(
-        m,
-        times=tuple(m.times[i] for i in picked),
-        rounds=tuple(m.rounds[i] for i in picked),
-        cpu_waits=tuple(w for r, w in waits if r in keep),
-    )
 
 
 @dataclass(frozen=True)

@@ -13,7 +13,7 @@ from roofline_profiler.measure.runner import assemble_device_result
 from roofline_profiler.wire.compact import encode_compact
 from roofline_profiler.wire.compact_decode import decode_compact
 from roofline_profiler.wire.host_state import FAST, SLOW
-from roofline_profiler.wire.host_state_detection import restrict
+from roofline_profiler.wire.measurement_rounds import restrict
 from roofline_profiler.wire.result import DeviceResult, ProfileResult, validate_document
 from tests.profiler.synthetic import H200_LIKE, request, synthetic_measurements, synthetic_result
 

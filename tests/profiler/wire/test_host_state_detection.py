@@ -13,7 +13,7 @@ from roofline_profiler.core.roofline import arithmetic_intensity
 from roofline_profiler.core.stats import Measurement
 from roofline_profiler.wire import host_state_detection
 from roofline_profiler.wire.host_state import FAST, SLOW
-from roofline_profiler.wire.host_state_detection import Roles, restrict
+from roofline_profiler.wire.host_state_detection import Roles
 from roofline_profiler.wire.warning_codes import STATE_GAP
 from tests.profiler.synthetic import H200_LIKE, QUIET_JITTER
 
@@ -348,21 +348,6 @@ def test_a_rounds_level_is_the_median_relative_rate_of_the_workloads_timed_in_it
     levels = host_state_detection.round_levels(("read", "copy", "decode B=1", "alone"), profile)
     # Round 2: read and B=1 at 0.8 of their confirmed rates, copy at 1; round 3 has one workload.
     assert levels == pytest.approx({0: 1.0, 1: 1.0, 2: 0.8})
-
-
-def test_restricting_a_measurement_keeps_its_samples_and_cpu_waits_of_those_rounds() -> None:
-    m = Measurement(
-        "read",
-        (1.0, 1.1, 2.0, 2.1, 1.0),
-        work=1.0,
-        rounds=(0, 0, 1, 1, 2),
-        cpu_waits=(0.1, 0.2, 0.3),
-    )
-    kept = restrict(m, (0, 2))
-    assert kept.times == (1.0, 1.1, 1.0)
-    assert kept.rounds == (0, 0, 2)
-    assert kept.cpu_waits == (0.1, 0.3)
-    assert restrict(m, (7,)) is m
 
 
 # --- Re-measuring what the current state lacks -------------------------------------------------
