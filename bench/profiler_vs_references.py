@@ -127,17 +127,22 @@ def compile_stream(directory: Path) -> Path | None:
     return binary
 
 
-def c_stream(binary: Path, size: int, threads: int) -> dict[str, tuple[float, float]]:
-    """Each kernel's (confirmed best, fastest trial) rate."""
-    out = subprocess.run(
-        [str(binary), str(size), str(TRIALS)],
+def stream_lines(binary: Path, size: int, trials: int, threads: int) -> list[str]:
+    """The C STREAM binary's output, a line a kernel (name, confirmed best, fastest trial), its
+    OpenMP threads spread over the cores."""
+    return subprocess.run(
+        [str(binary), str(size), str(trials)],
         check=True,
         capture_output=True,
         text=True,
         env={**os.environ, "OMP_NUM_THREADS": str(threads), "OMP_PROC_BIND": "spread"},
-    ).stdout
+    ).stdout.splitlines()
+
+
+def c_stream(binary: Path, size: int, threads: int) -> dict[str, tuple[float, float]]:
+    """Each kernel's (confirmed best, fastest trial) rate."""
     rates = {}
-    for line in out.splitlines():
+    for line in stream_lines(binary, size, TRIALS, threads):
         name, confirmed, fastest = line.split()
         rates[name] = (float(confirmed), float(fastest))
     return rates
@@ -147,14 +152,8 @@ def monitor_level(binary: Path | None, size: int, threads: int) -> float | None:
     """The host's state now: the C read loop's confirmed rate (None without a C compiler)."""
     if binary is None:
         return None
-    out = subprocess.run(
-        [str(binary), str(size), str(MONITOR_TRIALS)],
-        check=True,
-        capture_output=True,
-        text=True,
-        env={**os.environ, "OMP_NUM_THREADS": str(threads), "OMP_PROC_BIND": "spread"},
-    ).stdout
-    return next(float(line.split()[1]) for line in out.splitlines() if line.startswith("read "))
+    lines = stream_lines(binary, size, MONITOR_TRIALS, threads)
+    return next(float(line.split()[1]) for line in lines if line.startswith("read "))
 
 
 def crossed(before: float | None, after: float | None) -> bool:
