@@ -12,6 +12,7 @@ import urllib.request
 from collections import Counter
 
 from tests.operator.harness import FaultMode, wait_for
+from tests.operator.harness.processes import OperatorProcess
 from tests.operator.harness.profiles import example_profile, our_labels, profiled, wait_for_nodes
 from tests.operator.harness.realcluster import RealCluster
 from tests.operator.harness.realsuite import PROFILER_NAMESPACE, RealOperators
@@ -30,17 +31,37 @@ def runs_per_node(cluster: RealCluster, nodes: list[str]) -> Counter[str]:
     return Counter(r.node for r in cluster.runs(nodes))
 
 
+def start_a_round_on_slow_nodes(
+    cluster: RealCluster,
+    operators: RealOperators,
+    release: Release,
+    profile: str,
+    nodes: list[str],
+    slow_seconds: float,
+) -> OperatorProcess:
+    """``nodes`` whose profiler pods run ``slow_seconds``, an operator, and a profile over all of
+    them at once: returns the operator once every node's pod runs, mid-round."""
+    cluster.faults.slow_seconds = slow_seconds
+    for node in nodes:
+        cluster.add_gpu_node(node, mode=FaultMode.SUCCEED_SLOWLY)
+    operator = operators.start(release)
+    spec = example_profile(profile, maxParallel=len(nodes))
+    cluster.create("rooflineprofiles", spec, group="roofline.dev")
+    wait_for(
+        lambda: len(running_pods(cluster)) == len(nodes),
+        timeout=60,
+        what=f"{len(nodes)} running pods",
+    )
+    return operator
+
+
 def test_an_operator_killed_mid_round_adopts_its_pods_and_profiles_each_node_once(
     real_cluster: RealCluster, node_release: Release, real_operators: RealOperators
 ) -> None:
     nodes = [f"real-restart-{i}" for i in range(3)]
-    real_cluster.faults.slow_seconds = 4.0
-    for node in nodes:
-        real_cluster.add_gpu_node(node, mode=FaultMode.SUCCEED_SLOWLY)
-    first = real_operators.start(node_release)
-    profile = example_profile("real-restart", maxParallel=3)
-    real_cluster.create("rooflineprofiles", profile, group="roofline.dev")
-    wait_for(lambda: len(running_pods(real_cluster)) == 3, timeout=60, what="three running pods")
+    first = start_a_round_on_slow_nodes(
+        real_cluster, real_operators, node_release, "real-restart", nodes, 4.0
+    )
     first.kill()
     real_operators.start(node_release)
     wait_for_nodes(real_cluster, "real-restart", profiled, nodes, timeout=90)
@@ -52,13 +73,9 @@ def test_an_api_server_restarted_mid_round_loses_no_result(
     real_cluster: RealCluster, node_release: Release, real_operators: RealOperators
 ) -> None:
     nodes = [f"real-apiserver-{i}" for i in range(3)]
-    real_cluster.faults.slow_seconds = 3.0
-    for node in nodes:
-        real_cluster.add_gpu_node(node, mode=FaultMode.SUCCEED_SLOWLY)
-    operator = real_operators.start(node_release)
-    profile = example_profile("real-outage", maxParallel=3)
-    real_cluster.create("rooflineprofiles", profile, group="roofline.dev")
-    wait_for(lambda: len(running_pods(real_cluster)) == 3, timeout=60, what="three running pods")
+    operator = start_a_round_on_slow_nodes(
+        real_cluster, real_operators, node_release, "real-outage", nodes, 3.0
+    )
     real_cluster.control_plane.restart_apiserver()
     wait_for_nodes(real_cluster, "real-outage", profiled, nodes, timeout=120)
     assert runs_per_node(real_cluster, nodes) == Counter(dict.fromkeys(nodes, 1))
