@@ -14,12 +14,12 @@ ceiling came from one state and whose sweep from the other would describe neithe
 **Detection**, per resource (:class:`Roles`): the workloads a state of memory moves are the
 bandwidth kernels and the sweep points well below the ridge point; those a state of compute moves
 are the peak matmuls and the sweep points well above it (:data:`BOUND_MARGIN`). Each workload's
-round bests become rates relative to its confirmed rate (rounds in which the profiler's threads
-waited for a CPU at least ``stats.CPU_WAIT_SUSPECT`` of the time left out: ``CpuContention``
-explains those), and each round's **level** is the median over the resource's workloads timed in
-it: a state moves them all, so the median follows it, while a burst that hits some of a round's
-workloads leaves the median where the others are. The levels split into a faster and a slower
-group of at least :data:`MIN_STATE_ROUNDS` rounds each, such that
+round bests become rates relative to its confirmed rate (``measurement_rounds``; rounds in which
+the profiler's threads waited for a CPU at least ``stats.CPU_WAIT_SUSPECT`` of the time left out:
+``CpuContention`` explains those), and each round's **level** is the median over the resource's
+workloads timed in it: a state moves them all, so the median follows it, while a burst that hits
+some of a round's workloads leaves the median where the others are. The levels split into a faster
+and a slower group of at least :data:`MIN_STATE_ROUNDS` rounds each, such that
 
 * the two groups lie at least :data:`STATE_GAP` apart (the nearest levels of the two), and
 * the slower level is reproduced: its two fastest rounds agree within :data:`LEVEL_AGREEMENT`.
@@ -344,7 +344,7 @@ def choose(states: HostStates, measurements: Mapping[str, Measurement]) -> State
 def in_state(
     measurements: Mapping[str, Measurement], states: HostStates, state: str
 ) -> dict[str, Measurement]:
-    """Every measurement restricted to ``state``'s rounds (see :func:`restrict`)."""
+    """Every measurement restricted to ``state``'s rounds (see ``measurement_rounds.restrict``)."""
     rounds = states.rounds(state)
     return {label: restrict(m, rounds) for label, m in measurements.items()}
 
