@@ -16,3 +16,14 @@ def run_cli(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[
         cwd=cwd,
         check=False,
     )
+
+
+def assert_refused(proc: subprocess.CompletedProcess[str], message: str) -> None:
+    """Bad input: exit 2 and one line ``roofline: error: ...`` that says ``message``, no
+    traceback."""
+    assert proc.returncode == 2, proc.stderr
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1, proc.stderr
+    assert lines[0].startswith("roofline: error: ")
+    assert message in lines[0]
+    assert "Traceback" not in proc.stderr

@@ -12,7 +12,7 @@ import pytest
 from roofline_profiler.wire.compact import MAX_COMPACT_BYTES
 from roofline_profiler.wire.compact_decode import decode_compact
 from roofline_profiler.wire.result import ProfileResult, validate_document
-from tests.profiler.cli_process import run_cli
+from tests.profiler.cli_process import assert_refused, run_cli
 
 
 @pytest.fixture(scope="module")
@@ -138,12 +138,7 @@ def test_bad_input_exits_2_with_one_line_and_writes_nothing(
     tmp_path: Path, args: list[str], message: str
 ) -> None:
     proc = run_cli("profile", "--quick", "--compact", "termination-log", *args, cwd=tmp_path)
-    assert proc.returncode == 2
-    lines = proc.stderr.strip().splitlines()
-    assert len(lines) == 1, proc.stderr
-    assert lines[0].startswith("roofline: error: ")
-    assert message in lines[0]
-    assert "Traceback" not in proc.stderr
+    assert_refused(proc, message)
     assert list(tmp_path.iterdir()) == []
 
 
