@@ -95,22 +95,34 @@ class _Draw:
     steps: tuple[tuple[int, float], ...]
 
 
+@dataclass(frozen=True)
+class _Setup:
+    """What every draw is derived for: the swept decode GEMM's weight shape and element size, the
+    bandwidth kind of the slope and the efficiency a recommended batch must reach."""
+
+    k: int
+    n: int
+    element_bytes: int
+    bandwidth_kind: str
+    min_efficiency: float
+
+
 def _draw(
     read_rates: Mapping[str, float],
     copy_rate: float,
     peak_rates: Mapping[str, float],
     steps: Sequence[tuple[int, float]],
-    k: int,
-    n: int,
-    element_bytes: int,
-    bandwidth_kind: str,
+    setup: _Setup,
 ) -> _Draw:
+    k, n, element_bytes = setup.k, setup.n, setup.element_bytes
     decode_bytes = {
         sweep_kernel(b): roofline.decode_gemm_bytes(b, k, n, element_bytes) / t for b, t in steps
     }
     decode_flops = {sweep_kernel(b): roofline.decode_gemm_flops(b, k, n) / t for b, t in steps}
     read = _best({**read_rates, **decode_bytes})
-    slope = read if bandwidth_kind == "read" else _best({COPY_KERNEL: copy_rate, **decode_bytes})
+    slope = (
+        read if setup.bandwidth_kind == "read" else _best({COPY_KERNEL: copy_rate, **decode_bytes})
+    )
     return _Draw(
         read=read,
         copy=copy_rate,
@@ -121,12 +133,13 @@ def _draw(
 
 
 def _analyse(
-    d: _Draw, k: int, n: int, element_bytes: int, min_efficiency: float
+    d: _Draw, setup: _Setup
 ) -> tuple[tuple[recommend.SweepPoint, ...], recommend.Recommendation]:
     """A draw's sweep points under its own ceilings, and the minimum batch they recommend."""
+    k, n, element_bytes = setup.k, setup.n, setup.element_bytes
     points = recommend.analyse_sweep(d.steps, k, n, element_bytes, d.peak[1], d.slope[1])
     ridge = roofline.ridge_point(d.peak[1], d.slope[1])
-    rec = recommend.recommended_min_batch(points, k, n, element_bytes, ridge, min_efficiency)
+    rec = recommend.recommended_min_batch(points, k, n, element_bytes, ridge, setup.min_efficiency)
     return points, rec
 
 
@@ -135,10 +148,7 @@ def _resampled_draws(
     copy: Measurement,
     peak: Mapping[str, Measurement],
     sweep: Sequence[tuple[int, Measurement]],
-    k: int,
-    n: int,
-    element_bytes: int,
-    bandwidth_kind: str,
+    setup: _Setup,
     boot: Bootstrap,
 ) -> list[_Draw]:
     """One draw per bootstrap resample: every workload's confirmed rate from its own resample of
@@ -153,10 +163,7 @@ def _resampled_draws(
             resampled_copy[i],
             {name: rates[i] for name, rates in resampled_peak.items()},
             [(b, resampled_steps[b][i]) for b, _ in sweep],
-            k,
-            n,
-            element_bytes,
-            bandwidth_kind,
+            setup,
         )
         for i in range(boot.resamples)
     ]
@@ -199,21 +206,17 @@ def derive(
         raise ValueError("a roofline needs a sweep and at least one peak candidate")
     reads = {name: m for name, m in bandwidth.items() if name in READ_KERNELS}
     copy = bandwidth[COPY_KERNEL]
+    setup = _Setup(k, n, element_bytes, bandwidth_kind, min_efficiency)
     measured = _draw(
         {name: m.confirmed_rate for name, m in reads.items()},
         copy.confirmed_rate,
         {name: m.confirmed_rate for name, m in peak.items()},
         [(b, m.confirmed_time) for b, m in sweep],
-        k,
-        n,
-        element_bytes,
-        bandwidth_kind,
+        setup,
     )
-    points, recommendation = _analyse(measured, k, n, element_bytes, min_efficiency)
-    draws = _resampled_draws(
-        reads, copy, peak, sweep, k, n, element_bytes, bandwidth_kind, bootstrap or Bootstrap()
-    )
-    analysed = [_analyse(d, k, n, element_bytes, min_efficiency)[1] for d in draws]
+    points, recommendation = _analyse(measured, setup)
+    draws = _resampled_draws(reads, copy, peak, sweep, setup, bootstrap or Bootstrap())
+    analysed = [_analyse(d, setup)[1] for d in draws]
 
     ridge = roofline.ridge_point(measured.peak[1], measured.slope[1])
     low, high = _integer_interval([r.batch for r in analysed])
