@@ -19,6 +19,7 @@ Pure module: no torch, no numpy.
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
 from roofline_profiler.core import models, serving_flags
 from roofline_profiler.core.model_config import ModelArch
@@ -69,3 +70,36 @@ def activation_reserve_bytes(
     vocab = next(g.n for g in models.decode_gemms(arch, 1, tp) if g.name == "lm_head")
     logits = DEFAULT_MAX_NUM_SEQS * vocab * 4
     return layer + logits + RUNTIME_OVERHEAD_BYTES
+
+
+@dataclass(frozen=True)
+class ModelMemory:
+    """One model's share of one device's memory: what its weights, a token's KV cache and the
+    engines' activations take of the usable part, and how many sequences fit beside them."""
+
+    weights: int
+    kv_per_token: int
+    reserve: int
+    device_bytes: int
+    utilization: float
+    max_batch: int
+
+
+def model_memory(
+    arch: ModelArch,
+    element_bytes: int,
+    context_tokens: int,
+    tensor_parallel: int,
+    device_memory_bytes: int,
+    utilization: float,
+) -> ModelMemory:
+    """The memory ``arch`` takes on a device of ``device_memory_bytes``, ``utilization`` of it
+    usable, at ``context_tokens`` per sequence (the weights and KV per device under tensor
+    parallel)."""
+    weights = models.weight_bytes(arch, element_bytes, tensor_parallel)
+    kv_per_token = models.kv_cache_bytes_per_token(arch, element_bytes, tensor_parallel)
+    reserve = activation_reserve_bytes(arch, element_bytes, tensor_parallel)
+    by_memory = max_batch_by_memory(
+        weights, kv_per_token, context_tokens, device_memory_bytes, utilization, reserve
+    )
+    return ModelMemory(weights, kv_per_token, reserve, device_memory_bytes, utilization, by_memory)

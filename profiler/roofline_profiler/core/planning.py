@@ -169,24 +169,15 @@ def plan_model(
     size = dtype_bytes(dtype)
     if device_memory_bytes <= 0:
         raise ValueError(f"{arch.name}: device memory must be known to plan a batch")
-    points = tuple(
-        sorted(
-            (p for p in predictions if p.context_tokens == context_tokens), key=lambda p: p.batch
-        )
-    )
-    if not points:
-        raise ValueError(f"no predicted step at {context_tokens} tokens of context")
-    weights = models.weight_bytes(arch, size, tensor_parallel)
-    kv_per_token = models.kv_cache_bytes_per_token(arch, size, tensor_parallel)
-    reserve = kv_budget.activation_reserve_bytes(arch, size, tensor_parallel)
-    by_memory = kv_budget.max_batch_by_memory(
-        weights, kv_per_token, context_tokens, device_memory_bytes,
-        options.gpu_memory_utilization, reserve,
+    points = _points_at(predictions, context_tokens)
+    memory = kv_budget.model_memory(
+        arch, size, context_tokens, tensor_parallel, device_memory_bytes,
+        options.gpu_memory_utilization,
     )  # fmt: skip
+    by_memory = memory.max_batch
     warnings = _capacity_warnings(
-        arch, context_tokens, tensor_parallel, tensor_parallel_measured, weights, reserve,
-        device_memory_bytes, options.gpu_memory_utilization, by_memory,
-    )  # fmt: skip
+        arch, context_tokens, tensor_parallel, tensor_parallel_measured, memory
+    )
     min_batch, reason = _min_batch(
         arch, points, context_tokens, tensor_parallel, peak_flops_per_second,
         options.min_efficiency_percent, by_memory,
@@ -196,26 +187,11 @@ def plan_model(
         by_latency = _max_batch_by_latency(points, options.itl_slo_seconds, warnings)
     high = by_memory if by_latency is None else min(by_memory, by_latency)
     recommended, tokens_per_second = _range(points, min_batch, high, warnings)
-    # A model that leaves no room for one sequence gets no flags: any value would fail to start.
-    settings: Mapping[str, tuple[str, ...]] = dict.fromkeys(serving_flags.ENGINES, ())
-    # One that meets no SLO gets batch 1, the lowest latency there is.
-    if by_memory >= 1:
-        settings = serving_flags.engine_settings(
-            arch,
-            max_batch=max(1, high),
-            context_tokens=context_tokens,
-            tensor_parallel=tensor_parallel,
-            gpu_memory_utilization=options.gpu_memory_utilization,
-            weight_bytes=weights,
-            activation_reserve_bytes=reserve,
-            device_memory_bytes=device_memory_bytes,
-            kv_cache_bytes_per_token=kv_per_token,
-        )
     return ModelPlan(
         name=arch.name,
         dtype=dtype,
-        weight_bytes=weights,
-        kv_cache_bytes_per_token=kv_per_token,
+        weight_bytes=memory.weights,
+        kv_cache_bytes_per_token=memory.kv_per_token,
         context_tokens=context_tokens,
         tensor_parallel=tensor_parallel,
         tensor_parallel_measured=tensor_parallel_measured,
@@ -229,8 +205,45 @@ def plan_model(
         cost_per_million_tokens=cost_per_million_tokens(
             points, options.gpu_hour_cost, tensor_parallel
         ),
-        engine_settings=settings,
+        engine_settings=_engine_flags(arch, memory, high, context_tokens, tensor_parallel),
         warnings=tuple(warnings),
+    )
+
+
+def _points_at(
+    predictions: Sequence[StepPrediction], context_tokens: int
+) -> tuple[StepPrediction, ...]:
+    """The predicted steps at one context length, by batch."""
+    at = sorted(
+        (p for p in predictions if p.context_tokens == context_tokens), key=lambda p: p.batch
+    )
+    if not at:
+        raise ValueError(f"no predicted step at {context_tokens} tokens of context")
+    return tuple(at)
+
+
+def _engine_flags(
+    arch: ModelArch,
+    memory: kv_budget.ModelMemory,
+    high: int,
+    context_tokens: int,
+    tensor_parallel: int,
+) -> Mapping[str, tuple[str, ...]]:
+    """Each engine's flags for the range's high end; none for a model that leaves no room for
+    one sequence (any value would fail to start). One that meets no SLO gets batch 1, the lowest
+    latency there is."""
+    if memory.max_batch < 1:
+        return dict.fromkeys(serving_flags.ENGINES, ())
+    return serving_flags.engine_settings(
+        arch,
+        max_batch=max(1, high),
+        context_tokens=context_tokens,
+        tensor_parallel=tensor_parallel,
+        gpu_memory_utilization=memory.utilization,
+        weight_bytes=memory.weights,
+        activation_reserve_bytes=memory.reserve,
+        device_memory_bytes=memory.device_bytes,
+        kv_cache_bytes_per_token=memory.kv_per_token,
     )
 
 
@@ -239,20 +252,16 @@ def _capacity_warnings(
     context_tokens: int,
     tensor_parallel: int,
     tensor_parallel_measured: bool,
-    weights: int,
-    reserve: int,
-    device_memory_bytes: int,
-    utilization: float,
-    by_memory: int,
+    memory: kv_budget.ModelMemory,
 ) -> list[str]:
     """What limits the plan before any batch is chosen: no room for one sequence, all-reduces
     modelled rather than measured, a context past what the model was trained for."""
     warnings = []
-    if by_memory == 0:
+    if memory.max_batch == 0:
         warnings.append(
-            f"{weights / 2**30:.1f} GiB of weights and {reserve / 2**30:.1f} GiB of activations "
-            f"leave no room for one sequence of {context_tokens} tokens in "
-            f"{utilization:.0%} of {device_memory_bytes / 2**30:.1f} GiB"
+            f"{memory.weights / 2**30:.1f} GiB of weights and {memory.reserve / 2**30:.1f} GiB "
+            f"of activations leave no room for one sequence of {context_tokens} tokens in "
+            f"{memory.utilization:.0%} of {memory.device_bytes / 2**30:.1f} GiB"
         )
     if tensor_parallel > 1 and not tensor_parallel_measured:
         warnings.append(

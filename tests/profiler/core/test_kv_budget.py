@@ -48,3 +48,17 @@ def test_moe_activation_reserve_counts_every_token_expert_pair() -> None:
     arch = model_config.load_model("qwen3-30b-a3b")
     layer = 8192 * (2 * 2048 + 5120 + 8 * (3 * 768 + 2048)) * 2
     assert kv_budget.activation_reserve_bytes(arch, 2, 1) == layer + 256 * 151_936 * 4 + GIB
+
+
+def test_a_models_memory_is_its_weights_kv_and_reserve_and_the_sequences_beside_them(
+    llama8: model_config.ModelArch,
+) -> None:
+    memory = kv_budget.model_memory(llama8, 2, 4096, 1, 80 * GIB, 0.9)
+    assert (memory.weights, memory.kv_per_token) == (16_060_522_496, 131_072)
+    assert memory.reserve == kv_budget.activation_reserve_bytes(llama8, 2, 1)
+    assert memory.max_batch == kv_budget.max_batch_by_memory(
+        16_060_522_496, 131_072, 4096, 80 * GIB, 0.9, memory.reserve
+    )
+    halves = kv_budget.model_memory(llama8, 2, 4096, 2, 80 * GIB, 0.9)
+    assert halves.kv_per_token == memory.kv_per_token // 2
+    assert halves.max_batch > memory.max_batch
