@@ -8,14 +8,8 @@ from typing import Any
 
 from roofline_profiler.core.recommend import SweepPoint
 from roofline_profiler.core.stats import Measurement
-from roofline_profiler.wire.measurement_records import (
-    PeakCandidate,
-    SweepEntry,
-    interval_from_dict,
-    interval_to_dict,
-    measurement_from_dict,
-    measurement_to_dict,
-)
+from roofline_profiler.wire import measurement_records as records
+from roofline_profiler.wire.measurement_records import PeakCandidate, SweepEntry
 
 TIMED = Measurement(
     label="read",
@@ -32,28 +26,28 @@ def through_json(document: dict[str, Any]) -> Any:
 
 
 def test_a_measurement_reads_back_from_its_json_with_its_rounds_and_cpu_waits() -> None:
-    document = measurement_to_dict(TIMED, "bytes")
+    document = records.measurement_to_dict(TIMED, "bytes")
     assert document["bytes"] == 4.0e9
     assert document["roundsCpuWait"] == [0.0, 0.125]
-    assert measurement_from_dict(through_json(document), "bytes") == TIMED
+    assert records.measurement_from_dict(through_json(document), "bytes") == TIMED
 
 
 def test_a_measurement_older_than_rounds_and_cpu_waits_reads_as_one_round_without_waits() -> None:
-    document = measurement_to_dict(TIMED, "flops")
+    document = records.measurement_to_dict(TIMED, "flops")
     del document["samplesRound"], document["roundsCpuWait"]
-    old = measurement_from_dict(document, "flops")
+    old = records.measurement_from_dict(document, "flops")
     assert (old.rounds, old.cpu_waits) == ((), ())
     assert old.times == TIMED.times
 
 
 def test_a_measurement_without_cpu_waits_writes_no_key_for_them() -> None:
     quiet = Measurement(label="copy", times=(1.0e-3,), work=1.0, rounds=(0,))
-    assert "roundsCpuWait" not in measurement_to_dict(quiet, "bytes")
+    assert "roundsCpuWait" not in records.measurement_to_dict(quiet, "bytes")
 
 
 def test_an_interval_reads_back_and_a_document_without_one_gets_the_bare_value() -> None:
-    assert interval_from_dict(interval_to_dict((1.5, 2.5)), 2.0) == (1.5, 2.5)
-    assert interval_from_dict(None, 2.0) == (2.0, 2.0)
+    assert records.interval_from_dict(records.interval_to_dict((1.5, 2.5)), 2.0) == (1.5, 2.5)
+    assert records.interval_from_dict(None, 2.0) == (2.0, 2.0)
 
 
 def test_a_peak_candidate_reads_back_and_its_rate_is_the_confirmed_one() -> None:
