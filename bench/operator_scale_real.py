@@ -14,6 +14,7 @@ import json
 import os
 import time
 from collections import Counter
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -23,7 +24,7 @@ from tests.operator.harness.controlplane import ApiRequestError, ControlPlane, b
 from tests.operator.harness.processes import OperatorProcess
 from tests.operator.harness.profiles import CRD_PATH, GROUP, PLURAL, example_profile
 from tests.operator.harness.realcluster import RealCluster
-from tests.operator.harness.releases import install
+from tests.operator.harness.releases import Release, install
 
 NAMESPACE = "roofline-system"
 
@@ -64,21 +65,78 @@ def _requests(cp: ControlPlane, user: str, since: int) -> Counter[tuple[str, str
     return counts
 
 
+def _install_operator(cp: ControlPlane, cluster: RealCluster) -> Release:
+    """The CRDs, served, and the chart's identity (service account and RBAC) for the operator."""
+    crds = [d for d in yaml.safe_load_all(CRD_PATH.read_text()) if d]
+    cluster.apply_objects(crds, cp.kubectl_binary)
+    wait_for(lambda: _served(cluster), timeout=60, what="the CRD to be served")
+    return install(cluster, cp.kubectl_binary, {}, "roofline-operator", NAMESPACE, (NAMESPACE,))
+
+
+def _scale_profile(nodes: int, models: int, bench_models: Any) -> dict[str, Any]:
+    """The profile over every node, at once, with the first ``models`` of the bench's models."""
+    extra: dict[str, Any] = {}
+    if models:
+        extra = {
+            "models": [dict(m) for m in bench_models[:models]],
+            "slo": {"interTokenLatency": "50ms"},
+            "gpuHourCost": "2.50",
+        }
+    return example_profile("scale", {"pool": "scale"}, maxParallel=nodes, **extra)
+
+
+def _timed_round(
+    cp: ControlPlane, cluster: RealCluster, user: str, nodes: int, action: Callable[[], object]
+) -> Any:
+    """From ``action`` to every node reconciled, as ``operator_scale.RoundFigures``, with the
+    requests of the operator's account in the audit log meanwhile."""
+    from operator_scale import RoundFigures  # the script's own figures
+
+    since = cp.audit_size()
+    start = time.monotonic()
+    action()
+    wait_for(
+        lambda: _reconciled(cluster, nodes),
+        timeout=1200,
+        what=f"{nodes} nodes to be reconciled",
+        interval=1.0,
+    )
+    seconds = time.monotonic() - start
+    return RoundFigures(seconds, _requests(cp, user, since), nodes)
+
+
+def _profile_rounds(
+    cp: ControlPlane, cluster: RealCluster, user: str, nodes: int, profile: dict[str, Any]
+) -> tuple[Any, int, Any]:
+    """The first round (creating the profile), the size of its status after it, and the
+    re-profile round (a spec change that affects measurements)."""
+    first = _timed_round(
+        cp, cluster, user, nodes, lambda: cluster.create(PLURAL, profile, group=GROUP)
+    )
+    found = cluster.get(PLURAL, "scale", group=GROUP) or {}
+    size = len(json.dumps(found.get("status") or {}, separators=(",", ":")).encode())
+    reprofile = _timed_round(
+        cp,
+        cluster,
+        user,
+        nodes,
+        lambda: cluster.patch(
+            PLURAL, "scale", {"spec": {"batches": [1, 2, 4, 8, 16]}}, group=GROUP
+        ),
+    )
+    return first, size, reprofile
+
+
 def measure_real(nodes: int, workdir: Path, models: int, bench_models: Any) -> Any:
     """One size on the real server, as ``operator_scale.SizeFigures``."""
-    from operator_scale import RoundFigures, SizeFigures  # the script's own figures
+    from operator_scale import SizeFigures  # the script's own figures
 
     load_before = os.getloadavg()[0]
     with ControlPlane(build_binaries(), workdir / "control-plane") as cp:
         (workdir / "nodes").mkdir()
         cluster = RealCluster(cp, workdir / "nodes").start()
         try:
-            crds = [d for d in yaml.safe_load_all(CRD_PATH.read_text()) if d]
-            cluster.apply_objects(crds, cp.kubectl_binary)
-            wait_for(lambda: _served(cluster), timeout=60, what="the CRD to be served")
-            release = install(
-                cluster, cp.kubectl_binary, {}, "roofline-operator", NAMESPACE, (NAMESPACE,)
-            )
+            release = _install_operator(cp, cluster)
             for index in range(nodes):
                 cluster.add_gpu_node(f"gpu-{index:05d}", labels={"pool": "scale"})
             operator = OperatorProcess(
@@ -88,49 +146,15 @@ def measure_real(nodes: int, workdir: Path, models: int, bench_models: Any) -> A
             operator.start()
             startup = time.monotonic() - started
             try:
-                extra: dict[str, Any] = {}
-                if models:
-                    extra = {
-                        "models": [dict(m) for m in bench_models[:models]],
-                        "slo": {"interTokenLatency": "50ms"},
-                        "gpuHourCost": "2.50",
-                    }
-                profile = example_profile("scale", {"pool": "scale"}, maxParallel=nodes, **extra)
-
-                def timed(action: Any) -> Any:
-                    since = cp.audit_size()
-                    start = time.monotonic()
-                    action()
-                    wait_for(
-                        lambda: _reconciled(cluster, nodes),
-                        timeout=1200,
-                        what=f"{nodes} nodes to be reconciled",
-                        interval=1.0,
-                    )
-                    seconds = time.monotonic() - start
-                    return RoundFigures(seconds, _requests(cp, release.username, since), nodes)
-
-                first = timed(lambda: cluster.create(PLURAL, profile, group=GROUP))
-                found = cluster.get(PLURAL, "scale", group=GROUP) or {}
-                size = len(json.dumps(found.get("status") or {}, separators=(",", ":")).encode())
-                reprofile = timed(
-                    lambda: cluster.patch(
-                        PLURAL, "scale", {"spec": {"batches": [1, 2, 4, 8, 16]}}, group=GROUP
-                    )
+                profile = _scale_profile(nodes, models, bench_models)
+                first, size, reprofile = _profile_rounds(
+                    cp, cluster, release.username, nodes, profile
                 )
                 rss = operator.peak_rss_bytes()
                 if cluster.internal_errors():
                     raise RuntimeError(f"stand-in nodes failed: {cluster.internal_errors()}")
-                figures = SizeFigures(
-                    nodes,
-                    first,
-                    reprofile,
-                    rss,
-                    models,
-                    size,
-                    startup,
-                    (load_before, os.getloadavg()[0]),
-                )
+                load = (load_before, os.getloadavg()[0])
+                figures = SizeFigures(nodes, first, reprofile, rss, models, size, startup, load)
                 return dataclasses.replace(figures, etcd_db_bytes=cp.etcd_db_size_bytes())
             finally:
                 operator.stop()
