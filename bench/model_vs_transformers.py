@@ -22,6 +22,7 @@ Needs the ``bench`` extra (``pip install -e '.[profiler,bench]'``).
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import datetime as dt
 import json
 import math
@@ -256,11 +257,18 @@ def predict(
     return predictions, wall, shown
 
 
+def log_errors(
+    candidate: dict[tuple[int, int], float], reference: dict[tuple[int, int], float]
+) -> list[float]:
+    """``|ln(c/r)|`` at every point of the reference, in its order."""
+    return [abs(math.log(candidate[k] / reference[k])) for k in reference]
+
+
 def errors(
     candidate: dict[tuple[int, int], float], reference: dict[tuple[int, int], float]
 ) -> tuple[float, float]:
     """Geometric-mean error ``exp(mean |ln(c/r)|) − 1`` and the worst ``|c/r − 1|``."""
-    logs = [abs(math.log(candidate[k] / reference[k])) for k in reference]
+    logs = log_errors(candidate, reference)
     worst = max(abs(candidate[k] / reference[k] - 1) for k in reference)
     return math.exp(statistics.fmean(logs)) - 1, worst
 
@@ -289,7 +297,7 @@ def cpu_name() -> str:
     return platform.processor()
 
 
-def main() -> int:
+def parse_arguments() -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--quick", action="store_true", help="fewer repeats (a smoke test)")
     parser.add_argument("--threads", type=int, help="torch threads (default: torch's choice)")
@@ -302,11 +310,12 @@ def main() -> int:
     parser.add_argument(
         "--out", default=str(Path(__file__).parent / "results" / "model_vs_transformers.md")
     )
-    args = parser.parse_args()
-    if args.threads:
-        torch.set_num_threads(args.threads)
-    import transformers
+    return parser.parse_args()
 
+
+def chosen_configs(args: argparse.Namespace) -> tuple[dict[str, dict[str, Any]], list[str]]:
+    """The configs by name and the names to measure, in order: ``--only``'s (default: all the
+    small configs), or the ``--preset`` models followed by ``--only``'s."""
     configs = dict(CONFIGS)
     if args.preset:
         from roofline_profiler.core.model_config import PRESETS
@@ -314,114 +323,171 @@ def main() -> int:
         configs = {name: dict(PRESETS[name]) for name in args.preset}
         configs.update({name: CONFIGS[name] for name in args.only or ()})
     names = list(configs) if args.preset else args.only or list(CONFIGS)
-    sections = []
-    summary = []
-    all_pred: list[float] = []
-    all_noise: list[float] = []
-    all_fast: list[float] = []
-    worst_fast = 0.0
-    worst_pred = worst_noise = 0.0
-    retaken = 0
-    load_before = os.getloadavg()
-    for name in names:
-        config = configs[name]
-        print(f"== {name}", flush=True)
-        model = build_model(config, args.device, args.dtype)
-        params = sum(p.numel() for p in model.parameters())
-        first = reference_run(model, args.quick)
-        with tempfile.TemporaryDirectory() as tmp:
-            path = Path(tmp) / f"{name}.json"
-            path.write_text(json.dumps(config, indent=2))
-            predicted, wall, command = predict(
-                path, args.quick, args.threads, args.device, args.dtype
+    return configs, names
+
+
+@dataclasses.dataclass(frozen=True)
+class ArchitectureSteps:
+    """One architecture's real steps around the profiler's prediction, and the prediction."""
+
+    name: str
+    config: dict[str, Any]
+    parameters: int
+    #: Reference runs 1 (before the profiler) and 2 (after it).
+    first: dict[tuple[int, int], float]
+    second: dict[tuple[int, int], float]
+    #: The points whose runs 1 and 2 disagreed, timed again.
+    retakes: dict[tuple[int, int], list[float]]
+    #: Reference run 3, the noise floor.
+    third: dict[tuple[int, int], float]
+    predicted: dict[tuple[int, int], float]
+    #: The profiler's wall time and its command as the record shows it.
+    wall: float
+    command: str
+
+    @property
+    def reference(self) -> dict[tuple[int, int], float]:
+        return {
+            k: reference_of([self.first[k], self.second[k], *self.retakes.get(k, ())])
+            for k in self.first
+        }
+
+    @property
+    def faster(self) -> dict[tuple[int, int], float]:
+        """The less disturbed of the two reference runs at each point: interference from other
+        processes only ever slows a run, so on a shared machine it is the closer to the truth."""
+        return {k: min(self.first[k], self.second[k]) for k in self.first}
+
+
+def measure_architecture(
+    name: str, config: dict[str, Any], args: argparse.Namespace
+) -> ArchitectureSteps:
+    """Reference run 1, the profiler, reference run 2, retakes, reference run 3."""
+    print(f"== {name}", flush=True)
+    model = build_model(config, args.device, args.dtype)
+    params = sum(p.numel() for p in model.parameters())
+    first = reference_run(model, args.quick)
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / f"{name}.json"
+        path.write_text(json.dumps(config, indent=2))
+        predicted, wall, command = predict(path, args.quick, args.threads, args.device, args.dtype)
+    second = reference_run(model, args.quick)
+    retakes = retake_disagreeing(model, first, second, args.quick)
+    third = reference_run(model, args.quick)
+    return ArchitectureSteps(
+        name, config, params, first, second, retakes, third, predicted, wall, command
+    )
+
+
+def summary_row(steps: ArchitectureSteps) -> str:
+    """The architecture's row of the record's summary: errors against the reference and against
+    the faster run, the prediction's and the noise floor's."""
+    reference, faster = steps.reference, steps.faster
+    geo, worst = errors(steps.predicted, reference)
+    noise_geo, noise_worst = errors(steps.third, reference)
+    fast_geo, fast_worst = errors(steps.predicted, faster)
+    fast_noise_geo, fast_noise_worst = errors(steps.third, faster)
+    return (
+        f"| {steps.name} | {steps.parameters / 1e6:.0f} M | {geo:.1%} | {worst:.1%} | "
+        f"{noise_geo:.1%} | {noise_worst:.1%} | {fast_geo:.1%} / {fast_worst:.1%} | "
+        f"{fast_noise_geo:.1%} / {fast_noise_worst:.1%} | {steps.wall:.0f} s |"
+    )
+
+
+def points_table(steps: ArchitectureSteps) -> list[str]:
+    """Every point's real runs, retakes, prediction and errors."""
+    reference = steps.reference
+    rows = [
+        "| context | batch | real (before) | real (after) | retakes | predicted | error "
+        "| run 3 (noise) |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    for c in CONTEXTS:
+        for b in BATCHES:
+            k = (b, c)
+            rows.append(
+                f"| {c} | {b} | {steps.first[k] * 1e3:.1f} ms | {steps.second[k] * 1e3:.1f} ms | "
+                f"{', '.join(f'{r * 1e3:.1f} ms' for r in steps.retakes.get(k, ())) or '-'} | "
+                f"{steps.predicted[k] * 1e3:.1f} ms | "
+                f"{steps.predicted[k] / reference[k] - 1:+.1%} | "
+                f"{steps.third[k] / reference[k] - 1:+.1%} |"
             )
-        second = reference_run(model, args.quick)
-        retakes = retake_disagreeing(model, first, second, args.quick)
-        third = reference_run(model, args.quick)
-        del model
-        reference = {k: reference_of([first[k], second[k], *retakes.get(k, ())]) for k in first}
-        retaken += sum(1 for k in retakes)
-        geo, worst = errors(predicted, reference)
-        noise_geo, noise_worst = errors(third, reference)
-        # The less disturbed of the two reference runs at each point: interference from other
-        # processes only ever slows a run, so on a shared machine it is the closer to the truth.
-        faster = {k: min(first[k], second[k]) for k in first}
-        fast_geo, fast_worst = errors(predicted, faster)
-        fast_noise_geo, fast_noise_worst = errors(third, faster)
-        all_pred += [abs(math.log(predicted[k] / reference[k])) for k in reference]
-        all_noise += [abs(math.log(third[k] / reference[k])) for k in reference]
-        all_fast += [abs(math.log(predicted[k] / faster[k])) for k in faster]
-        worst_fast = max(worst_fast, fast_worst)
-        worst_pred, worst_noise = max(worst_pred, worst), max(worst_noise, noise_worst)
-        summary.append(
-            f"| {name} | {params / 1e6:.0f} M | {geo:.1%} | {worst:.1%} | {noise_geo:.1%} | "
-            f"{noise_worst:.1%} | {fast_geo:.1%} / {fast_worst:.1%} | "
-            f"{fast_noise_geo:.1%} / {fast_noise_worst:.1%} | {wall:.0f} s |"
-        )
-        rows = [
-            "| context | batch | real (before) | real (after) | retakes | predicted | error "
-            "| run 3 (noise) |",
-            "|---|---|---|---|---|---|---|---|",
-        ]
-        for c in CONTEXTS:
-            for b in BATCHES:
-                k = (b, c)
-                rows.append(
-                    f"| {c} | {b} | {first[k] * 1e3:.1f} ms | {second[k] * 1e3:.1f} ms | "
-                    f"{', '.join(f'{r * 1e3:.1f} ms' for r in retakes.get(k, ())) or '-'} | "
-                    f"{predicted[k] * 1e3:.1f} ms | {predicted[k] / reference[k] - 1:+.1%} | "
-                    f"{third[k] / reference[k] - 1:+.1%} |"
-                )
-        sections += [
-            f"### {name}",
-            "",
-            "```json",
-            json.dumps(config, indent=2),
-            "```",
-            "",
-            *rows,
-            "",
-        ]
-        print("\n".join(rows), flush=True)
-        print(
-            f"{name}: geometric-mean error {geo:.1%}, worst {worst:.1%}; noise floor "
-            f"{noise_geo:.1%} / {noise_worst:.1%}",
-            flush=True,
-        )
-    load_after = os.getloadavg()
-    overall = math.exp(statistics.fmean(all_pred)) - 1
-    overall_noise = math.exp(statistics.fmean(all_noise)) - 1
-    header = [
-        f"# Predicted decode step vs transformers ({args.device}, {args.dtype})",
+    return rows
+
+
+def print_architecture(steps: ArchitectureSteps) -> None:
+    """The points table and the architecture's errors, as soon as it is measured."""
+    geo, worst = errors(steps.predicted, steps.reference)
+    noise_geo, noise_worst = errors(steps.third, steps.reference)
+    print("\n".join(points_table(steps)), flush=True)
+    print(
+        f"{steps.name}: geometric-mean error {geo:.1%}, worst {worst:.1%}; noise floor "
+        f"{noise_geo:.1%} / {noise_worst:.1%}",
+        flush=True,
+    )
+
+
+def architecture_section(steps: ArchitectureSteps) -> list[str]:
+    """The record's section of one architecture: its config and its points."""
+    return [
+        f"### {steps.name}",
         "",
-        f"Measured {dt.datetime.now(dt.timezone.utc).isoformat(timespec='seconds')} on "
-        f"{device_name(args.device)} ({os.cpu_count()} logical CPUs, torch {torch.__version__}, "
-        f"{torch.get_num_threads()} threads, transformers {transformers.__version__}); load "
-        f"average {load_before[0]:.1f} before, {load_after[0]:.1f} after.",
+        "```json",
+        json.dumps(steps.config, indent=2),
+        "```",
         "",
-        f"Command: `{' '.join(['python bench/model_vs_transformers.py', *shown_arguments()])}`; "
-        f"the prediction per "
-        f"architecture: `{summary and command}`.",
+        *points_table(steps),
         "",
-        *(
-            [
-                "On the GPU the real step is replayed as a CUDA graph, as the engines run it"
-                + (
-                    f"; {len(EAGER_REASONS)} point runs could not be captured and ran eagerly "
-                    f"({EAGER_REASONS[0]})."
-                    if EAGER_REASONS
-                    else "."
-                ),
-                "",
-            ]
-            if args.device.startswith("cuda")
-            else []
+    ]
+
+
+@dataclasses.dataclass(frozen=True)
+class Overall:
+    """The errors over every point of every architecture."""
+
+    error: float
+    worst: float
+    noise: float
+    noise_worst: float
+    #: Against the faster of the first two reference runs at each point.
+    fast_error: float
+    fast_worst: float
+
+
+def overall_errors(measured: list[ArchitectureSteps]) -> Overall:
+    def geometric_mean_error(logs: list[float]) -> float:
+        return math.exp(statistics.fmean(logs)) - 1
+
+    against = [(s.predicted, s.third, s.reference, s.faster) for s in measured]
+    return Overall(
+        geometric_mean_error([x for p, _, r, _ in against for x in log_errors(p, r)]),
+        max([0.0, *(errors(p, r)[1] for p, _, r, _ in against)]),
+        geometric_mean_error([x for _, t, r, _ in against for x in log_errors(t, r)]),
+        max([0.0, *(errors(t, r)[1] for _, t, r, _ in against)]),
+        geometric_mean_error([x for p, _, _, f in against for x in log_errors(p, f)]),
+        max([0.0, *(errors(p, f)[1] for p, _, _, f in against)]),
+    )
+
+
+def method_lines(device: str, retaken: int, points: int) -> list[str]:
+    """How the real step was run on a GPU, and what the reference and the errors are."""
+    gpu = [
+        "On the GPU the real step is replayed as a CUDA graph, as the engines run it"
+        + (
+            f"; {len(EAGER_REASONS)} point runs could not be captured and ran eagerly "
+            f"({EAGER_REASONS[0]})."
+            if EAGER_REASONS
+            else "."
         ),
+        "",
+    ]
+    return [
+        *(gpu if device.startswith("cuda") else []),
         "Reference: the real `transformers` decode step (static KV cache at the context), the "
         "geometric mean of one run just before and one just after the profiler; where those two "
         f"differ by more than {RETAKE_RATIO - 1:.0%} the point is timed again (at most "
         f"{RETAKES} times, until two runs agree) and the two runs that agree best form the "
-        f"reference ({retaken} of {len(names) * len(BATCHES) * len(CONTEXTS)} points retaken). "
+        f"reference ({retaken} of {points} points retaken). "
         "Noise floor: a third reference run, taken after any retakes, scored the same way. The "
         "'vs faster run' columns score against the faster of the two first reference runs at "
         "each point instead (interference only slows a run). Errors: geometric mean of "
@@ -429,20 +495,64 @@ def main() -> int:
         "as a percentage, and the worst |pred/real − 1| over batches "
         f"{', '.join(str(b) for b in BATCHES)} and contexts {', '.join(str(c) for c in CONTEXTS)}.",
         "",
+    ]
+
+
+def record_header(
+    args: argparse.Namespace,
+    measured: list[ArchitectureSteps],
+    loads: tuple[float, float],
+    transformers_version: str,
+) -> list[str]:
+    """The record's title, machine, command, method and summary table."""
+    overall = overall_errors(measured)
+    retaken = sum(len(s.retakes) for s in measured)
+    return [
+        f"# Predicted decode step vs transformers ({args.device}, {args.dtype})",
+        "",
+        f"Measured {dt.datetime.now(dt.timezone.utc).isoformat(timespec='seconds')} on "
+        f"{device_name(args.device)} ({os.cpu_count()} logical CPUs, torch {torch.__version__}, "
+        f"{torch.get_num_threads()} threads, transformers {transformers_version}); load "
+        f"average {loads[0]:.1f} before, {loads[1]:.1f} after.",
+        "",
+        f"Command: `{' '.join(['python bench/model_vs_transformers.py', *shown_arguments()])}`; "
+        f"the prediction per "
+        f"architecture: `{measured and measured[-1].command}`.",
+        "",
+        *method_lines(args.device, retaken, len(measured) * len(BATCHES) * len(CONTEXTS)),
         "| architecture | parameters | geo-mean error | worst point | noise geo-mean | noise worst "
         "| vs faster run: error (geo / worst) | vs faster run: noise | profiler wall time |",
         "|---|---|---|---|---|---|---|---|---|",
-        *summary,
-        f"| **all** | | **{overall:.1%}** | **{worst_pred:.1%}** | {overall_noise:.1%} | "
-        f"{worst_noise:.1%} | {math.exp(statistics.fmean(all_fast)) - 1:.1%} / "
-        f"{worst_fast:.1%} | | |",
+        *[summary_row(s) for s in measured],
+        f"| **all** | | **{overall.error:.1%}** | **{overall.worst:.1%}** | {overall.noise:.1%} | "
+        f"{overall.noise_worst:.1%} | {overall.fast_error:.1%} / {overall.fast_worst:.1%} | | |",
         "",
     ]
-    text = "\n".join(header + sections)
+
+
+def main() -> int:
+    args = parse_arguments()
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    import transformers
+
+    configs, names = chosen_configs(args)
+    load_before = os.getloadavg()
+    measured = []
+    for name in names:
+        steps = measure_architecture(name, configs[name], args)
+        print_architecture(steps)
+        measured.append(steps)
+    load_after = os.getloadavg()
+    header = record_header(
+        args, measured, (load_before[0], load_after[0]), transformers.__version__
+    )
+    text = "\n".join(header + [line for s in measured for line in architecture_section(s)])
     Path(args.out).write_text(text)
+    overall = overall_errors(measured)
     print(
-        f"all: geometric-mean error {overall:.1%}, worst {worst_pred:.1%}; noise floor "
-        f"{overall_noise:.1%} / {worst_noise:.1%}; written to {args.out}"
+        f"all: geometric-mean error {overall.error:.1%}, worst {overall.worst:.1%}; noise floor "
+        f"{overall.noise:.1%} / {overall.noise_worst:.1%}; written to {args.out}"
     )
     return 0
 
