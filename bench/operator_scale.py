@@ -150,6 +150,19 @@ def status_bytes(cluster: Cluster, name: str) -> int:
     return len(json.dumps(found.get("status") or {}, separators=(",", ":")).encode())
 
 
+def scale_profile(nodes: int, models: int) -> dict[str, Any]:
+    """The profile over every node, all at once, with the first ``models`` of the bench's models
+    (the emulated and the real server's rounds alike)."""
+    extra: dict[str, Any] = {}
+    if models:
+        extra = {
+            "models": [dict(m) for m in BENCH_MODELS[:models]],
+            "slo": {"interTokenLatency": "50ms"},
+            "gpuHourCost": "2.50",
+        }
+    return example_profile("scale", {"pool": "scale"}, maxParallel=nodes, **extra)
+
+
 def measure(nodes: int, workdir: Path, models: int = DEFAULT_MODELS) -> SizeFigures:
     load_before = os.getloadavg()[0]
     with Cluster(workdir, default_mode=FaultMode.SUCCEED_INSTANTLY) as cluster:
@@ -166,14 +179,7 @@ def measure(nodes: int, workdir: Path, models: int = DEFAULT_MODELS) -> SizeFigu
         )
         startup = time.monotonic() - started
         try:
-            extra: dict[str, Any] = {}
-            if models:
-                extra = {
-                    "models": [dict(m) for m in BENCH_MODELS[:models]],
-                    "slo": {"interTokenLatency": "50ms"},
-                    "gpuHourCost": "2.50",
-                }
-            profile = example_profile("scale", {"pool": "scale"}, maxParallel=nodes, **extra)
+            profile = scale_profile(nodes, models)
             first = timed_round(
                 cluster, nodes, lambda: cluster.create(PLURAL, profile, group=GROUP)
             )
@@ -317,7 +323,7 @@ def main(argv: list[str] | None = None) -> int:
             if args.server == "real":
                 from operator_scale_real import measure_real
 
-                figures = measure_real(nodes, Path(workdir), args.models, BENCH_MODELS)
+                figures = measure_real(nodes, Path(workdir), args.models)
             else:
                 figures = measure(nodes, Path(workdir), args.models)
         results.append(figures)

@@ -22,7 +22,7 @@ import yaml
 from tests.operator.harness import wait_for
 from tests.operator.harness.controlplane import ApiRequestError, ControlPlane, build_binaries
 from tests.operator.harness.processes import OperatorProcess
-from tests.operator.harness.profiles import CRD_PATH, GROUP, PLURAL, example_profile
+from tests.operator.harness.profiles import CRD_PATH, GROUP, PLURAL
 from tests.operator.harness.realcluster import RealCluster
 from tests.operator.harness.releases import Release, install
 
@@ -73,18 +73,6 @@ def _install_operator(cp: ControlPlane, cluster: RealCluster) -> Release:
     return install(cluster, cp.kubectl_binary, {}, "roofline-operator", NAMESPACE, (NAMESPACE,))
 
 
-def _scale_profile(nodes: int, models: int, bench_models: Any) -> dict[str, Any]:
-    """The profile over every node, at once, with the first ``models`` of the bench's models."""
-    extra: dict[str, Any] = {}
-    if models:
-        extra = {
-            "models": [dict(m) for m in bench_models[:models]],
-            "slo": {"interTokenLatency": "50ms"},
-            "gpuHourCost": "2.50",
-        }
-    return example_profile("scale", {"pool": "scale"}, maxParallel=nodes, **extra)
-
-
 def _timed_round(
     cp: ControlPlane, cluster: RealCluster, user: str, nodes: int, action: Callable[[], object]
 ) -> Any:
@@ -127,9 +115,9 @@ def _profile_rounds(
     return first, size, reprofile
 
 
-def measure_real(nodes: int, workdir: Path, models: int, bench_models: Any) -> Any:
+def measure_real(nodes: int, workdir: Path, models: int) -> Any:
     """One size on the real server, as ``operator_scale.SizeFigures``."""
-    from operator_scale import SizeFigures  # the script's own figures
+    from operator_scale import SizeFigures, scale_profile  # the script's own figures
 
     load_before = os.getloadavg()[0]
     with ControlPlane(build_binaries(), workdir / "control-plane") as cp:
@@ -146,7 +134,7 @@ def measure_real(nodes: int, workdir: Path, models: int, bench_models: Any) -> A
             operator.start()
             startup = time.monotonic() - started
             try:
-                profile = _scale_profile(nodes, models, bench_models)
+                profile = scale_profile(nodes, models)
                 first, size, reprofile = _profile_rounds(
                     cp, cluster, release.username, nodes, profile
                 )
