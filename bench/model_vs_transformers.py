@@ -35,6 +35,7 @@ from typing import Any
 
 import torch
 
+from flag_types import positive_int
 from profiler_prediction import predict
 from transformers_reference import (
     EAGER_REASONS,
@@ -126,7 +127,9 @@ def cpu_name() -> str:
 def parse_arguments() -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--quick", action="store_true", help="fewer repeats (a smoke test)")
-    parser.add_argument("--threads", type=int, help="torch threads (default: torch's choice)")
+    parser.add_argument(
+        "--threads", type=positive_int, help="torch threads (default: torch's choice)"
+    )
     parser.add_argument("--only", choices=sorted(CONFIGS), action="append")
     parser.add_argument(
         "--preset", action="append", help="also a full-size preset (e.g. llama-3.1-8b; GPUs)"

@@ -38,6 +38,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from flag_types import positive_int
+
 REPO_ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [
     str(REPO_ROOT),
@@ -300,7 +302,7 @@ def record(path: Path, results: list[SizeFigures], command: str, note: str = "")
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
-    parser.add_argument("--sizes", type=int, nargs="+", default=list(DEFAULT_SIZES))
+    parser.add_argument("--sizes", type=positive_int, nargs="+", default=list(DEFAULT_SIZES))
     parser.add_argument(
         "--models",
         type=int,

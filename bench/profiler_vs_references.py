@@ -59,6 +59,7 @@ from typing import Any
 import torch
 
 from ceiling_references import compare_ceilings, verdict
+from flag_types import positive_int
 from fresh_process_runs import Runs, profile_every_condition, runs_table
 from roofline_profiler.measure.devices import resolve_devices
 from roofline_profiler.measure.workloads import bandwidth_buffer_bytes
@@ -246,8 +247,8 @@ def runs_sections(runs: Runs, count: int) -> list[str]:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--runs", type=int, default=5)
-    parser.add_argument("--rounds", type=int, default=3, help="interleaved ceiling rounds")
+    parser.add_argument("--runs", type=positive_int, default=5)
+    parser.add_argument("--rounds", type=positive_int, default=3, help="interleaved ceiling rounds")
     parser.add_argument("--out", type=Path, help="where to write the Markdown record")
     args = parser.parse_args()
     model = cpu_model()
