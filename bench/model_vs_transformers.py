@@ -37,6 +37,7 @@ import torch
 
 from flag_types import positive_int
 from profiler_prediction import predict
+from roofline_profiler.core.model_config import PRESETS
 from transformers_reference import (
     EAGER_REASONS,
     RETAKE_RATIO,
@@ -132,10 +133,18 @@ def parse_arguments() -> argparse.Namespace:
     )
     parser.add_argument("--only", choices=sorted(CONFIGS), action="append")
     parser.add_argument(
-        "--preset", action="append", help="also a full-size preset (e.g. llama-3.1-8b; GPUs)"
+        "--preset",
+        action="append",
+        choices=sorted(PRESETS),
+        help="also a full-size preset (e.g. llama-3.1-8b; GPUs)",
     )
     parser.add_argument("--device", default="cpu", help="cpu (default) or cuda:N")
-    parser.add_argument("--dtype", default="float32", help="float32 (default) or bfloat16")
+    parser.add_argument(
+        "--dtype",
+        default="float32",
+        choices=("float32", "bfloat16"),
+        help="float32 (default) or bfloat16",
+    )
     parser.add_argument(
         "--out", default=str(Path(__file__).parent / "results" / "model_vs_transformers.md")
     )
@@ -147,8 +156,6 @@ def chosen_configs(args: argparse.Namespace) -> tuple[dict[str, dict[str, Any]],
     small configs), or the ``--preset`` models followed by ``--only``'s."""
     configs = dict(CONFIGS)
     if args.preset:
-        from roofline_profiler.core.model_config import PRESETS
-
         configs = {name: dict(PRESETS[name]) for name in args.preset}
         configs.update({name: CONFIGS[name] for name in args.only or ()})
     names = list(configs) if args.preset else args.only or list(CONFIGS)
