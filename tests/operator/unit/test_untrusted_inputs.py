@@ -19,6 +19,7 @@ from prometheus_client import CollectorRegistry
 from tests.operator.unit.model_builders import plan
 from tests.operator.unit.operator_builders import device, node, profile, spec
 from tests.profiler.headline_builders import with_number_intervals, with_values
+from tests.tampering import json_values, tampered_documents
 
 from roofline_operator.core.names import FailureReason, NodeState
 from roofline_operator.core.nodes import NodeFacts
@@ -48,20 +49,6 @@ PROPERTIES = settings(
     suppress_health_check=[HealthCheck.too_slow],
 )
 
-#: Any JSON value, with the numbers that break naive code: NaN, infinities, huge integers.
-json_values = st.recursive(
-    st.none()
-    | st.booleans()
-    | st.integers()
-    | st.integers(min_value=10**300, max_value=10**400)
-    | st.floats(allow_nan=True, allow_infinity=True)
-    | st.text(max_size=80),
-    lambda children: (
-        st.lists(children, max_size=6) | st.dictionaries(st.text(max_size=12), children, max_size=6)
-    ),
-    max_leaves=30,
-)
-
 
 def _sound_wire() -> dict[str, Any]:
     """A sound two-GPU result with intervals, warnings and a model plan, measured at NOW."""
@@ -81,35 +68,6 @@ def _sound_wire() -> dict[str, Any]:
         devices.append(replace(d, models=(plan("llama"),), warnings=("CpuContention",)))
     loaded: dict[str, Any] = json.loads(encode_compact(profile(*devices, created_at=NOW - 30)))
     return loaded
-
-
-def _paths(value: Any, prefix: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
-    """Every path to a value inside ``value`` (containers included)."""
-    found = [prefix] if prefix else []
-    if isinstance(value, dict):
-        for key, child in value.items():
-            found += _paths(child, (*prefix, key))
-    elif isinstance(value, list):
-        for index, child in enumerate(value):
-            found += _paths(child, (*prefix, index))
-    return found
-
-
-def _replaced(document: Any, path: tuple[Any, ...], value: Any) -> Any:
-    copy = json.loads(json.dumps(document))
-    target = copy
-    for key in path[:-1]:
-        target = target[key]
-    target[path[-1]] = value
-    return copy
-
-
-@st.composite
-def tampered_documents(draw: st.DrawFn, document: Any) -> str:
-    """``document`` with one of its values replaced by any JSON value or any float."""
-    path = draw(st.sampled_from(_paths(document)))
-    value = draw(json_values | st.floats() | st.floats(min_value=-1e400, max_value=1e400))
-    return json.dumps(_replaced(document, path, value))
 
 
 SOUND_WIRE = _sound_wire()

@@ -4,13 +4,19 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from roofline_profiler.cli import arguments, commands
 from roofline_profiler.core.errors import UsageError
 from roofline_profiler.core.model_request import ModelsJsonError
+from roofline_profiler.wire.result import ProfileResult, validate_document
+from tests.profiler.synthetic import planned_result
+from tests.tampering import json_values, tampered_documents
 
 
 def profile_namespace(*argv: str) -> argparse.Namespace:
@@ -138,3 +144,60 @@ def test_a_flag_type_turns_a_limit_error_into_argparses_message() -> None:
     with pytest.raises(UsageError, match=r"^argument --shape: '4096' is not of the form KxN"):
         profile_namespace("--shape", "4096")
     assert profile_namespace("--dtype", "bf16").dtype == "bfloat16"
+
+
+#: A saved result of two model plans, as ``roofline profile --json`` writes it.
+SAVED_RESULT = planned_result().to_dict()
+SAVED_PROPERTIES = settings(
+    max_examples=200, deadline=None, database=None, suppress_health_check=[HealthCheck.too_slow]
+)
+
+
+def read_as_plan_would(folder: Path, text: str) -> ProfileResult | None:
+    """``--from`` a file of ``text``: the result it reads, or ``None`` after one usage error."""
+    path = folder / "result.json"
+    path.write_text(text, encoding="utf-8")
+    try:
+        return arguments.read_result(path)
+    except UsageError as exc:
+        (line,) = str(exc).splitlines()
+        assert line.startswith(f"--from {path}: ")
+        return None
+
+
+def test_a_saved_result_reads_back_as_it_was_written(tmp_path: Path) -> None:
+    assert read_as_plan_would(tmp_path, json.dumps(SAVED_RESULT)) == planned_result()
+
+
+@pytest.mark.parametrize(
+    ("text", "reason"),
+    [
+        pytest.param(json.dumps({**SAVED_RESULT, "mode": 7}), "mode: ", id="wrong-type"),
+        pytest.param(
+            json.dumps({**SAVED_RESULT, "durationSeconds": math.nan}),
+            "not a JSON result document",
+            id="nan",
+        ),
+    ],
+)
+def test_a_saved_result_that_breaks_the_schema_is_one_usage_error_naming_where(
+    tmp_path: Path, text: str, reason: str
+) -> None:
+    path = tmp_path / "result.json"
+    path.write_text(text, encoding="utf-8")
+    with pytest.raises(UsageError, match=reason):
+        arguments.read_result(path)
+
+
+@SAVED_PROPERTIES
+@given(text=st.one_of(tampered_documents(SAVED_RESULT), json_values.map(json.dumps)))
+def test_any_saved_result_reads_as_a_valid_result_or_one_usage_error(
+    tmp_path_factory: pytest.TempPathFactory, text: str
+) -> None:
+    """A file from elsewhere may hold anything: ``roofline plan --from`` reads a result the
+    published schema accepts, or refuses the file in one line, never a traceback."""
+    result = read_as_plan_would(tmp_path_factory.mktemp("saved"), text)
+    if result is not None:
+        document = json.loads(json.dumps(result.to_dict(), allow_nan=False))
+        validate_document(document)
+        assert ProfileResult.from_dict(document) == result
