@@ -131,30 +131,31 @@ def rounded_intervals(numbers: fields.Numbers) -> fields.Numbers:
 def intervals_to_status(numbers: fields.Numbers) -> dict[str, Any]:
     """Each headline number's interval ``{low, high}`` under its status key
     (``bandwidthInterval``, ...); nothing without intervals."""
-    if not fields.has_intervals(numbers):
-        return {}
     status = {}
     for f in fields.DEVICE_HEADLINE:
         interval = numbers[f.attribute].interval
-        if interval is not None:
-            low, high = _status_interval(f, interval)
-            status[f.interval_key] = {"low": low, "high": high}
+        if interval is None:
+            return {}  # the forms carry every interval or none
+        low, high = _status_interval(f, interval)
+        status[f.interval_key] = {"low": low, "high": high}
     return status
 
 
 def numbers_from_status(raw: Mapping[str, Any]) -> fields.Numbers:
     """The headline numbers of a status entry (or device entry) under their status keys, each
     checked, with their intervals when the entry holds every one of them."""
-    with_intervals = all(
-        isinstance(raw.get(f.interval_key), Mapping) for f in fields.DEVICE_HEADLINE
-    )
-    numbers: fields.Numbers = {}
-    for f in fields.DEVICE_HEADLINE:
-        value = f.read(raw[f.key], f.key)
-        numbers[f.attribute] = Estimate(
-            value, _interval_from_status(f, raw) if with_intervals else None
-        )
-    return numbers
+    values = _values_from_status(raw)
+    if not all(isinstance(raw.get(f.interval_key), Mapping) for f in fields.DEVICE_HEADLINE):
+        return values
+    return {
+        f.attribute: replace(values[f.attribute], interval=_interval_from_status(f, raw))
+        for f in fields.DEVICE_HEADLINE
+    }
+
+
+def _values_from_status(raw: Mapping[str, Any]) -> fields.Numbers:
+    """The headline numbers under their status keys, each checked, without intervals."""
+    return {f.attribute: Estimate(f.read(raw[f.key], f.key)) for f in fields.DEVICE_HEADLINE}
 
 
 def _interval_from_status(f: fields.HeadlineField, raw: Mapping[str, Any]) -> tuple[float, float]:
@@ -208,7 +209,7 @@ def headline_from_status(raw: Any, now: float | None = None) -> Headline | None:
         return None
     return Headline(
         profiled_at=restored_time(raw.get("profiledTime"), "profiledTime", now) or 0.0,
-        numbers={f.attribute: Estimate(f.read(raw[f.key], f.key)) for f in fields.DEVICE_HEADLINE},
+        numbers=_values_from_status(raw),
     )
 
 
