@@ -18,7 +18,9 @@ import yaml
 from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 
+from roofline_operator.decide.peers import Spread, Standing
 from roofline_operator.run.metrics import DeviceSample, NodeSample, OperatorMetrics, ProfileSnapshot
+from roofline_operator.run.peer_metrics import PeerSample
 from tests.profiler.headline_builders import headline_numbers
 
 from .promql import grouping_labels, metric_names, selector_labels
@@ -69,6 +71,16 @@ def scrape_operator() -> dict[str, set[str]]:
             ),
             nodes=(NodeSample("gpu-a", 1.7e9, 42.0, failed=False),),
             counts={"matched": 1, "profiled": 1, "failed": 0, "pending": 0},
+            peers=(
+                PeerSample(
+                    Standing(
+                        "gpu-a",
+                        "NVIDIA H200",
+                        {q: Spread(0.8, 0.78, 0.82) for q in ("bandwidth", "peak", "ridge point")},
+                        ("bandwidth",),
+                    )
+                ),
+            ),
         )
     )
     metrics.pods_launched.labels(profile="fleet").inc()

@@ -236,6 +236,7 @@ def test_chart_values_tune_the_thresholds_and_windows() -> None:
             },
             "degradedGpu": {"ratio": 0.9, "minPeers": 5, "for": "2h", "severity": "info"},
             "failedProfile": {"for": "1h", "severity": "critical"},
+            "slowerThanPeers": {"for": "1h", "severity": "critical"},
             "staleProfile": {"maxAgeSeconds": 86400, "for": "10m", "severity": "warning"},
             "overfilledBatch": {
                 "window": "20m",
@@ -268,6 +269,8 @@ def test_chart_values_tune_the_thresholds_and_windows() -> None:
         assert by_name[name]["expr"].endswith(">= 5")
         assert (by_name[name]["for"], by_name[name]["labels"]["severity"]) == ("2h", "info")
     assert by_name["RooflineProfileFailed"]["for"] == "1h"
+    slower = by_name["RooflineNodeSlowerThanPeers"]
+    assert (slower["for"], slower["labels"]["severity"]) == ("1h", "critical")
     assert "roofline_profile_timestamp_seconds > 86400\n" in by_name["RooflineProfileStale"]["expr"]
     assert by_name["RooflineProfileStale"]["labels"]["severity"] == "warning"
     latency = by_name["RooflineOverfilledBatch/latency"]
