@@ -41,6 +41,22 @@ EXTERNAL_METRICS = frozenset(
         "vllm:gpu_cache_usage_perc",
         "sglang:token_usage",
         "kube_pod_info",
+        # The live decode step and context of each engine (the plan-drift rules).
+        "vllm:inter_token_latency_seconds_bucket",
+        "vllm:request_prompt_tokens_sum",
+        "vllm:request_prompt_tokens_count",
+        "vllm:request_generation_tokens_sum",
+        "sglang:inter_token_latency_seconds_bucket",
+        "sglang:decode_sum_seq_lens",
+        "tgi_batch_inference_duration_sum",
+        "tgi_batch_inference_duration_count",
+        "tgi_request_input_length_sum",
+        "tgi_request_input_length_count",
+        "tgi_request_generated_tokens_sum",
+        "trtllm_iteration_latency_seconds",
+        "trtllm_num_context_requests",
+        "trtllm_kv_cache_used_blocks",
+        "trtllm_kv_cache_tokens_per_block",
     }
 )
 _PRINTF_QUERY = re.compile(r'printf\s+"((?:\\.|[^"\\])*)"')
@@ -220,13 +236,16 @@ def test_the_rules_read_every_operator_metric_they_alert_on() -> None:
     } <= used
 
 
-def test_the_contract_names_the_four_model_metrics_and_their_extra_labels() -> None:
+def test_the_contract_names_the_model_metrics_and_their_extra_labels() -> None:
     extra = {name: labels - MODEL_LABELS for name, labels in MODEL_METRICS.items()}
     assert extra == {
         "roofline_model_recommended_min_batch": set(),
         "roofline_model_max_batch": {"bound"},
         "roofline_model_tokens_per_second": {"range_end"},
         "roofline_model_step_seconds": {"batch"},
+        "roofline_model_itl_intercept_seconds": set(),
+        "roofline_model_itl_per_sequence_seconds": set(),
+        "roofline_model_itl_per_sequence_context_token_seconds": set(),
     }
 
 

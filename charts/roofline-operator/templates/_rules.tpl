@@ -11,6 +11,7 @@ the file exactly, which tests/deploy checks.
 {{- $degraded := .Values.prometheusRule.degradedGpu }}
 {{- $failed := .Values.prometheusRule.failedProfile }}
 {{- $slower := .Values.prometheusRule.slowerThanPeers }}
+{{- $drift := .Values.prometheusRule.planDrift }}
 {{- $stale := .Values.prometheusRule.staleProfile }}
 {{- $overfilled := .Values.prometheusRule.overfilledBatch }}
 node_namespace_pod:roofline_serving_running_requests:avg_over_time:
@@ -49,6 +50,10 @@ RooflineOverfilledBatch/kv-cache:
   for: {{ $degraded.for }}
   severity: {{ $degraded.severity }}
 {{- end }}
+RooflinePlanDrift:
+  expr: roofline:model_itl_ratio > {{ $drift.ratio }}
+  for: {{ $drift.for }}
+  severity: {{ $drift.severity }}
 RooflineNodeSlowerThanPeers:
   for: {{ $slower.for }}
   severity: {{ $slower.severity }}
