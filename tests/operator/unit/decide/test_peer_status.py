@@ -6,8 +6,8 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from tests.operator.unit.decide.test_peers import member
 from tests.operator.unit.operator_builders import device, profile, status_of
+from tests.operator.unit.peer_builders import member
 
 from roofline_operator.core.names import NodeState
 from roofline_operator.core.node_results import from_compact

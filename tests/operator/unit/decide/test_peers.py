@@ -9,6 +9,7 @@ import pytest
 from hypothesis import example, given
 from hypothesis import strategies as st
 from tests.operator.unit.operator_builders import device, node, profile
+from tests.operator.unit.peer_builders import member
 from tests.profiler.headline_builders import BANDWIDTH, PEAK, RIDGE, headline_numbers
 
 from roofline_operator.core.node_results import from_compact
@@ -25,24 +26,6 @@ from roofline_operator.decide.peers import (
 )
 from roofline_operator.decide.records import NodeRecord
 from roofline_profiler.wire.fields import Estimate
-
-
-def member(
-    name: str,
-    bandwidth: float,
-    peak: float = 1e15,
-    *,
-    uncertainty: float = 0.01,
-    gpu_class: str = "NVIDIA H200",
-) -> Member:
-    """A node of ``gpu_class`` whose numbers carry intervals of ``uncertainty`` either side."""
-    ridge = peak / bandwidth
-
-    def around(value: float) -> tuple[float, float]:
-        return (value * (1 - uncertainty), value * (1 + uncertainty))
-
-    intervals = [around(bandwidth), around(peak), around(ridge), (8, 8)]
-    return Member(name, gpu_class, headline_numbers(bandwidth, peak, ridge, 8, intervals))
 
 
 def test_the_class_median_is_bracketed_by_the_medians_of_the_interval_ends() -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 from prometheus_client import CollectorRegistry
-from tests.operator.unit.decide.test_peers import member
+from tests.operator.unit.peer_builders import member
 
 from roofline_operator.decide.peers import fleet_view
 from roofline_operator.run.metrics import OperatorMetrics, snapshot_from_records

@@ -7,8 +7,8 @@ from typing import Any
 import kopf
 import pytest
 from prometheus_client import CollectorRegistry
-from tests.operator.unit.decide.test_peers import member
 from tests.operator.unit.operator_builders import profile
+from tests.operator.unit.peer_builders import member
 
 from roofline_operator.core.names import FailureReason
 from roofline_operator.core.node_results import from_compact
