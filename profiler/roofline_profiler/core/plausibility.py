@@ -74,6 +74,8 @@ RANGES: dict[str, Range] = {
     "width above": Range(-100.0, 10_000.0, "%"),
     "attempts": Range(0, 1_000, ""),
     "gpus": Range(0, MAX_GPUS_PER_POD, ""),
+    # A device's memory: 1 PiB, thousands of times today's largest GPU (141 GiB).
+    "memory": Range(0, 1 << 50, "B"),
     # Unix seconds up to the year 2286, whatever ``now`` is; :func:`timestamp` narrows it.
     "time": Range(0.0, 1e10, "s"),
 }
