@@ -149,3 +149,17 @@ def test_roofline_plan_from_any_file_writes_a_valid_plan_or_exits_2(
     tmp_path_factory: pytest.TempPathFactory, text: str
 ) -> None:
     plan_from(tmp_path_factory.mktemp("plan"), text)
+
+
+def test_a_model_config_with_an_integer_of_5000_digits_is_one_usage_error(tmp_path: Path) -> None:
+    """Python's ``json`` refuses such an integer with a bare ``ValueError``: it exited 1."""
+    config = tmp_path / "long.json"
+    config.write_text('{"model_type": "llama", "vocab_size": ' + "9" * 5000 + "}")
+    source = tmp_path / "saved.json"
+    source.write_text(json.dumps(MEASURED))
+    status, err = run_plan("--from", str(source), "--model", str(config))
+    assert status == 2
+    (line,) = err.splitlines()
+    assert line == (
+        f"roofline: error: --model {config}: long.json: not valid JSON (an integer of 5000 digits)"
+    )
