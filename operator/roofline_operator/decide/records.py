@@ -156,7 +156,8 @@ def _record_from_status(raw: Mapping[str, Any], now: float | None) -> NodeRecord
         ),
         cycle_hash=text("cycleHash") or "",
         pod=text("pod"),
-        pod_namespace=text("podNamespace"),
+        # Not read back: the pod is looked for where the spec says (``reconcile.pod_namespaces``).
+        pod_namespace=None,
         last_attempt_at=node_results.restored_time(raw.get("lastAttemptTime"), "lastAttempt", now),
         next_attempt_at=node_results.restored_time(raw.get("nextAttemptTime"), "nextAttempt", None),
         reason=text("reason"),
@@ -232,13 +233,34 @@ class AnnotationMemo:
         return text
 
 
+#: The keys of a status entry that belong to one operator's attempts (``record_to_status``), not
+#: to the publication: a record annotation carries none of them, and none is read from one.
+ATTEMPT_KEYS = frozenset(
+    {
+        "state",
+        "attempts",
+        "unschedulableAttempts",
+        "cycleHash",
+        "pod",
+        "podNamespace",
+        "reason",
+        "message",
+        "lastAttemptTime",
+        "nextAttemptTime",
+        "unavailableSince",
+    }
+)
+
+
 def record_from_annotation(
     name: str, gpus: int, text: str, now: float | None = None
 ) -> NodeRecord | None:
     """A ``Profiled`` record rebuilt from :func:`record_to_annotation`; ``None`` if damaged.
 
     Whoever may patch the Node (its own kubelet included) may write this text, so it is read
-    like a profiler's result: bounded in size and depth, every field plausible.
+    like a profiler's result: bounded in size and depth, every field plausible, and only the
+    publication's fields. An attempt's fields written into it (a pod and its namespace above
+    all, which would widen the namespaces whose pods the profile believes) are ignored.
     """
     try:
         raw = plausibility.load_json(text, MAX_RECORD_ANNOTATION_BYTES, "record annotation")
@@ -246,7 +268,8 @@ def record_from_annotation(
         return None
     if not isinstance(raw, Mapping):
         return None
-    restored = record_from_status({**raw, "name": name, "gpus": gpus}, now)
+    publication = {k: v for k, v in raw.items() if k not in ATTEMPT_KEYS}
+    restored = record_from_status({**publication, "name": name, "gpus": gpus}, now)
     if restored is None or restored.result is None:
         return None
     return replace(

@@ -82,6 +82,8 @@ class ProfileLoop:
         written = runtime.models_config_maps.setdefault(name, set())
         self.models = ModelDelivery(name, written)
         self.foreign = provenance.ForeignPodLog()
+        #: The profiler namespaces of this profile's valid specs since this process started.
+        self.spec_namespaces: set[str] = set()
         runtime.metrics.start_profile(name)
 
     async def run(
@@ -251,11 +253,13 @@ class ProfileLoop:
         return ProfileRef(name=self.name, uid=str(metadata.get("uid", "")))
 
     def pod_namespaces(self, spec: ProfileSpec) -> set[str]:
-        """The profiler namespace, and any namespace a record's pod was launched in (a spec
-        that moved the namespace leaves pods behind in the old one)."""
-        namespaces = {spec.namespace or self.runtime.config.namespace}
-        namespaces.update(r.pod_namespace for r in self.records.values() if r.pod_namespace)
-        return namespaces
+        """The namespaces whose pods the profile believes: its spec's (or the operator's
+        ``--namespace``), and those of its earlier specs this process ran (a spec that moved
+        the namespace leaves pods behind in the old one). Each passed ``check_namespace``
+        against the operator's flags; none comes from a record, which a Node's writer or a
+        status editor may have written."""
+        self.spec_namespaces.add(spec.namespace or self.runtime.config.namespace)
+        return set(self.spec_namespaces)
 
     async def write_status(
         self,

@@ -125,6 +125,30 @@ def test_a_publication_round_trips_through_its_node_annotation() -> None:
     assert (restored.state, restored.cycle_hash, restored.pod) == (NodeState.PROFILED, "h", None)
 
 
+def test_an_attempts_fields_written_into_a_record_annotation_are_ignored() -> None:
+    text = record_to_annotation(published_record())
+    assert text is not None
+    attempt = {
+        "pod": "roofline-fleet-gpu-1-0badc0de",
+        "podNamespace": "tenant-a",
+        "attempts": 7,
+        "reason": "PodFailed",
+        "message": "forged",
+        "nextAttemptTime": "2023-11-14T22:13:20Z",
+    }
+    restored = record_from_annotation("gpu-1", 2, json.dumps({**json.loads(text), **attempt}))
+    assert restored is not None
+    assert (restored.pod, restored.pod_namespace, restored.attempts) == (None, None, 0)
+    assert (restored.reason, restored.message, restored.next_attempt_at) == (None, None, None)
+
+
+def test_a_status_entry_names_its_pod_but_not_where_to_believe_pods() -> None:
+    entry = {**record_to_status(published_record()), "pod": "p", "podNamespace": "tenant-a"}
+    restored = record_from_status(entry)
+    assert restored is not None
+    assert (restored.pod, restored.pod_namespace) == ("p", None)
+
+
 def test_a_record_without_a_result_has_no_annotation_and_a_damaged_one_is_ignored() -> None:
     assert record_to_annotation(NodeRecord(name="a", gpus=1)) is None
     assert record_from_annotation("a", 1, "{not json") is None

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import logging
 import time
 from collections.abc import Mapping
@@ -429,3 +430,44 @@ async def test_a_look_alike_pod_in_a_tenant_namespace_cannot_move_a_nodes_labels
     warnings = [m for reason, m in quiet_events if reason == "ForeignPodIgnored"]
     assert len(warnings) == 1
     assert "tenant-a/" in warnings[0]
+
+
+@pytest.mark.asyncio
+async def test_a_record_annotation_naming_a_pod_namespace_never_widens_the_trusted_ones(
+    quiet_events: list[tuple[str, str]],
+) -> None:
+    """Whoever may patch a Node wrote ``podNamespace`` (and ``pod``) into its record annotation;
+    after a restart the profile believed pods there, and a look-alike in that namespace
+    published 9,999 GB/s and a ridge point of 1."""
+    client = RecordingClient()
+    loop = loop_with(client, {"reprofileInterval": "1h"})
+    await loop.round({"a": node("a")}, [], {})
+    await loop.round({"a": node("a")}, [succeeded(client)], {})
+    labelled = as_patched(node("a"), client)
+    key = "record.roofline.dev/fleet"
+    record = loop.records["a"]
+    name = profiler_pod_name("fleet", "a", record.cycle_hash, 99)
+    tampered = {**json.loads(labelled.records[key]), "podNamespace": "tenant-a", "pod": name}
+    tampered_node = replace(labelled, records={key: json.dumps(tampered)})
+
+    restarted_client = RecordingClient()
+    restarted = loop_with(restarted_client, {"reprofileInterval": "1h"}, status={"nodes": []})
+    restarted.runtime.caches.nodes.start_priming()
+    restarted.runtime.caches.nodes.finish_priming([("a", tampered_node)])
+    await restarted.restore(restarted_client)  # type: ignore[arg-type]
+    assert restarted.records["a"].pod_namespace is None
+    forged_result = encode_compact(
+        profile(device(ridge=1.0, bandwidth=9.999e12), created_at=time.time())
+    )
+    forged = fresh_succeeded_pod(
+        name, "a", record.cycle_hash, 99, namespace="tenant-a", message=forged_result
+    )
+    for _ in range(2):
+        await restarted.round({"a": tampered_node}, [forged], {})
+    assert restarted.pod_namespaces(restarted.valid_spec()) == {"default"}
+    assert restarted_client.labelled == [], "the forged result moved no label"
+    assert ("tenant-a", name) not in restarted_client.deleted
+    result = restarted.records["a"].result
+    assert result is not None
+    assert result.worst_gpu().ridge_point == 180.0
+    assert [r for r, _ in quiet_events].count("ForeignPodIgnored") == 1
