@@ -128,7 +128,7 @@ async def _exercise(client: KubeClient) -> set[str]:
         "delete_node_feature": client.delete_node_feature(OPERATOR_NS, "f"),
         "get_config_map": client.get_config_map(PROFILER_NS, "c"),
         "create_config_map": client.create_config_map({"metadata": {"namespace": PROFILER_NS}}),
-        "delete_config_map": client.delete_config_map(PROFILER_NS, "c"),
+        "delete_config_map": client.delete_config_map(PROFILER_NS, "c", "uid"),
         "patch_profile_status": client.patch_profile_status("p", {}),
         # list_pages: through its callers, which choose the paths.
         "list_pages": Caches().prime(client, (PROFILER_NS,)),

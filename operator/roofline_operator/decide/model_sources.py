@@ -37,6 +37,9 @@ CONFIG_MAP_KEY_NOT_FOUND = "ConfigMapKeyNotFound"
 CONFIG_MAP_UNREADABLE = "ConfigMapUnreadable"
 #: Checking the models took longer than the operator allows on one round.
 MODEL_CHECK_TIMEOUT = "ModelCheckTimeout"
+#: The ConfigMap that carries the models to the pods exists and is not the profile's (another
+#: owner, or other content): the models cannot be delivered, the pods run without them.
+MODELS_CONFIG_MAP_CONFLICT = "ModelsConfigMapConflict"
 
 
 @dataclass(frozen=True)
@@ -95,16 +98,25 @@ class ModelResolution:
         text = self.models_json() or ""
         return hashlib.sha256(text.encode()).hexdigest()[:10] if text else ""
 
+    def undelivered(self, message: str) -> ModelResolution:
+        """Every valid model failed: the ConfigMap that carries them cannot be written."""
+        failures = dict(self.failures or {})
+        for model in self.valid:
+            failures[model.spec.name] = ModelFailure(MODELS_CONFIG_MAP_CONFLICT, message)
+        return ModelResolution((), failures)
+
 
 #: The key (the file, once mounted) of the models' ConfigMap.
 MODELS_FILE_KEY = "models.json"
 
 
-def models_config_map_name(profile: str, digest: str) -> str:
-    """``roofline-models-<profile>-<digest>``: one immutable ConfigMap per profile and model
-    set, so a pod reads exactly the models its spec digest names."""
+def models_config_map_name(profile: str, profile_uid: str, digest: str) -> str:
+    """``roofline-models-<profile>-<uid>-<digest>``: one immutable ConfigMap per profile and
+    model set, so a pod reads exactly the models its spec digest names. The profile's UID makes
+    it the profile's alone: names that slug alike (``fleet-a``, ``fleet.a``) no longer share one,
+    and a profile deleted and created again under its name gets new ones."""
     slug = "".join(c if c.isalnum() else "-" for c in profile.lower()).strip("-")[:40] or "x"
-    return f"roofline-models-{slug.strip('-')}-{digest}"
+    return f"roofline-models-{slug.strip('-')}-{profile_uid}-{digest}"
 
 
 def build_models_config_map(
@@ -119,7 +131,7 @@ def build_models_config_map(
         "apiVersion": "v1",
         "kind": "ConfigMap",
         "metadata": {
-            "name": models_config_map_name(profile, resolution.digest()),
+            "name": models_config_map_name(profile, profile_uid, resolution.digest()),
             "namespace": namespace,
             "labels": {LABEL_MANAGED_BY: MANAGED_BY, LABEL_PROFILE: label_safe(profile)},
             "ownerReferences": [
@@ -129,6 +141,23 @@ def build_models_config_map(
         "immutable": True,
         "data": {MODELS_FILE_KEY: text},
     }
+
+
+def foreign_config_map(existing: Mapping[str, Any], wanted: Mapping[str, Any]) -> str | None:
+    """Why a ConfigMap found under the name of ``wanted`` is not the profile's own (``None``
+    when it is: its owner reference names the profile's UID and it holds exactly the models).
+
+    Anyone who may create ConfigMaps in the profiler namespace may have created it first, to
+    choose the models every pod plans, or to fail every pod that mounts it; it is never
+    mounted, and never deleted."""
+    metadata = existing.get("metadata") or {}
+    uid = wanted["metadata"]["ownerReferences"][0]["uid"]
+    owners = metadata.get("ownerReferences") or []
+    if not any(isinstance(o, Mapping) and o.get("uid") == uid for o in owners):
+        return "no owner reference names the profile's UID"
+    if existing.get("data") != wanted["data"]:
+        return "it holds other models"
+    return None
 
 
 def config_maps_needed(models: tuple[ModelSpec, ...], namespace: str) -> list[tuple[str, str]]:

@@ -41,7 +41,7 @@ from roofline_operator.decide.round_plan import RoundInput, RoundPlan, plan_roun
 from roofline_operator.decide.status import build_status, merge_patch
 from roofline_operator.run.apply import PlanApplier
 from roofline_operator.run.kubeapi import ApiError, KubeClient, list_node_features
-from roofline_operator.run.model_delivery import ModelDelivery
+from roofline_operator.run.model_delivery import Delivery, ModelDelivery
 from roofline_operator.run.round_events import ProfileEvents
 from roofline_operator.run.runtime import RELIST_SECONDS, Runtime
 
@@ -79,7 +79,7 @@ class ProfileLoop:
             config.operator_namespace if config.node_label_backend == BACKEND_NODE_FEATURE else None
         )
         self.applier = PlanApplier(name, runtime.metrics, logger, features)
-        written = runtime.models_config_maps.setdefault(name, set())
+        written = runtime.models_config_maps.setdefault(name, {})
         self.models = ModelDelivery(name, written)
         self.foreign = provenance.ForeignPodLog()
         #: The profiler namespaces of this profile's valid specs since this process started.
@@ -176,10 +176,11 @@ class ProfileLoop:
         show yet (pods asked to go, GETs of unseen pods)."""
         namespace = spec.namespace or self.runtime.config.namespace
         models = await self.models.resolve(client, spec, namespace, now)
-        uses_config_maps = any(m.config_map is not None for m in spec.models)
-        spec_hash = spec.measurement_hash(models.digest() if uses_config_maps else "")
         uid = str((self.body.get("metadata") or {}).get("uid", ""))
-        models_config_map = await self.models.deliver(client, uid, namespace, models)
+        delivery = await self.models.deliver(client, uid, namespace, models)
+        if delivery.conflict is not None:
+            models = models.undelivered(delivery.conflict)
+        spec_hash = spec.measurement_hash(models_hash(spec, models, delivery))
         pods = self.own_pods(spec, pods, now)
         deleted = self.applier.observe(pods)
         profiling = {r.pod for r in self.records.values() if r.pod is not None}
@@ -199,7 +200,7 @@ class ProfileLoop:
             claims=list(claims.values()),
             deleted=deleted,
             now=now,
-            models_config_map=models_config_map,
+            models_config_map=delivery.config_map,
             pod_lookups=self.applier.pod_lookups(profiling),
             annotation_of=self.annotations.text_of,
         )
@@ -288,6 +289,15 @@ class ProfileLoop:
             return
         await client.patch_profile_status(self.name, patch)
         self.written = status
+
+
+def models_hash(spec: ProfileSpec, models: ModelResolution, delivery: Delivery) -> str:
+    """What the pods' models add to the spec digest: the content of ConfigMap-sourced models
+    (a changed ConfigMap re-profiles, like a changed spec), and whether they could be
+    delivered at all (so the nodes profiled without them are profiled again once they can)."""
+    uses_config_maps = any(m.config_map is not None for m in spec.models)
+    digest = models.digest() if uses_config_maps else ""
+    return digest if delivery.conflict is None else f"{digest}-undelivered"
 
 
 def batch_window(configured: float, round_seconds: float, timeout: float) -> float:

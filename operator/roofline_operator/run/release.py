@@ -64,7 +64,8 @@ async def release_profile(runtime: Runtime, name: str, body: Mapping[str, Any]) 
             annotations = {key: None} if key in node.records else {}
             if patch or annotations:
                 jobs.append(client.patch_node_labels(node.name, patch or {}, annotations))
-    jobs += [client.delete_config_map(*key) for key in runtime.models_config_maps.pop(name, ())]
+    written = runtime.models_config_maps.pop(name, {})
+    jobs += [client.delete_config_map(ns, cm, uid) for (ns, cm), uid in written.items()]
     await asyncio.gather(*jobs)
     runtime.metrics.forget(name)
     runtime.wakeups.forget(name)

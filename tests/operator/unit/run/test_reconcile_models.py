@@ -37,6 +37,8 @@ class ModelClient(RecordingClient):
     def __init__(self, config_maps: Mapping[tuple[str, str], dict[str, str]]) -> None:
         super().__init__()
         self.config_maps = dict(config_maps)
+        #: Whole ConfigMap objects by ``(namespace, name)``, for the ones created through it.
+        self.objects: dict[tuple[str, str], dict[str, Any]] = {}
         self.config_map_reads: list[tuple[str, str]] = []
         self.config_map_writes: list[str] = []
         self.config_map_deletes: list[str] = []
@@ -51,12 +53,22 @@ class ModelClient(RecordingClient):
             raise self.refused[(namespace, name)]
         return self.config_maps.get((namespace, name))
 
-    async def create_config_map(self, body: Mapping[str, Any]) -> None:
+    async def create_config_map(self, body: Mapping[str, Any]) -> dict[str, Any] | None:
+        """Create it, or answer with the object that already has its name (as on a 409)."""
         metadata = body["metadata"]
-        self.config_maps[(metadata["namespace"], metadata["name"])] = dict(body["data"])
+        key = (metadata["namespace"], metadata["name"])
+        if key in self.objects:
+            return self.objects[key]
+        self.config_maps[key] = dict(body["data"])
+        self.objects[key] = {**body, "metadata": {**metadata, "uid": f"uid-{metadata['name']}"}}
         self.config_map_writes.append(metadata["name"])
+        return self.objects[key]
 
-    async def delete_config_map(self, namespace: str, name: str) -> None:
+    async def delete_config_map(self, namespace: str, name: str, uid: str) -> None:
+        stored = self.objects.get((namespace, name))
+        if stored is None or stored["metadata"]["uid"] != uid:
+            return  # gone, or the precondition fails: the API server deletes nothing
+        del self.objects[(namespace, name)]
         self.config_maps.pop((namespace, name), None)
         self.config_map_deletes.append(name)
 
@@ -408,3 +420,37 @@ async def test_a_config_over_the_size_limit_fails_its_model_alone() -> None:
     (entry,) = [m for m in client.statuses[-1]["models"] if m["name"] == "big"]
     assert entry["reason"] == "InvalidModel"
     assert "bytes, at most 65536" in entry["message"]
+
+
+@pytest.mark.asyncio
+async def test_a_squatted_models_config_map_fails_the_models_and_is_never_mounted() -> None:
+    """The ConfigMap of the name the profile derives, created by someone else first: its
+    models are refused with the conflict in status, its pods run without models (the roofline
+    goes on), and once the name is free the nodes are profiled again with them."""
+    client = ModelClient({})
+    loop = loop_with(client, {"models": MODELS[:1]}, ENV)
+    squatter = {
+        "metadata": {"name": "", "namespace": "ns", "uid": "theirs"},
+        "data": {"models.json": "[]"},
+    }
+    original = client.create_config_map
+
+    async def squatted(body: Mapping[str, Any]) -> dict[str, Any] | None:
+        squatter["metadata"]["name"] = body["metadata"]["name"]
+        return squatter
+
+    client.create_config_map = squatted  # type: ignore[method-assign]
+    await loop.round({"a": node("a")}, [], {})
+    (pod,) = client.created
+    assert not [v for v in pod["spec"]["volumes"] if "configMap" in v], "nothing foreign mounted"
+    ready = {c["type"]: c for c in client.statuses[-1]["conditions"]}["ModelsReady"]
+    assert ready["reason"] == "ModelsConfigMapConflict"
+    assert "exists and is not this profile's" in ready["message"]
+    assert client.config_map_deletes == []
+
+    client.create_config_map = original  # type: ignore[method-assign]
+    await loop.round({"a": node("a"), "b": node("b")}, [], {})
+    later = client.created[-1]
+    assert pod_facts(later).node == "b"
+    assert [m["name"] for m in client.models_of(later)] == ["tiny"]
+    assert pod_facts(later).spec_hash != pod_facts(pod).spec_hash, "a re-profile with models"
