@@ -147,10 +147,28 @@ def numbers_from_status(raw: Mapping[str, Any]) -> fields.Numbers:
     values = _values_from_status(raw)
     if not all(isinstance(raw.get(f.interval_key), Mapping) for f in fields.DEVICE_HEADLINE):
         return values
-    return {
+    numbers = {
         f.attribute: replace(values[f.attribute], interval=_interval_from_status(f, raw))
         for f in fields.DEVICE_HEADLINE
     }
+    _check_intervals_hold_values(numbers)
+    return numbers
+
+
+#: How far a value may lie outside its interval as the status keeps both: each rounded to
+#: :data:`model_plans.STATUS_SIGNIFICANT_DIGITS` digits (half a unit in the last, twice).
+_STATUS_ROUNDING = 10.0 ** (1 - model_plans.STATUS_SIGNIFICANT_DIGITS)
+
+
+def _check_intervals_hold_values(numbers: fields.Numbers) -> None:
+    """Every interval holds its value, as every interval the operator writes does (a number
+    that holds keeps the latest profile's half-widths around it, ``hysteresis.py``)."""
+    for f in fields.DEVICE_HEADLINE:
+        number = numbers[f.attribute]
+        low, high = number.interval or (number.value, number.value)
+        slack = 0.0 if f.is_whole else _STATUS_ROUNDING * number.value
+        if not low - slack <= number.value <= high + slack:
+            raise plausibility.ImplausibleValue(f"field {f.interval_key!r} excludes its value")
 
 
 def _values_from_status(raw: Mapping[str, Any]) -> fields.Numbers:

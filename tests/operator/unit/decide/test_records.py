@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 from tests.operator.unit.model_builders import plan
 from tests.operator.unit.operator_builders import device, profile
+from tests.operator.unit.round_builders import with_intervals
 from tests.profiler.headline_builders import with_values
 
 from roofline_operator.core.names import NodeState
@@ -250,3 +251,22 @@ def test_a_sound_record_annotation_restores_with_the_plausibility_checks_on() ->
     assert restored is not None
     assert restored.result is not None
     assert restored.result.worst_gpu().ridge_point == 180.0
+
+
+def _with_intervals(entry: dict[str, Any], **intervals: tuple[float, float]) -> dict[str, Any]:
+    return {**entry, **{key: {"low": lo, "high": hi} for key, (lo, hi) in intervals.items()}}
+
+
+def test_a_record_whose_interval_excludes_its_value_restores_as_none() -> None:
+    record = replace(
+        published_record(), result=from_compact(profile(with_intervals(device())), "h")
+    )
+    text = record_to_annotation(record)
+    assert text is not None
+    sound = json.loads(text)
+    assert record_from_annotation("gpu-1", 1, json.dumps(sound)) is not None
+    for forged in (
+        _with_intervals(sound, bandwidthInterval=(0.0, 2.15e12)),
+        _with_intervals(sound, recommendedMinBatchInterval=(1, 2)),
+    ):
+        assert record_from_annotation("gpu-1", 1, json.dumps(forged)) is None
