@@ -86,7 +86,7 @@ def assert_valid_publication(record: NodeRecord) -> None:
     assert record.result is not None
     for value in node_labels_for(record.result.worst_gpu(), "fleet").values():
         assert len(value) <= MAX_LABEL_VALUE_CHARS
-        assert LABEL_VALUE.match(value)
+        assert LABEL_VALUE.fullmatch(value)
     status = build_status(
         records={record.name: record},
         spec_hash="h",

@@ -225,3 +225,21 @@ def test_a_ridge_point_that_is_not_peak_over_bandwidth_fails_its_node() -> None:
     assert isinstance(outcome, Failed)
     assert outcome.reason is FailureReason.INVALID_RESULT
     assert "is not peak over bandwidth" in outcome.message
+
+
+@pytest.mark.parametrize(
+    ("changed", "field"),
+    [
+        pytest.param({"name": "NVIDIA H200\n"}, "'name'", id="device-name"),
+        pytest.param({"warnings": ("CpuContention\n",)}, "'warning'", id="warning-code"),
+        pytest.param({"models": (plan("llama\n"),)}, "name", id="model-name"),
+    ],
+)
+def test_a_string_with_a_trailing_newline_is_refused(changed: dict[str, Any], field: str) -> None:
+    """``^...$`` checked with ``match`` accepted a trailing newline; ``"CpuContention\\n"`` then
+    evaded the interference hold-back, which looks for the code itself."""
+    message = encode_compact(profile(replace(device(), **changed), created_at=1001.0))
+    outcome = classify_pod(pod(terminated=Terminated(0, "Completed", message)), SPEC, 2000.0)
+    assert isinstance(outcome, Failed)
+    assert outcome.reason is FailureReason.INVALID_RESULT
+    assert field in outcome.message

@@ -144,7 +144,7 @@ def test_names_longer_than_a_label_value_get_label_safe_labels_and_are_read_back
     labels = pod["metadata"]["labels"]
     assert labels["roofline.dev/node"] == label_safe(LONG_NODE) != LONG_NODE
     assert labels["roofline.dev/profile"] == label_safe(LONG_PROFILE) != LONG_PROFILE
-    assert all(len(v) <= 63 and LABEL_VALUE.match(v) for v in labels.values())
+    assert all(len(v) <= 63 and LABEL_VALUE.fullmatch(v) for v in labels.values())
     affinity = pod["spec"]["affinity"]["nodeAffinity"]
     term = affinity["requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"][0]
     assert term["matchFields"][0]["values"] == [LONG_NODE]
@@ -221,7 +221,7 @@ def test_pod_names_are_deterministic_short_and_distinct_per_attempt() -> None:
     assert first != profiler_pod_name("fleet", long_node, "abc", 2)
     assert first != profiler_pod_name("fleet", long_node, "def", 1)
     assert len(first) <= 63
-    assert LABEL_VALUE.match(first)
+    assert LABEL_VALUE.fullmatch(first)
 
 
 def test_pod_facts_read_back_what_the_kubelet_wrote() -> None:
