@@ -123,6 +123,10 @@ def _publication_to_status(record: NodeRecord, result: NodeResult) -> dict[str, 
 MAX_RECORD_ANNOTATION_BYTES = 4 * sizes.RECORD_ANNOTATION_BUDGET_BYTES
 #: Longest free text a restored record keeps (a failure message, a material change).
 MAX_RESTORED_TEXT_CHARS = 1000
+#: Most warning codes a record keeps: every GPU's (``NodeResult.warnings``), each GPU sending
+#: at most :data:`~roofline_profiler.wire.compact.MAX_WARNINGS`. Whatever the writer keeps,
+#: both restores read back (the entry's size budget, ``sizes.py``, bounds the bytes).
+MAX_RECORD_WARNINGS = MAX_WARNINGS * plausibility.MAX_DEVICES
 
 
 def record_from_status(raw: Mapping[str, Any], now: float | None = None) -> NodeRecord | None:
@@ -140,7 +144,7 @@ def _record_from_status(raw: Mapping[str, Any], now: float | None) -> NodeRecord
     if measured is None and result is not None:
         measured = node_results.headline_of(result)
     warnings = raw.get("warnings") or []
-    if not isinstance(warnings, list) or len(warnings) > MAX_WARNINGS:
+    if not isinstance(warnings, list) or len(warnings) > MAX_RECORD_WARNINGS:
         raise plausibility.ImplausibleValue("field 'warnings' is not a list of codes")
 
     def text(key: str) -> str | None:

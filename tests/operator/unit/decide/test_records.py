@@ -270,3 +270,22 @@ def test_a_record_whose_interval_excludes_its_value_restores_as_none() -> None:
         _with_intervals(sound, recommendedMinBatchInterval=(1, 2)),
     ):
         assert record_from_annotation("gpu-1", 1, json.dumps(forged)) is None
+
+
+def test_every_warning_list_the_writer_keeps_restores_from_both_copies() -> None:
+    """2 GPUs × 12 codes: the record kept 24, both restores refused more than 16, and the node
+    lost its labels after a restart."""
+    devices = tuple(
+        replace(device(i), warnings=tuple(f"Code{i}x{n}" for n in range(12))) for i in range(2)
+    )
+    result = from_compact(profile(*devices), "h")
+    record = replace(published_record(), result=result, warnings=result.warnings())
+    assert len(record.warnings) == 24
+    restored = record_from_status(record_to_status(record))
+    assert restored is not None
+    assert restored.warnings == record.warnings
+    text = record_to_annotation(record)
+    assert text is not None
+    annotated = record_from_annotation("gpu-1", 2, text)
+    assert annotated is not None
+    assert annotated.result is not None
