@@ -212,9 +212,23 @@ def headline_to_status(headline: Headline) -> dict[str, Any]:
 
 def restored_time(raw: Any, field: str, now: float | None) -> float | None:
     """A status or record time (RFC 3339) as unix seconds inside the plausibility window of
-    ``now``; ``None`` when absent. A time in the future would postpone a re-profile forever."""
+    ``now``; ``None`` when absent. A time in the future would postpone a re-profile forever;
+    one that is not a time at all is damage, not absence."""
+    if raw is None:
+        return None
     seconds = parse_time(raw)
-    return None if seconds is None else plausibility.timestamp(seconds, field, now)
+    if seconds is None:
+        raise plausibility.ImplausibleValue(f"field {field!r} is not an RFC 3339 time")
+    return plausibility.timestamp(seconds, field, now)
+
+
+def profiled_time(raw: Any, now: float | None) -> float:
+    """When a result was measured: required, since a result without a time would read as
+    measured in 1970 (never due again without ``reprofileInterval``, stale for good)."""
+    seconds = restored_time(raw, "profiledTime", now)
+    if seconds is None:
+        raise plausibility.ImplausibleValue("field 'profiledTime' is missing")
+    return seconds
 
 
 def headline_from_status(raw: Any, now: float | None = None) -> Headline | None:
@@ -226,7 +240,7 @@ def headline_from_status(raw: Any, now: float | None = None) -> Headline | None:
     if not isinstance(raw, Mapping):
         return None
     return Headline(
-        profiled_at=restored_time(raw.get("profiledTime"), "profiledTime", now) or 0.0,
+        profiled_at=profiled_time(raw.get("profiledTime"), now),
         numbers=_values_from_status(raw),
     )
 
@@ -296,7 +310,7 @@ def from_status(entry: Mapping[str, Any], now: float | None = None) -> NodeResul
     shape_k, shape_n = _shape(entry.get("shape", "1x1"))
     return NodeResult(
         spec_hash=plausibility.text(entry["specHash"], plausibility.TOKEN, "specHash"),
-        profiled_at=restored_time(entry.get("profiledTime"), "profiledTime", now) or 0.0,
+        profiled_at=profiled_time(entry.get("profiledTime"), now),
         duration_seconds=plausibility.number(
             entry.get("durationSeconds", 0.0), "duration", "durationSeconds"
         ),

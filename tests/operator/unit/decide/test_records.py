@@ -289,3 +289,22 @@ def test_every_warning_list_the_writer_keeps_restores_from_both_copies() -> None
     annotated = record_from_annotation("gpu-1", 2, text)
     assert annotated is not None
     assert annotated.result is not None
+
+
+@pytest.mark.parametrize(
+    "profiled", [pytest.param("yesterday", id="garbage"), pytest.param(None, id="missing")]
+)
+def test_a_record_annotation_without_a_real_profiled_time_is_dropped(profiled: Any) -> None:
+    """It restored as measured in 1970: never due again without ``reprofileInterval``, and
+    the stale alert fired for good."""
+    text = record_to_annotation(published_record())
+    assert text is not None
+    damaged = {**json.loads(text), "profiledTime": profiled}
+    assert record_from_annotation("gpu-1", 2, json.dumps(damaged)) is None
+    entry = {**record_to_status(published_record()), "profiledTime": profiled}
+    assert record_from_status(entry) is None
+    previous = {
+        **json.loads(text),
+        "previous": {**json.loads(text)["previous"], "profiledTime": "x"},
+    }
+    assert record_from_annotation("gpu-1", 2, json.dumps(previous)) is None
