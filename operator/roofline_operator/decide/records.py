@@ -152,7 +152,7 @@ def _record_from_status(raw: Mapping[str, Any], now: float | None) -> NodeRecord
 
     return NodeRecord(
         name=plausibility.optional_text(raw["name"], "name", 253) or "",
-        gpus=plausibility.integer(raw.get("gpus", 1), "gpus", "gpus"),
+        gpus=plausibility.integer(raw.get("gpus", 1), "gpu units", "gpus"),
         state=NodeState(raw.get("state", NodeState.QUEUED.value)),
         attempts=plausibility.integer(raw.get("attempts", 0), "attempts", "attempts"),
         unschedulable=plausibility.integer(

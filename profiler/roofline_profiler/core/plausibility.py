@@ -52,6 +52,8 @@ class Range:
 
 
 DAY_SECONDS = float(SECONDS_PER_DAY)
+#: Most allocatable units of a GPU resource a node may advertise and be profiled with.
+MAX_GPU_UNITS = 1 << 16
 #: The table every reader checks against, keyed by quantity.
 RANGES: dict[str, Range] = {
     "bandwidth": Range(0.0, 100e12, "B/s", positive=True),
@@ -74,6 +76,9 @@ RANGES: dict[str, Range] = {
     "width above": Range(-100.0, 10_000.0, "%"),
     "attempts": Range(0, 1_000, ""),
     "gpus": Range(0, MAX_GPUS_PER_POD, ""),
+    # Allocatable units of a node's GPU resource: time-slicing and MPS advertise each GPU
+    # several times over (replicas), so a node of 8 GPUs may show hundreds.
+    "gpu units": Range(0, MAX_GPU_UNITS, ""),
     # A device's memory: 1 PiB, thousands of times today's largest GPU (141 GiB).
     "memory": Range(0, 1 << 50, "B"),
     # Unix seconds up to the year 2286, whatever ``now`` is; :func:`timestamp` narrows it.

@@ -308,3 +308,12 @@ def test_a_record_annotation_without_a_real_profiled_time_is_dropped(profiled: A
         "previous": {**json.loads(text)["previous"], "profiledTime": "x"},
     }
     assert record_from_annotation("gpu-1", 2, json.dumps(previous)) is None
+
+
+def test_a_node_with_more_than_64_gpu_units_restores() -> None:
+    """Time-slicing advertises each GPU several times over: 8 GPUs × 10 replicas wrote a status
+    entry whose restore refused ``gpus: 80``."""
+    record = replace(published_record(), gpus=80)
+    restored = record_from_status(record_to_status(record))
+    assert restored is not None
+    assert restored.gpus == 80
