@@ -27,6 +27,7 @@ from roofline_operator.core.nodes import NodeFacts
 from roofline_operator.decide import sizes
 from roofline_operator.decide.labels import label_safe
 from roofline_profiler.core import plausibility
+from roofline_profiler.core.errors import printable
 from roofline_profiler.wire.compact import MAX_WARNINGS
 
 
@@ -148,7 +149,8 @@ def _record_from_status(raw: Mapping[str, Any], now: float | None) -> NodeRecord
         raise plausibility.ImplausibleValue("field 'warnings' is not a list of codes")
 
     def text(key: str) -> str | None:
-        return plausibility.optional_text(raw.get(key), key, MAX_RESTORED_TEXT_CHARS)
+        found = plausibility.optional_text(raw.get(key), key, MAX_RESTORED_TEXT_CHARS)
+        return None if found is None else printable(found)
 
     return NodeRecord(
         name=plausibility.optional_text(raw["name"], "name", 253) or "",

@@ -22,6 +22,7 @@ from roofline_operator.decide.records import record_annotation_key
 from roofline_operator.decide.round_plan import PodCheck, PodLookups, RoundPlan
 from roofline_operator.run.kubeapi import ApiError, KubeClient
 from roofline_operator.run.metrics import OperatorMetrics
+from roofline_profiler.core.errors import first_line
 
 #: Longest a sent node patch suppresses an identical one while the node watch shows no newer
 #: version of the node (a watch that lost the event; a large cluster's watch lags by tens of
@@ -157,7 +158,7 @@ class PlanApplier:
                 if await client.create_pod(pod):
                     self.metrics.pods_launched.labels(self.profile).inc()
             except ApiError as exc:
-                why = exc.message[:MAX_MESSAGE_CHARS]
+                why = first_line(exc.message, f"HTTP {exc.status}", MAX_MESSAGE_CHARS)
                 rejected.append((node, Failed(FailureReason.POD_REJECTED, why)))
 
         async def delete(namespace: str, name: str) -> None:

@@ -471,3 +471,30 @@ async def test_a_record_annotation_naming_a_pod_namespace_never_widens_the_trust
     assert result is not None
     assert result.worst_gpu().ridge_point == 180.0
     assert [r for r, _ in quiet_events].count("ForeignPodIgnored") == 1
+
+
+#: What a failed pod may write to its termination message to act on whoever reads it: an ANSI
+#: colour, an OSC 8 hyperlink ended by BEL, a right-to-left override and a zero-width space.
+HOSTILE_MESSAGE = (
+    "\x1b[31mCUDA\x1b[0m error: \x1b]8;;https://evil.example\x07click\x1b]8;;\x07 "
+    "\u202egnp.exe\u202c\u200b done\x00\x7f\x9b"
+)
+
+
+@pytest.mark.asyncio
+async def test_control_and_bidi_characters_of_a_pod_message_reach_no_reader(
+    caplog: pytest.LogCaptureFixture, quiet_events: list[tuple[str, str]]
+) -> None:
+    client = RecordingClient()
+    loop = loop_with(client, {"retryBackoffSeconds": 60})
+    await loop.round({"a": node("a")}, [], {})
+    pod = pod_facts(client.created[0])
+    failed = replace(pod, phase="Failed", terminated=Terminated(1, "Error", HOSTILE_MESSAGE))
+    with caplog.at_level(logging.WARNING, logger="roofline_operator.run.round_events"):
+        await loop.round({"a": node("a")}, [failed], {})
+    shown = client.statuses[-1]["nodes"][0]["message"]
+    assert shown == "[31mCUDA[0m error: ]8;;https://evil.exampleclick]8;; gnp.exe done"
+    (event,) = [message for reason, message in quiet_events if reason == "PodFailed"]
+    (line,) = [r.getMessage() for r in caplog.records]
+    for text in (shown, event, line):
+        assert all(ch.isprintable() for ch in text), repr(text)
