@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Awaitable, Mapping
+from collections.abc import Awaitable, Iterable, Mapping
 from typing import Any
 
 from roofline_operator.core.names import ANNOTATION_NODE, FailureReason
@@ -148,8 +148,10 @@ class PlanApplier:
         plan: RoundPlan,
         now: float,
         versions: Mapping[str, str] | None = None,
+        watched: Iterable[PodFacts] = (),
     ) -> list[tuple[str, Failed]]:
-        """Send the plan's requests concurrently; return the nodes whose pod was refused."""
+        """Send the plan's requests concurrently; return the nodes whose pod was refused.
+        ``watched`` (every pod the watch shows) keeps look-alikes out of the collections."""
         rejected: list[tuple[str, Failed]] = []
 
         async def create(pod: dict[str, Any]) -> None:
@@ -174,10 +176,10 @@ class PlanApplier:
 
         deletes = dict.fromkeys(plan.deletes)
         collections: list[PodCollection] = []
+        singles = list(plan.finished)
         if self.collect_finished:
-            collections = finished_pod_collections(self.profile, plan.finished)
-        else:
-            deletes.update(dict.fromkeys((p.namespace, p.name) for p in plan.finished))
+            collections, singles = finished_pod_collections(self.profile, plan.finished, watched)
+        deletes.update(dict.fromkeys((p.namespace, p.name) for p in singles))
         # Collections go first: a pod created afterwards can then never match their selectors.
         results = await asyncio.gather(
             *(self.collect(client, c) for c in collections), return_exceptions=True

@@ -212,7 +212,8 @@ class ProfileLoop:
         """Send the plan's requests and keep its records; a pod the API refused fails its node
         now, not a round later. Returns the refused pods' nodes and failures."""
         versions = {name: facts.resource_version for name, facts in inp.nodes.items()}
-        rejected = await self.applier.apply(client, plan, inp.now, versions)
+        watched = self.runtime.caches.pods.values()
+        rejected = await self.applier.apply(client, plan, inp.now, versions, watched)
         await self.applier.check_pods(client, plan.pod_checks, inp.now)
         for node, failure in rejected:
             plan.records[node] = fail_node(plan.records[node], failure, inp.spec, inp.now)

@@ -498,3 +498,28 @@ async def test_control_and_bidi_characters_of_a_pod_message_reach_no_reader(
     (line,) = [r.getMessage() for r in caplog.records]
     for text in (shown, event, line):
         assert all(ch.isprintable() for ch in text), repr(text)
+
+
+@pytest.mark.asyncio
+async def test_a_look_alike_pod_with_our_labels_is_never_caught_by_a_collection() -> None:
+    """The collection selects by labels alone: a finished pod with our labels that is not ours
+    (no owner reference to the profile) was deleted with ours."""
+    client = RecordingClient()
+    loop = loop_with(client, {"maxParallel": 2})
+    nodes = {n: node(n) for n in ("a", "b")}
+    await loop.round(nodes, [], {})
+    now = time.time()
+    result = Terminated(0, "Completed", encode_compact(profile(created_at=now)))
+    done = [
+        replace(pod_facts(body), phase="Succeeded", created_at=now - 1, terminated=result)
+        for body in client.created
+    ]
+    a = done[0]
+    look_alike = replace(a, name="not-ours", owner_uids=("theirs",), phase="Failed")
+    pods = loop.runtime.caches.pods
+    pods.start_priming()
+    pods.finish_priming([((p.namespace, p.name), p) for p in (*done, look_alike)])
+    await loop.round(nodes, [*done, look_alike], {})
+    ((_, selector, _),) = client.collections
+    assert selector.endswith("roofline.dev/node in (b)"), "node a is left out"
+    assert client.deleted == [("default", a.name)], "ours on node a goes by name"
