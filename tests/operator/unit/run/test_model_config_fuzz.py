@@ -16,8 +16,8 @@ from typing import Any
 from hypothesis import example, given
 from hypothesis import strategies as st
 from tests.model_configs import TINY_LLAMA, TINY_MOE
+from tests.operator.unit.model_client import ENV, ModelClient, loop_with
 from tests.operator.unit.operator_builders import node
-from tests.operator.unit.run.test_reconcile_models import ENV, ModelClient, loop_with
 from tests.tampering import json_values
 
 from roofline_operator.decide.model_sources import (
