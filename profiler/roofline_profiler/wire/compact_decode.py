@@ -40,7 +40,7 @@ from roofline_profiler.wire.compact_models import decode_device_plans, decode_mo
 from roofline_profiler.wire.fields import Estimate
 
 #: The dtypes a result may name: those the profiler measures.
-_DTYPE = re.compile(f"^({'|'.join(DTYPE_NAMES)})$")
+_DTYPE = re.compile("|".join(DTYPE_NAMES))
 
 
 def _batches(raw: Any, name: str, where: str) -> tuple[int, ...]:
