@@ -114,6 +114,14 @@ class ItlModel:
         )
 
 
+def stated_error(error: float, digits: int = 2) -> float:
+    """``error`` rounded *up* to ``digits`` significant digits: a bound that stays one."""
+    if error <= 0:
+        return 0.0
+    scale = 10.0 ** (math.floor(math.log10(error)) - digits + 1)
+    return float(f"{math.ceil(error / scale - 1e-9) * scale:.{digits}g}")
+
+
 def fit_contexts(context_tokens: int) -> tuple[int, ...]:
     """The contexts a plan at ``context_tokens`` is fitted over (:data:`CONTEXT_FRACTIONS`)."""
     return tuple(sorted({max(1, round(context_tokens * f)) for f in CONTEXT_FRACTIONS}))

@@ -23,12 +23,12 @@ Pure module: no torch, no Kubernetes.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from roofline_profiler.core import plausibility
+from roofline_profiler.core.itl_model import stated_error
 from roofline_profiler.core.planning import ModelPlan
 from roofline_profiler.wire.compact_fields import (
     ITL_CONTEXT_TERM_UNIT,
@@ -175,11 +175,7 @@ def _itl_error(plan: ModelPlan) -> float | None:
     """The ITL model's worst relative error, rounded *up* to its digits: a bound stays one."""
     if plan.itl_model is None:
         return None
-    error = plan.itl_model.max_relative_error
-    if error <= 0:
-        return 0.0
-    scale = 10.0 ** (math.floor(math.log10(error)) - ERROR_SIGNIFICANT_DIGITS + 1)
-    return float(f"{math.ceil(error / scale - 1e-9) * scale:.{ERROR_SIGNIFICANT_DIGITS}g}")
+    return stated_error(plan.itl_model.max_relative_error, ERROR_SIGNIFICANT_DIGITS)
 
 
 MIN_BATCH_GAUGE = PlanGauge(
