@@ -9,6 +9,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from roofline_cli.export.plans import ClassPlan
 from roofline_operator.core.model_spec import ModelSpec
 from roofline_operator.core.names import NodeState
 from roofline_operator.core.node_results import from_compact
@@ -123,3 +124,23 @@ def write_status(folder: Path) -> Path:
     path = folder / "profile.json"
     path.write_text(json.dumps(status_profile()), encoding="utf-8")
     return path
+
+
+def class_plan(**changes: Any) -> ClassPlan:
+    """One model's plan on one GPU class, as the targets read it."""
+    base: dict[str, Any] = {
+        "model": "m",
+        "gpu_class": "G",
+        "context_tokens": 4096,
+        "tensor_parallel": 1,
+        "min_batch": 16,
+        "max_batch": 96,
+        "max_batch_by_memory": 200,
+        "max_batch_by_latency": 96,
+        "kv_cache_tokens": 200 * 4096,
+        "tokens_per_second_at_max_batch": 4000.0,
+        "nodes": 1,
+        "source": "s",
+    }
+    base.update(changes)
+    return ClassPlan(**base)

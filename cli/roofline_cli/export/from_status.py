@@ -199,7 +199,8 @@ def source_of_profile(document: Any, where: str) -> ExportSource:
         slo_spec = spec.get("slo") if isinstance(spec, Mapping) else None
         latency = slo_spec.get("interTokenLatency") if isinstance(slo_spec, Mapping) else None
         slo = latency if isinstance(latency, str) and len(latency) <= 32 else None
-        status = _mapping(document.get("status") or {}, "status")
+        raw_status = document.get("status")
+        status = {} if raw_status is None else _mapping(raw_status, "status")
     elif any(key in document for key in ("models", "nodes", "summary")):
         status = document
     else:
