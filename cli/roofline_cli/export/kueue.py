@@ -47,7 +47,7 @@ def _flavor(node_class: NodeClass, source: ExportSource) -> tuple[str, dict[str,
     labels[MIN_BATCH_LABEL] = Note(
         str(node_class.min_batch_label),
         f"the recommended min batch the operator measured on {', '.join(node_class.nodes)} "
-        f"({', '.join(node_class.products)}, {node_class.gpus} GPU(s))",
+        f"({', '.join(node_class.products)}, {node_class.gpus} device(s))",
     )
     spec = {"nodeLabels": Note(labels, "spec.nodeLabels: Kueue adds them to the pods' selector")}
     header = f"Measured class: nodes with min batch {node_class.min_batch_label}."
@@ -67,7 +67,7 @@ def _quota(model: str, tp: int, options: ExportOptions, node_class: NodeClass) -
     return replicas * tp, (
         f"nominalQuota: ⌈{demand:g} tokens/s ÷ ({rate:.4g} tokens/s per replica at maxBatch × "
         f"{options.utilization:g})⌉ = {replicas} replica(s) × tensorParallel {tp} = "
-        f"{replicas * tp} GPU(s); tokens/s measured on the slowest of "
+        f"{replicas * tp} {options.resource}; tokens/s measured on the slowest of "
         f"{', '.join(node_class.nodes)}"
     )
 
@@ -95,7 +95,7 @@ def _cluster_queue(model: str, options: ExportOptions, source: ExportSource) -> 
         "fairSharing": {
             "weight": Note(
                 f"{weight:.2f}",
-                f"fairSharing.weight: the demand in GPUs of the fastest class, "
+                f"fairSharing.weight: the demand in {options.resource} of the fastest class, "
                 f"{options.tokens_per_second:g} ÷ ({fastest:.4g} × {options.utilization:g}) × "
                 f"{tp}: queues borrow in proportion to what their demand needs",
             )

@@ -332,3 +332,18 @@ def test_the_endpoint_picker_config_uses_only_fields_of_the_pinned_pickers_types
     misspelt = json.loads(json.dumps(config))
     misspelt["plugins"][-1]["parameters"]["kvCacheThreshold"] = 0.8
     assert unknown_picker_fields(misspelt, types, detector) == {"kvCacheThreshold"}
+
+
+def test_the_guides_rooflineprofile_is_admitted(kubectl: Kubectl, tmp_path: Path) -> None:
+    """docs/export.md starts from this object: the real API server takes it as written."""
+    guide = (Path(__file__).resolve().parents[3] / "docs" / "export.md").read_text()
+    (block,) = (
+        block
+        for block in re.findall(r"```yaml\n(.*?)```", guide, re.S)
+        if block.startswith("apiVersion: roofline.dev/")
+    )
+    profile = yaml.safe_load(block)
+    path = tmp_path / "guide-profile.json"
+    path.write_text(json.dumps(profile))
+    done = dry_run(kubectl, path)
+    assert done.returncode == 0, done.stderr
