@@ -307,7 +307,8 @@ def read_result(path: Path) -> ProfileResult:
         where = "/".join(str(part) for part in exc.absolute_path) or "the document"
         reason = first_line(exc.message, max_chars=120)
         raise UsageError(f"--from {path}: not a roofline result ({where}: {reason})") from None
-    except (KeyError, TypeError, ValueError) as exc:
+    except (KeyError, TypeError, ValueError, OverflowError) as exc:
+        # OverflowError: an integer too large for a float where a time is due (10**400 seconds).
         raise UsageError(f"--from {path}: not a roofline result ({exc})") from None
 
 

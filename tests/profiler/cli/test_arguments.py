@@ -178,6 +178,13 @@ def test_a_saved_result_reads_back_as_it_was_written(tmp_path: Path) -> None:
             "not a JSON result document",
             id="nan",
         ),
+        pytest.param(
+            json.dumps(SAVED_RESULT).replace(
+                '"samplesSeconds": [', '"samplesSeconds": [' + "1" * 400 + ", ", 1
+            ),
+            "too large to convert to float",
+            id="a-sample-beyond-a-float",
+        ),
     ],
 )
 def test_a_saved_result_that_breaks_the_schema_is_one_usage_error_naming_where(
