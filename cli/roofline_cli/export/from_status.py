@@ -67,7 +67,7 @@ def _rate(entry: Mapping[str, Any], key: str, where: str) -> float | None:
         return None
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         raise SourceError(f"{where}: {key} is not a number")
-    if not math.isfinite(value) or not 0 < value <= MAX_TOKENS:
+    if not 0 < value <= MAX_TOKENS or not math.isfinite(value):
         raise SourceError(f"{where}: {key} {value!r} is not a positive rate")
     return float(value)
 

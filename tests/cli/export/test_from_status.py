@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
+from hypothesis import HealthCheck, example, given, settings
+from hypothesis import strategies as st
 
 from roofline_cli.export.from_status import SourceError, source_of_profile
 from tests.cli.export_sources import H100, L40S, MODEL, PROFILE, status_profile
+from tests.tampering import json_values, tampered_documents
 
 
 def test_each_class_of_the_status_is_a_plan_with_its_slowest_nodes_itl() -> None:
@@ -70,7 +74,9 @@ CLASS = ("status", "models", 0, "classes", 0)
         pytest.param(
             _with((*CLASS, "tokensPerSecondAtMaxBatch"), float("inf")), "positive rate", id="rate"
         ),
+        pytest.param(_with((*CLASS, "tokensPerSecondAtMaxBatch"), 10**400), "rate", id="huge"),
         pytest.param(_with((*CLASS, "itlInterceptSeconds"), -1), "itlInterceptSeconds", id="itl"),
+        pytest.param(_with((*CLASS, "itlPerSequenceSeconds"), 10**400), "itlPer", id="huge-itl"),
         pytest.param(_with(("status", "models", 0, "classes"), {}), "not a list", id="classes"),
         pytest.param(_with(("status", "models"), [{}] * 9), "more than 8", id="models"),
         pytest.param(_with(("status", "models", 0, "name"), "a/b"), "name", id="model-name"),
@@ -82,3 +88,23 @@ CLASS = ("status", "models", 0, "classes", 0)
 def test_a_defect_is_one_error_that_names_the_field(document: Any, reason: str) -> None:
     with pytest.raises(SourceError, match=reason.replace("(", r"\(")):
         source_of_profile(document, "p")
+
+
+STATUS = status_profile()
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(text=st.one_of(tampered_documents(STATUS), json_values.map(json.dumps)))
+@example(text=json.dumps(_with((*CLASS, "maxBatchByMemory"), 10**400)))
+def test_any_tampered_status_reads_as_a_source_or_one_source_error(text: str) -> None:
+    """A status from a cluster or a file may hold anything: it reads into a source, or into
+    one :class:`SourceError`, never another exception."""
+    message = ""
+    try:
+        source = source_of_profile(json.loads(text), "p")
+    except SourceError as exc:
+        message = str(exc)
+    else:
+        assert source.plans
+        assert all(plan.max_batch_by_memory >= 0 for plan in source.plans)
+    assert "\n" not in message
