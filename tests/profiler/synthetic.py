@@ -19,6 +19,7 @@ from roofline_profiler.core.decode_model import (
     ModelMeasurements,
     plan_models,
 )
+from roofline_profiler.core.itl_model import fit_plan
 from roofline_profiler.core.planning import PlanOptions, StepPrediction
 from roofline_profiler.core.stats import Measurement
 from roofline_profiler.measure.runner import ProfileRequest, assemble_device_result
@@ -191,16 +192,24 @@ def synthetic_result(devices: int = 1, **kwargs: object) -> ProfileResult:
     )
 
 
+def planned_step_seconds(batch: int, context: int) -> float:
+    """A made-up step of Llama 3.1 8B at any batch and context: :data:`PLANNED_STEPS` at 4K, of
+    which half grows in proportion to the context (the attention of this made-up device)."""
+    return dict(PLANNED_STEPS)[batch] * (context + 4096) / (2 * 4096)
+
+
 def planned_result() -> ProfileResult:
     """The synthetic profile with two plans of Llama 3.1 8B: one with a range, one whose SLO no
-    batch meets (the engine flags are then a fallback)."""
+    batch meets (the engine flags are then a fallback); each with the ITL model of
+    :func:`planned_step_seconds`."""
     result = synthetic_result()
     device = result.devices[0]
     arch = model_config.load_model("llama-3.1-8b")
     steps = [StepPrediction(batch, 4096, seconds) for batch, seconds in PLANNED_STEPS]
+    batches = [batch for batch, _ in PLANNED_STEPS]
 
     def plan(**options: Any) -> planning.ModelPlan:
-        return planning.plan_model(
+        planned = planning.plan_model(
             arch,
             "bfloat16",
             4096,
@@ -211,6 +220,8 @@ def planned_result() -> ProfileResult:
             device.peak_flops_per_second,
             PlanOptions(**options),
         )
+        itl = fit_plan(planned_step_seconds, batches, 4096, planned.max_batch_by_memory)
+        return replace(planned, itl_model=itl)
 
     plans = (plan(itl_slo_seconds=0.02, gpu_hour_cost=2.5), plan(itl_slo_seconds=0.001))
     return replace(result, devices=(replace(device, models=plans),))

@@ -65,6 +65,11 @@ RANGES: dict[str, Range] = {
     # Batches a model's memory or latency bound allows; 0 when none fits.
     "batch bound": Range(0, 1 << 24, ""),
     "step": Range(0.0, 3600.0, "s", positive=True),
+    # A term of a plan's ITL model (seconds per step, per sequence, per sequence and context
+    # token); a non-negative fit may set one to exactly 0.
+    "itl term": Range(0.0, 3600.0, "s"),
+    # A fit's worst relative error (1 is 100%).
+    "relative error": Range(0.0, 100.0, ""),
     "duration": Range(0.0, 7 * DAY_SECONDS, "s"),
     "dimension": Range(1, MAX_DIMENSION, ""),
     "context": Range(1, MAX_CONTEXT_TOKENS, "tokens"),

@@ -175,6 +175,13 @@ def test_a_saved_result_reads_back_as_it_was_written(tmp_path: Path) -> None:
             "not a JSON result document",
             id="nan",
         ),
+        pytest.param(
+            json.dumps(SAVED_RESULT).replace(
+                '"samplesSeconds": [', '"samplesSeconds": [' + "1" * 400 + ", ", 1
+            ),
+            "samplesSeconds/0: a number out of range",
+            id="a-sample-beyond-a-float",
+        ),
     ],
 )
 def test_a_saved_result_that_breaks_the_schema_is_one_usage_error_naming_where(

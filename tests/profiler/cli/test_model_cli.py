@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from roofline_profiler.wire.result import ProfileResult, validate_document
+from roofline_profiler.wire.result import SCHEMA_VERSION, ProfileResult, validate_document
 from tests.profiler.cli_process import assert_refused, run_cli
 
 TINY = {
@@ -45,7 +45,7 @@ def test_a_profile_with_a_model_plans_it_per_context(profiled) -> None:  # type:
     assert proc.returncode == 0, proc.stderr
     document = json.loads((out / "result.json").read_text())
     validate_document(document)
-    assert document["schemaVersion"] == 2
+    assert document["schemaVersion"] == SCHEMA_VERSION
     (device,) = document["devices"]
     plans = device["models"]
     assert [p["contextTokens"] for p in plans] == [64, 256]
@@ -60,6 +60,11 @@ def test_a_profile_with_a_model_plans_it_per_context(profiled) -> None:  # type:
         assert [c["batch"] for c in plan["costPerMillionTokens"]] == [1, 2, 4]
         assert set(plan["engineSettings"]) == {"vllm", "sglang", "tgi", "tensorrtLlm"}
         assert any(f.startswith("--max-num-seqs=") for f in plan["engineSettings"]["vllm"])
+        itl = plan["itlModel"]
+        assert itl["batches"] == [1, 2, 4]
+        context = plan["contextTokens"]
+        assert itl["contexts"] == [context // 4, context // 2, 3 * context // 4, context]
+        assert 0 <= itl["maxRelativeError"] < 1
     (measured,) = device["modelMeasurements"]
     assert measured["architecture"]["hiddenSize"] == 128
     assert {a["contextTokens"] for a in measured["attention"]} == {64, 256}
