@@ -1,7 +1,8 @@
 """The live suite's parts, once per module: a real vLLM (scripts/vllm-cpu.sh, tests/vllm_server.py)
-serving a random-weight model in a CPU budget of its own, its calibration, a steady load, a fixed
-exposition of the ITL model and the pod's node, and a real Prometheus server running the project's
-rules against both.
+serving a random-weight model in a CPU budget of its own, its calibration, waves of load, the
+operator's metrics for the calibrated ITL model (rendered by the operator's own metrics code) with
+a kube-state-metrics stand-in, and a real Prometheus server running the project's rules against
+all of them.
 
 Every part is skipped with its reason where it cannot run (no Linux, no ``prometheus``, no cgroup
 CPU controller, no root, no PyPI for the first install) and stopped by its PID at the end; the
@@ -10,8 +11,10 @@ teardown checks that no process of the engine is left and that the cgroup is gon
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
+import os
 import statistics
 import threading
 import time
@@ -23,7 +26,13 @@ import pytest
 
 from tests import vllm_server
 from tests.live.cpu_budget import CpuBudget, unavailable_reason
-from tests.live.exposition import FixedExposition, ItlModel, ServingPod
+from tests.live.exposition import (
+    KUBE_STATE_METRICS_PATH,
+    OPERATOR_PATH,
+    FixedExposition,
+    ItlModel,
+    ServingPod,
+)
 from tests.prometheus_server import (
     MISSING_REASON,
     PROMETHEUS,
@@ -54,14 +63,14 @@ MODEL_CONFIG = {
 #: ITL buckets 5% apart from 1 ms to about 3 s: the resolution docs/deploy.md recommends, so a
 #: median reads within ±2.5% instead of the default buckets' up to ±20%.
 ITL_BUCKETS = [round(0.001 * 1.05**i, 6) for i in range(165)]
-#: The engine's CPU budget (cores) while it is "unthrottled", and when its CPU set is cut.
-CPUS = 0.5
+#: The engine's CPU quota (cores) when its CPU is cut; unthrottled it has none (the weight of its
+#: budget keeps its one core its own).
 CUT_CPUS = 0.15
 #: The load: sequences decoding at once, prompt and generated tokens of each request (a wave
-#: decodes about 300 steps: 10 s at the budget's step of about 30 ms).
+#: decodes 600 steps: about 6 s at the engine's step of about 9 ms on its core).
 BATCH = 8
 PROMPT_TOKENS = 128
-GENERATED_TOKENS = 300
+GENERATED_TOKENS = 600
 #: The rules' windows and the alert's patience in the test's copy of the rules file.
 WINDOW = "30s"
 ALERT_FOR = "15s"
@@ -135,9 +144,23 @@ def model_directory(environment: Path) -> Path:
     return vllm_server.write_model(environment / "models" / f"live-{digest}", MODEL_CONFIG)
 
 
+def engine_core() -> int:
+    """The core the engine is pinned to: the first this process may run on."""
+    return min(os.sched_getaffinity(0))
+
+
+def pin(pids: list[int], core: int) -> None:
+    """Every thread of ``pids`` on ``core`` (threads started later inherit it)."""
+    for pid in pids:
+        for thread in os.listdir(f"/proc/{pid}/task"):
+            with contextlib.suppress(ProcessLookupError):
+                os.sched_setaffinity(int(thread), {core})
+
+
 @pytest.fixture(scope="module")
 def engine(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Engine]:
-    """vLLM serving the model, every process of it in a CPU budget of :data:`CPUS` cores."""
+    """vLLM serving the model on one core (its OpenMP thread bound there, every thread of it
+    pinned), every process of it in a CPU budget whose weight keeps that core its own."""
     reason = _skip_reason()
     if reason:
         pytest.skip(reason)
@@ -149,6 +172,7 @@ def engine(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Engine]:
         max_model_len=1024,
         max_num_seqs=16,
         kv_cache_gib=1,
+        cores=str(engine_core()),
         enforce_eager=True,
         extra_args=(
             "--custom-histogram-buckets",
@@ -159,9 +183,11 @@ def engine(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Engine]:
     server = vllm_server.VllmServer(environment, model_directory(environment), settings, workdir)
     with server:
         print(f"vLLM ready in {server.start_seconds:.0f} s")
-        budget = CpuBudget("roofline-live", CPUS)
+        budget = CpuBudget("roofline-live")
         try:
-            budget.add(server.group_members())
+            members = server.group_members()
+            pin(members, engine_core())
+            budget.add(members)
             yield Engine(server, budget)
         finally:
             budget.release()
@@ -210,7 +236,13 @@ def load(engine: Engine, itl_model: ItlModel) -> Iterator[WaveLoad]:
 
 @pytest.fixture(scope="module")
 def pod() -> ServingPod:
-    return ServingPod(namespace="serving", pod="vllm-0", node="cpu-node", model="model")
+    return ServingPod(
+        namespace="serving",
+        pod="vllm-0",
+        node="cpu-node",
+        model="model",
+        context_tokens=PROMPT_TOKENS + GENERATED_TOKENS,
+    )
 
 
 @pytest.fixture(scope="module")
@@ -240,7 +272,8 @@ def prometheus(
     address = engine.server.url.removeprefix("http://")
     targets = [
         ScrapeTarget("vllm", [address], {"namespace": pod.namespace, "pod": pod.pod}),
-        ScrapeTarget("fixed", [fixed.address]),
+        ScrapeTarget("roofline-operator", [fixed.address], metrics_path=OPERATOR_PATH),
+        ScrapeTarget("kube-state-metrics", [fixed.address], metrics_path=KUBE_STATE_METRICS_PATH),
     ]
     server = PrometheusServer(
         workdir,

@@ -1,14 +1,15 @@
-"""A CPU budget of its own for the serving engine: a cgroup with a CPU quota, set and cut at will.
+"""A CPU budget of its own for the serving engine: a cgroup with a CPU weight, and a quota to cut.
 
 On a shared machine the engine's speed follows everyone else's load: measured here, the median
 inter-token latency of the same vLLM under the same requests moved between 42 and 168 ms from one
 15-second window to the next at a load average of 22 on 2 cores (docs/testing-operator.md). A
-prediction calibrated in one minute cannot be checked against the next. So the engine runs in a
-cgroup of its own with a fixed quota (a fraction of one core) and a CPU weight 64 times a normal
-task's, which makes sure it gets that fraction however loaded the machine is: its speed is set by
-the quota, the same at calibration and at every check (within what a loaded machine's caches and
-memory bandwidth still change: docs/testing-operator.md). Cutting the quota is the slowed
-engine ("its CPU set cut"), restoring it the recovered one.
+prediction calibrated in one minute cannot be checked against the next. So the engine, pinned to
+one core, runs in a cgroup of its own with a CPU weight 64 times a normal task's and no quota:
+that core is its own however loaded the machine is, and the other core everyone else's. A quota
+(:meth:`CpuBudget.set_cpus`) is the slowed engine ("its CPU cut"), none the recovered one. A
+quota is not how to give the engine a steady speed: vLLM's processes poll while they wait, spend
+the quota on it and are throttled in the middle of steps, which made the step times bimodal and
+their median jump between the modes (docs/testing-operator.md).
 
 cgroup v1 (the ``cpu`` controller's ``cpu.cfs_quota_us``, ``cpu.shares``) and v2 (``cpu.max``,
 ``cpu.weight``, where the root's ``cgroup.subtree_control`` already enables ``cpu``: this never
@@ -68,7 +69,7 @@ def _own_cgroup(pid: int, v2: bool) -> str:
 class CpuBudget:
     """One cgroup under the CPU hierarchy's root, named after this process."""
 
-    def __init__(self, name: str, cpus: float) -> None:
+    def __init__(self, name: str, cpus: float | None = None) -> None:
         reason = unavailable_reason()
         if reason is not None:
             raise CpuBudgetUnavailable(reason)
@@ -85,13 +86,15 @@ class CpuBudget:
             (self.path / "cpu.shares").write_text(str(SHARES))
         self.set_cpus(cpus)
 
-    def set_cpus(self, cpus: float) -> None:
-        """At most ``cpus`` cores' worth of CPU time for every process in the budget."""
-        quota = max(int(cpus * PERIOD_MICROSECONDS), 1000)
+    def set_cpus(self, cpus: float | None) -> None:
+        """At most ``cpus`` cores' worth of CPU time for every process in the budget; ``None``
+        for no quota (the weight alone)."""
+        quota = None if cpus is None else max(int(cpus * PERIOD_MICROSECONDS), 1000)
         if self.v2:
-            (self.path / "cpu.max").write_text(f"{quota} {PERIOD_MICROSECONDS}")
+            limit = "max" if quota is None else str(quota)
+            (self.path / "cpu.max").write_text(f"{limit} {PERIOD_MICROSECONDS}")
         else:
-            (self.path / "cpu.cfs_quota_us").write_text(str(quota))
+            (self.path / "cpu.cfs_quota_us").write_text("-1" if quota is None else str(quota))
         self.cpus = cpus
 
     def add(self, pids: Iterable[int]) -> None:

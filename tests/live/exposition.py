@@ -1,27 +1,36 @@
-"""A fixed exposition on loopback: the series the plan-drift rules join a serving pod with, for
-a live suite that has no cluster.
+"""The cluster's side of the plan-drift join, served on loopback for a live suite without one.
 
-In a cluster the ITL model comes from the operator (``roofline_model_itl_*``, one series per
-node, GPU and model) and the pod's node from kube-state-metrics (``kube_pod_info``). Here both are
-served by this small HTTP server, in the Prometheus text format, with the labels their exporters
-give them; the ITL model's three coefficients are set by the test (from its calibration of the
-engine) and can be scaled while Prometheus scrapes, which is how a wrong prediction is made.
+In a cluster the ITL model of a served model on a node comes from the operator's ``/metrics``
+(``roofline_model_itl_*``, one series per node, GPU and model) and the serving pod's node from
+kube-state-metrics (``kube_pod_info``). Here the first is rendered by the operator's own metrics
+code (its ``OperatorMetrics`` registry and collector, fed a node record whose model plan carries
+the ITL model the test calibrated), exactly the text ``roofline operator`` serves for such a plan;
+the second is a one-line stand-in with kube-state-metrics' labels. The ITL model may be replaced
+while Prometheus scrapes, which is how the suite makes a prediction wrong.
 """
 
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
-#: The ITL model's gauges, in the order of :class:`ItlModel`'s fields.
-ITL_GAUGES = (
-    "roofline_model_itl_intercept_seconds",
-    "roofline_model_itl_per_sequence_seconds",
-    "roofline_model_itl_per_sequence_context_token_seconds",
-)
+from prometheus_client import CollectorRegistry, generate_latest
+
+from roofline_operator.core.names import NodeState
+from roofline_operator.core.node_results import from_compact
+from roofline_operator.decide.records import NodeRecord
+from roofline_operator.run.metrics import OperatorMetrics, snapshot_from_records
+from roofline_profiler.wire.compact import CompactDevice, CompactProfile
+from roofline_profiler.wire.compact_models import CompactModelPlan
+from tests.profiler.headline_builders import headline_numbers
+
+#: Where each part is served.
+OPERATOR_PATH = "/metrics"
+KUBE_STATE_METRICS_PATH = "/kube-state-metrics"
+SPEC_HASH = "live"
 
 
 @dataclass(frozen=True)
@@ -37,7 +46,7 @@ class ItlModel:
         return (
             self.intercept
             + self.per_sequence * batch
-            + self.per_sequence_context_token * (context_tokens)
+            + self.per_sequence_context_token * context_tokens
         )
 
     def scaled(self, factor: float) -> ItlModel:
@@ -51,52 +60,70 @@ class ItlModel:
 
 @dataclass(frozen=True)
 class ServingPod:
-    """Where the engine runs, as kube-state-metrics and the operator would name it."""
+    """Where the engine runs, as kube-state-metrics and the operator name it."""
 
     namespace: str
     pod: str
     node: str
     model: str
+    context_tokens: int
     profile: str = "live"
     product: str = "cpu"
-    dtype: str = "bfloat16"
 
 
-def _labels(pairs: Mapping[str, str]) -> str:
-    return ",".join(f'{k}="{v}"' for k, v in pairs.items())
+def node_record(pod: ServingPod, model: ItlModel) -> NodeRecord:
+    """The operator's record of the pod's node: one profiled device whose plan of the served
+    model carries ``model``."""
+    plan = CompactModelPlan(
+        name=pod.model,
+        context_tokens=pod.context_tokens,
+        tensor_parallel=1,
+        min_batch=None,
+        max_batch_by_memory=64,
+        max_batch_by_latency=None,
+        step_seconds_at_min_batch=None,
+        step_seconds_at_max_batch=None,
+        itl_intercept_seconds=model.intercept,
+        itl_per_sequence_seconds=model.per_sequence,
+        itl_per_sequence_context_token_seconds=model.per_sequence_context_token,
+        itl_max_relative_error=0.0,
+    )
+    device = CompactDevice(
+        index=0,
+        name=pod.product,
+        numbers=headline_numbers(3e10, 3e11, 10.0, 32),
+        step_seconds=(),
+        models=(plan,),
+    )
+    profile = CompactProfile("bfloat16", 4096, 4096, 1.7e9, 10.0, (1, 64), (device,))
+    result = from_compact(profile, SPEC_HASH)
+    return NodeRecord(pod.node, 1, state=NodeState.PROFILED, result=result)
 
 
-def exposition(pod: ServingPod, model: ItlModel) -> str:
-    """The text the rules read: the pod on its node, the ITL model of its model on that node."""
-    gauge = {
-        "profile": pod.profile,
-        "node": pod.node,
-        "gpu": "0",
-        "product": pod.product,
-        "dtype": pod.dtype,
-        "model": pod.model,
-    }
-    info = {"namespace": pod.namespace, "pod": pod.pod, "node": pod.node, "uid": f"uid-{pod.pod}"}
-    lines = ["# TYPE kube_pod_info gauge", f"kube_pod_info{{{_labels(info)}}} 1"]
-    values = (model.intercept, model.per_sequence, model.per_sequence_context_token)
-    for name, value in zip(ITL_GAUGES, values, strict=True):
-        lines += [f"# TYPE {name} gauge", f"{name}{{{_labels(gauge)}}} {value!r}"]
-    return "\n".join(lines) + "\n"
+def kube_pod_info(pod: ServingPod) -> str:
+    labels = f'namespace="{pod.namespace}",pod="{pod.pod}",node="{pod.node}",uid="uid-{pod.pod}"'
+    return f"# TYPE kube_pod_info gauge\nkube_pod_info{{{labels}}} 1\n"
 
 
 class FixedExposition:
-    """The exposition served on a free loopback port; :attr:`model` may change while it runs."""
+    """The operator's metrics for the pod's node and kube-state-metrics' ``kube_pod_info``, on a
+    free loopback port; :meth:`set_model` changes the ITL model while it runs."""
 
     def __init__(self, pod: ServingPod, model: ItlModel) -> None:
         self.pod = pod
-        self.model = model
-        self._lock = threading.Lock()
-        server = self
+        self.metrics = OperatorMetrics(CollectorRegistry())
+        self.set_model(model)
+        served = self
 
         class Handler(BaseHTTPRequestHandler):
             def do_GET(self) -> None:
-                with server._lock:
-                    body = exposition(server.pod, server.model).encode()
+                if self.path == OPERATOR_PATH:
+                    body = generate_latest(served.metrics.registry)
+                elif self.path == KUBE_STATE_METRICS_PATH:
+                    body = kube_pod_info(served.pod).encode()
+                else:
+                    self.send_error(404)
+                    return
                 self.send_response(200)
                 self.send_header("Content-Type", "text/plain; version=0.0.4")
                 self.send_header("Content-Length", str(len(body)))
@@ -115,8 +142,12 @@ class FixedExposition:
         return f"{host}:{port}"
 
     def set_model(self, model: ItlModel) -> None:
-        with self._lock:
-            self.model = model
+        """Publish ``model`` as the ITL model of the pod's model on its node (the collector
+        swaps its snapshot atomically, as the operator's rounds do)."""
+        self.model = model
+        records = {self.pod.node: node_record(self.pod, model)}
+        snapshot = snapshot_from_records(self.pod.profile, records, SPEC_HASH, (self.pod.model,))
+        self.metrics.collector.update(snapshot)
 
     @contextmanager
     def running(self) -> Iterator[FixedExposition]:
