@@ -13,6 +13,7 @@ needed. tests/deploy fail when the committed files differ from a fresh rendering
 from __future__ import annotations
 
 import argparse
+import re
 import sys
 from collections.abc import Mapping
 from pathlib import Path
@@ -45,6 +46,22 @@ HEADER = (
 )
 
 
+def render_texts(
+    values: Mapping[str, Any] | None = None,
+    *,
+    release: str = RELEASE_NAME,
+    namespace: str = NAMESPACE,
+) -> dict[str, str]:
+    """The YAML text of each chart template (keyed by file name), as `helm template` prints it."""
+    with helm_python.Chart.load(CHART_DIR) as chart:
+        rendered = chart.render(dict(values or {}), name=release, namespace=namespace)
+    return {
+        path.rsplit("/", 1)[-1]: text
+        for path, text in sorted(rendered.items())
+        if path.endswith((".yaml", ".yml"))
+    }
+
+
 def render_templates(
     values: Mapping[str, Any] | None = None,
     *,
@@ -52,15 +69,11 @@ def render_templates(
     namespace: str = NAMESPACE,
 ) -> dict[str, list[dict[str, Any]]]:
     """Objects of each chart template (keyed by file name), rendered like `helm template`."""
-    with helm_python.Chart.load(CHART_DIR) as chart:
-        rendered = chart.render(dict(values or {}), name=release, namespace=namespace)
     objects: dict[str, list[dict[str, Any]]] = {}
-    for path, text in sorted(rendered.items()):
-        if not path.endswith((".yaml", ".yml")):
-            continue
+    for name, text in render_texts(values, release=release, namespace=namespace).items():
         documents = [doc for doc in yaml.safe_load_all(text) if doc]
         if documents:
-            objects[path.rsplit("/", 1)[-1]] = documents
+            objects[name] = documents
     return objects
 
 
@@ -71,8 +84,23 @@ def chart_crds() -> list[dict[str, Any]]:
     return [doc for crd in crds for doc in yaml.safe_load_all(crd["data"]) if doc]
 
 
+#: Every scalar a YAML 1.1 reader takes for a boolean (the spec's y|Y|yes|Yes|YES|n|N|no|No|NO|
+#: true|True|TRUE|false|False|FALSE|on|On|ON|off|Off|OFF, here in any case). kubectl, Helm and
+#: every Go reader built on go-yaml v2 read YAML 1.1; PyYAML leaves out y and n, so a string
+#: "n" (the CRD's shape key) would be written bare and read back by kubectl as false.
+YAML11_BOOLEAN = re.compile(r"^(?:y|n|yes|no|true|false|on|off)$", re.IGNORECASE)
+
+
 class _BlockStyleDumper(yaml.SafeDumper):
-    """Writes multi-line strings (the dashboard JSON, alert expressions) as literal blocks."""
+    """Writes multi-line strings (the dashboard JSON, alert expressions) as literal blocks, and
+    quotes every string a YAML 1.1 reader would take for a boolean, keys included."""
+
+
+# The emitter writes a string plain only when the resolver reads the plain scalar back as a
+# string; resolving these as booleans makes it quote them.
+_BlockStyleDumper.add_implicit_resolver(
+    "tag:yaml.org,2002:bool", YAML11_BOOLEAN, list("yYnNtTfFoO")
+)
 
 
 def _represent_str(dumper: yaml.SafeDumper, value: str) -> yaml.ScalarNode:
