@@ -114,6 +114,11 @@ class ProfileSpec:
     #: A runtime class such as ``nvidia`` where the GPU runtime is not the default.
     runtime_class: str | None = None
 
+    @property
+    def device(self) -> str:
+        """``gpu`` or ``cpu``: what the profiler pods measure (``selection_spec.DEVICES``)."""
+        return self.selection.device
+
     def retry_delay(self, failed_attempts: int) -> float:
         """Exponential backoff: the base delay, doubled for every further failed attempt."""
         exponent = max(failed_attempts - 1, 0)
@@ -127,6 +132,7 @@ class ProfileSpec:
         what the spec only refers to (the content of a model's ConfigMap).
         """
         fields = {
+            "device": self.device,
             "image": self.image,
             "dtype": self.dtype,
             "shape": self.shape,

@@ -59,6 +59,7 @@ GOOD = [
         id="model-plan",
     ),
     pytest.param(example_with((("spec", "reprofileInterval"), "1h")), id="hourly"),
+    pytest.param(example_with((("spec", "device"), "cpu")), id="cpu-profile"),
 ]
 
 BAD = [
@@ -113,6 +114,11 @@ BAD = [
         example_with((("spec", "dtype"), "float64")),
         'spec.dtype: Unsupported value: "float64"',
         id="unknown-dtype",
+    ),
+    pytest.param(
+        example_with((("spec", "device"), "tpu")),
+        'spec.device: Unsupported value: "tpu"',
+        id="unknown-device",
     ),
     pytest.param(
         example_with((("spec", "maxParallel"), 0)),

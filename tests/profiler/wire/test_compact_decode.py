@@ -43,6 +43,7 @@ VERSION_1_MESSAGE = json.dumps(
 def test_a_version_1_result_is_still_read() -> None:
     decoded = decode_compact(VERSION_1_MESSAGE)
     assert decoded.version == 1
+    assert decoded.backend == "cuda"
     assert decoded.batches == (1, 64, 256)
     assert [d.recommended_min_batch for d in decoded.devices] == [64, 128]
     assert decoded.devices[1].bandwidth_bytes_per_second == 4.3e12
@@ -52,6 +53,33 @@ def test_a_version_1_result_is_still_read() -> None:
 
 def _valid() -> dict[str, object]:
     return json.loads(encode_compact(synthetic_result().to_compact()))  # type: ignore[no-any-return]
+
+
+def test_the_backend_travels_with_the_result() -> None:
+    decoded = decode_compact(json.dumps(_valid()))
+    assert (decoded.version, decoded.backend) == (3, "cuda")
+
+
+def test_a_version_2_result_is_still_read_without_a_backend() -> None:
+    """What a profiler of the previous release writes: version 3 less ``be``."""
+    doc = _valid()
+    del doc["be"]
+    doc["v"] = 2
+    decoded = decode_compact(json.dumps(doc))
+    assert (decoded.version, decoded.backend) == (2, None)
+    assert (
+        decoded.devices[0].recommended_min_batch
+        == synthetic_result().devices[0].recommended_min_batch
+    )
+
+
+def _with_backend(value: object) -> str:
+    doc = _valid()
+    if value is None:
+        del doc["be"]
+    else:
+        doc["be"] = value
+    return json.dumps(doc)
 
 
 def _mutated(position: int, value: object) -> str:
@@ -99,6 +127,12 @@ def _mutated_v1(**changes: object) -> str:
         pytest.param(_mutated_v1(b=[0] * 3), "'b' = 0 is outside 1 ≤ x", id="v1-zero-batch"),
         pytest.param(_mutated_v1(pk=None), "'pk' is not a number", id="v1-null-peak"),
         pytest.param("x" * (MAX_COMPACT_BYTES + 1), "longer than", id="too-long"),
+        pytest.param(_with_backend(None), "missing field 'be'", id="v3-without-backend"),
+        pytest.param(_with_backend("tpu"), "'be' is not one of cuda", id="unknown-backend"),
+        pytest.param(_with_backend("cuda\n"), "'be' is not one of cuda", id="backend-newline"),
+        pytest.param(_with_backend(["cuda"]), "'be' is not one of cuda", id="backend-list"),
+        pytest.param(_mutated_v1(be="gpu"), "'be' is not one of cuda", id="v1-unknown-backend"),
+        pytest.param(_mutated_v1(be="cpu"), "different backends", id="v1-mixed-backends"),
     ],
 )
 def test_malformed_results_are_rejected_with_a_reason(text: str, reason: str) -> None:
