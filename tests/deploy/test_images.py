@@ -43,6 +43,9 @@ from .rendering import ROOT, render_objects, the_one
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(img.BUILD_TIMEOUT_SECONDS + 600)]
 
 NODE = "image-test-node"
+#: Longest wait for the profiler to stop after SIGTERM: the current kernel and the interpreter's
+#: exit (about a second on an idle machine), with room for a loaded one.
+STOP_WITHIN_SECONDS = 10.0
 VERSION = re.search(r'^version = "(.+)"$', (ROOT / "pyproject.toml").read_text(), re.M)
 #: Host tools that build native code, and installers a user of the image could run.
 COMPILERS = ("gcc", "cc", "c++", "g++", "clang", "ld", "as", "make")
@@ -244,6 +247,40 @@ def test_a_gpu_profiles_pod_without_a_gpu_fails_in_the_image_naming_the_causes(
     assert isinstance(outcome, Failed), outcome
     assert outcome.reason is FailureReason.POD_FAILED
     assert "runtime class" in outcome.message
+
+
+def test_the_profiler_stops_at_once_when_its_pod_is_deleted(
+    images: img.Images, profiler_rootfs: Path, tmp_path: Path
+) -> None:
+    """SIGTERM, as the kubelet sends it when the pod is deleted, to the image's ENTRYPOINT
+    running as the container's PID 1 while it measures: it stops within seconds, says so, and
+    leaves no result in the termination message."""
+    pod = profiler_pod(quick=False)
+    container = pod["spec"]["containers"][0]
+    config = img.inspect_config(images, images.profiler)
+
+    def measuring(pid: int) -> bool:
+        try:
+            return "libtorch" in Path(f"/proc/{pid}/maps").read_text()
+        except OSError:
+            return False
+
+    run = run_pod_container(
+        pod_spec=pod["spec"],
+        image=config,
+        rootfs=profiler_rootfs,
+        scratch=tmp_path,
+        node=NODE,
+        argv=container_argv(container, config),
+        timeout=600,
+        terminate_when=measuring,
+    )
+    assert run.stopped_in is not None, "the profile ended before it could be stopped"
+    assert run.stopped_in < STOP_WITHIN_SECONDS, f"took {run.stopped_in:.1f} s"
+    assert run.exit_code == 143, run.stderr[-2000:]
+    expected = "roofline: terminated by SIGTERM: stopped measuring, no result written"
+    assert run.stderr.strip().splitlines()[-1] == expected
+    assert run.termination_message == expected
 
 
 def test_the_profiler_pods_root_filesystem_is_read_only_and_tmp_is_writable(

@@ -9,7 +9,8 @@ run the real profiler on this CPU say so (``spec.device: cpu``). The fault mode 
 runs the command with its device made ``cpu``: a profiler image that measured the CPU in a GPU
 pod, which the operator must refuse. Status moves Pending → Running → Succeeded/Failed
 with exit code, reason and message; ``activeDeadlineSeconds`` kills and fails the pod with
-``DeadlineExceeded``; deleting the pod kills the process before the object goes away.
+``DeadlineExceeded``; deleting the pod stops the process (SIGTERM, SIGKILL after the pod's grace
+period) before the object goes away.
 """
 
 from __future__ import annotations
@@ -46,6 +47,8 @@ FALLBACK_LOG_LINES = 80
 FALLBACK_LOG_BYTES = 2048
 OOM_EXIT_CODE = 137
 SIGKILL_EXIT_CODE = 137
+#: A pod's ``terminationGracePeriodSeconds`` when it names none (the API server's default).
+DEFAULT_GRACE_SECONDS = 30
 SMP = "application/strategic-merge-patch+json"
 
 
@@ -57,6 +60,9 @@ class PodRun:
     node: str
     started: float
     ended: float | None = None
+    #: How the container's process ended when the pod was deleted under it: ``"SIGTERM"`` if it
+    #: exited within its grace period, ``"SIGKILL"`` if it had to be killed; ``None`` otherwise.
+    stopped_by: str | None = None
 
 
 def peak_concurrency(runs: list[PodRun]) -> int:
@@ -331,9 +337,7 @@ class FakeKubelet:
                 exit_code = await process.wait()
             finally:
                 if process.returncode is None:
-                    with contextlib.suppress(ProcessLookupError):
-                        os.killpg(process.pid, signal.SIGKILL)
-                    await process.wait()
+                    await self._stop(process, pod, key)
             policy = container.get("terminationMessagePolicy", "File")
             message = termination_message(
                 message_file.read_bytes(), policy, exit_code, self.logs[key]
@@ -341,6 +345,28 @@ class FakeKubelet:
         if exit_code < 0:
             exit_code = 128 - exit_code
         return ContainerExit(exit_code, "Completed" if exit_code == 0 else "Error", message)
+
+    async def _stop(
+        self, process: asyncio.subprocess.Process, pod: Mapping[str, Any], key: tuple[str, str]
+    ) -> None:
+        """Stop a deleted pod's process as a kubelet does: SIGTERM, then SIGKILL when it is
+        still running after the pod's grace period."""
+        grace = pod["spec"].get("terminationGracePeriodSeconds", DEFAULT_GRACE_SECONDS)
+        run = next((r for r in reversed(self.runs) if r.pod == key[1]), None)
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(process.pid, signal.SIGTERM)
+        try:
+            await asyncio.wait_for(asyncio.shield(process.wait()), timeout=grace)
+            stopped_by = "SIGTERM"
+        except (TimeoutError, asyncio.CancelledError) as stopped:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(process.pid, signal.SIGKILL)
+            if isinstance(stopped, asyncio.CancelledError):
+                raise  # the emulator is stopping: nothing may outlive it
+            await process.wait()
+            stopped_by = "SIGKILL"
+        if run is not None:
+            run.stopped_by = stopped_by
 
     async def _run_pod(self, pod: dict[str, Any]) -> None:
         key = (pod["metadata"]["namespace"], pod["metadata"]["name"])
