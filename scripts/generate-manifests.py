@@ -145,17 +145,75 @@ def _document_stream(objects: list[dict[str, Any]]) -> str:
     return header + "---\n" + body
 
 
+#: Helm's install order by kind (``InstallOrder`` of helm/helm ``pkg/releaseutil/kind_sorter.go``):
+#: namespaces, service accounts and RBAC come before the Deployment whose pods use them, so a
+#: plain ``kubectl apply -f`` creates no pod before its service account exists.
+HELM_INSTALL_ORDER = (
+    "Namespace",
+    "NetworkPolicy",
+    "ResourceQuota",
+    "LimitRange",
+    "PodSecurityPolicy",
+    "PodDisruptionBudget",
+    "ServiceAccount",
+    "Secret",
+    "ConfigMap",
+    "StorageClass",
+    "PersistentVolume",
+    "PersistentVolumeClaim",
+    "CustomResourceDefinition",
+    "ClusterRole",
+    "ClusterRoleList",
+    "ClusterRoleBinding",
+    "ClusterRoleBindingList",
+    "Role",
+    "RoleList",
+    "RoleBinding",
+    "RoleBindingList",
+    "Service",
+    "DaemonSet",
+    "Pod",
+    "ReplicationController",
+    "ReplicaSet",
+    "Deployment",
+    "HorizontalPodAutoscaler",
+    "StatefulSet",
+    "Job",
+    "CronJob",
+    "Ingress",
+    "APIService",
+)
+
+
+def helm_ordered(rendered: Mapping[str, list[dict[str, Any]]]) -> list[dict[str, Any]]:
+    """The objects of ``rendered`` (by template file) in the order Helm installs them: by kind
+    as :data:`HELM_INSTALL_ORDER` lists them, kinds it does not list last and alphabetically,
+    and within a kind by template file, as Helm's kind sorter does."""
+    rank = {kind: index for index, kind in enumerate(HELM_INSTALL_ORDER)}
+
+    def key(item: tuple[str, int, dict[str, Any]]) -> tuple[int, str, str, int]:
+        source, position, obj = item
+        kind = str(obj.get("kind", ""))
+        known = kind in rank
+        return (rank.get(kind, len(rank)), "" if known else kind, source, position)
+
+    items = [(source, i, obj) for source, objs in rendered.items() for i, obj in enumerate(objs)]
+    return [obj for _, _, obj in sorted(items, key=key)]
+
+
 def manifest_files() -> dict[str, str]:
     """Every generated file under manifests/, keyed by its path relative to manifests/.
 
     The numeric prefixes order a plain `kubectl apply -f manifests/`: the namespace, then the
-    CRD, then what uses them. monitoring/ needs the Prometheus Operator CRDs and is applied on
-    its own.
+    CRD, then what uses them, each file's objects in Helm's install order. monitoring/ needs the
+    Prometheus Operator CRDs and is applied on its own.
     """
     core = render_templates()
     monitoring = render_templates(MONITORING_VALUES)
-    operator_objects = [obj for name, objs in core.items() for obj in objs]
-    monitoring_objects = [obj for name in MONITORING_TEMPLATES for obj in monitoring.get(name, [])]
+    operator_objects = helm_ordered(core)
+    monitoring_objects = helm_ordered(
+        {name: monitoring[name] for name in MONITORING_TEMPLATES if name in monitoring}
+    )
     return {
         "00-namespace.yaml": _document_stream([_namespace()]),
         "01-crds.yaml": _document_stream(chart_crds()),
