@@ -24,6 +24,7 @@ from roofline_operator.core.model_spec import (
     parse_models,
     parse_slo,
 )
+from roofline_operator.core.resources_spec import parse_resources
 from roofline_operator.core.selection_spec import (
     NodeSelection,
     parse_gpu_resource,
@@ -245,9 +246,7 @@ def parse_spec(spec: Mapping[str, Any]) -> ProfileSpec:
     dtype = _dtype(spec)
     interval = _reprofile_interval(spec)
     retain = _retain_unavailable(spec)
-    resources = spec.get("resources") or {}
-    if not isinstance(resources, Mapping):
-        raise SpecError("spec.resources must be an object")
+    resources = parse_resources(spec.get("resources"))
     efficiency = integer_field(
         spec,
         "minBatchEfficiencyPercent",
@@ -263,7 +262,7 @@ def parse_spec(spec: Mapping[str, Any]) -> ProfileSpec:
     return ProfileSpec(
         selection=parse_node_selection(spec, gpu_resource, tolerations),
         image=optional_str(spec, "image"),
-        resources=dict(resources),
+        resources=resources,
         raw_tolerations=raw_tolerations,
         namespace=namespace,
         dtype=dtype,

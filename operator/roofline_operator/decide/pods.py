@@ -33,6 +33,7 @@ from roofline_operator.core.spec import ProfileSpec
 from roofline_operator.decide.asked import ProfilerAsk, asked_of
 from roofline_operator.decide.labels import label_safe
 from roofline_operator.decide.model_sources import MODELS_FILE_KEY
+from roofline_operator.decide.pod_resources import container_resources
 
 #: The profiler runs as this unprivileged user (the image's non-root user).
 PROFILER_UID = 65532
@@ -105,20 +106,6 @@ def profiler_command(spec: ProfileSpec, models: bool = False) -> list[str]:
         if spec.gpu_hour_cost is not None:
             command += ["--gpu-hour-cost", str(spec.gpu_hour_cost)]
     return [*command, "--compact", TERMINATION_MESSAGE_PATH]
-
-
-def _resources(spec: ProfileSpec, gpus: int) -> dict[str, Any]:
-    """The spec's resources plus the GPUs, as a limit: extended resources need one. A CPU
-    profile's pod asks for no GPU."""
-    requests = dict(spec.resources.get("requests") or {})
-    limits = dict(spec.resources.get("limits") or {})
-    if not spec.selection.measures_cpu:
-        limits[spec.selection.gpu_resource] = str(gpus)
-        requests.pop(spec.selection.gpu_resource, None)
-    resources: dict[str, Any] = {"limits": limits}
-    if requests:
-        resources["requests"] = requests
-    return resources
 
 
 def build_profiler_pod(
@@ -233,7 +220,7 @@ def profiler_container(spec: ProfileSpec, gpus: int, image: str, models: bool) -
             # The profiler names the host in its result after this, not after the pod.
             {"name": "NODE_NAME", "valueFrom": {"fieldRef": {"fieldPath": "spec.nodeName"}}},
         ],
-        "resources": _resources(spec, gpus),
+        "resources": container_resources(spec, gpus),
         "terminationMessagePath": TERMINATION_MESSAGE_PATH,
         "terminationMessagePolicy": "FallbackToLogsOnError",
         "securityContext": {

@@ -59,6 +59,12 @@ GOOD = [
         id="model-plan",
     ),
     pytest.param(example_with((("spec", "reprofileInterval"), "1h")), id="hourly"),
+    pytest.param(
+        example_with(
+            (("spec", "resources"), {"requests": {"memory": 4096}, "limits": {"memory": "4Ki"}})
+        ),
+        id="memory-request-at-its-limit",
+    ),
     pytest.param(example_with((("spec", "device"), "cpu")), id="cpu-profile"),
 ]
 
@@ -114,6 +120,13 @@ BAD = [
         example_with((("spec", "dtype"), "float64")),
         'spec.dtype: Unsupported value: "float64"',
         id="unknown-dtype",
+    ),
+    pytest.param(
+        example_with(
+            (("spec", "resources"), {"requests": {"memory": "8Gi"}, "limits": {"memory": "4Gi"}})
+        ),
+        "spec.resources.requests.memory must be at most spec.resources.limits.memory",
+        id="memory-request-over-limit",
     ),
     pytest.param(
         example_with((("spec", "device"), "tpu")),

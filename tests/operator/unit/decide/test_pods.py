@@ -58,7 +58,7 @@ def test_pod_requests_the_gpus_it_profiles_as_a_limit() -> None:
     pod = build(resources={"requests": {"cpu": "2"}, "limits": {"memory": "8Gi"}})
     resources = container(pod)["resources"]
     assert resources["limits"] == {"memory": "8Gi", GPU: "8"}
-    assert resources["requests"] == {"cpu": "2"}
+    assert resources["requests"] == {"cpu": "2", "memory": "2Gi"}
 
 
 def test_a_gpu_profiles_pod_asks_for_the_gpu_backend_not_any_device() -> None:
@@ -74,6 +74,37 @@ def test_a_cpu_profiles_pod_measures_the_cpu_and_requests_no_gpu() -> None:
     assert command[command.index("--device") + 1] == "cpu"
     assert GPU not in container(pod)["resources"]["limits"]
     assert pod_facts(pod).asked == ProfilerAsk("cpu", "float32", (4096, 14336))
+
+
+def test_pod_gets_a_memory_request_and_limit_by_default_so_it_is_not_best_effort() -> None:
+    resources = container(build())["resources"]
+    assert (resources["requests"]["memory"], resources["limits"]["memory"]) == ("2Gi", "8Gi")
+    cpu = container(build(device="cpu"))["resources"]
+    assert (cpu["requests"]["memory"], cpu["limits"]["memory"]) == ("4Gi", "12Gi")
+    planned = container(build(device="cpu", models=[{"name": "m", "preset": "llama-3.1-8b"}]))
+    assert planned["resources"] == cpu, "a model plan's buffers are bounded: the same sizes"
+
+
+@pytest.mark.parametrize(
+    ("resources", "memory_request", "memory_limit"),
+    [
+        pytest.param({"limits": {"memory": "16Gi"}}, "2Gi", "16Gi", id="larger-limit"),
+        pytest.param({"limits": {"memory": "1Gi"}}, "1Gi", "1Gi", id="limit-below-request"),
+        pytest.param({"requests": {"memory": "3Gi"}}, "3Gi", "8Gi", id="larger-request"),
+        pytest.param({"requests": {"memory": "20Gi"}}, "20Gi", "20Gi", id="request-above-limit"),
+        pytest.param(
+            {"requests": {"memory": 1 << 30}, "limits": {"memory": "2G"}},
+            1 << 30,
+            "2G",
+            id="both",
+        ),
+    ],
+)
+def test_a_profile_overrides_the_memory_never_with_a_request_above_the_limit(
+    resources: dict[str, Any], memory_request: object, memory_limit: object
+) -> None:
+    got = container(build(resources=resources))["resources"]
+    assert (got["requests"]["memory"], got["limits"]["memory"]) == (memory_request, memory_limit)
 
 
 def test_pod_is_pinned_to_its_node_through_the_scheduler() -> None:
