@@ -14,9 +14,10 @@ import re
 from pathlib import Path
 
 import pytest
+import yaml
 
 from .rendering import CHART_DIR, ROOT, SCENARIOS, generator, scenario_id, scenario_values
-from .yaml11 import booleans_where_strings_belong
+from .yaml11 import booleans_in_excerpt, booleans_where_strings_belong
 
 #: Every YAML file users apply, install or copy, and every file the chart is made of that is
 #: YAML as written (its templates are checked as rendered, below).
@@ -62,11 +63,13 @@ def test_a_shipped_yaml_file_holds_no_bare_boolean_where_a_string_belongs(path: 
 def test_the_yaml_blocks_of_the_docs_hold_no_bare_boolean_where_a_string_belongs(
     path: Path,
 ) -> None:
-    findings = [
-        f"block {i}: {finding}"
-        for i, block in enumerate(YAML_BLOCK.findall(path.read_text()))
-        for finding in booleans_where_strings_belong(block)
-    ]
+    findings = []
+    for i, block in enumerate(YAML_BLOCK.findall(path.read_text())):
+        try:
+            found = booleans_where_strings_belong(block)
+        except yaml.YAMLError:  # an excerpt, elided by indentation: read line by line
+            found = booleans_in_excerpt(block)
+        findings += [f"block {i}: {finding}" for finding in found]
     assert not findings, "\n".join(findings)
 
 
@@ -106,6 +109,20 @@ def test_the_rendered_chart_holds_no_bare_boolean_where_a_string_belongs(
 )
 def test_the_check_finds_what_yaml_1_1_reads_as_a_boolean(text: str, found: list[str]) -> None:
     assert [f.text for f in booleans_where_strings_belong(text)] == found
+
+
+@pytest.mark.parametrize(
+    ("text", "found"),
+    [
+        pytest.param("spec:\n    n: 1\n", ["n"], id="bare-key"),
+        pytest.param("    - on: x\n", ["on"], id="item-key"),
+        pytest.param("      enabled: yes  # comment\n", ["yes"], id="bare-value"),
+        pytest.param("      enabled: true\n", [], id="canonical"),
+        pytest.param("    query: 'n'\n", [], id="quoted"),
+    ],
+)
+def test_an_excerpt_is_read_line_by_line(text: str, found: list[str]) -> None:
+    assert [f.text for f in booleans_in_excerpt(text)] == found
 
 
 def test_the_generated_manifests_quote_every_boolean_looking_string() -> None:

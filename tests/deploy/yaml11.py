@@ -84,6 +84,26 @@ def _walk(node: yaml.Node, strings_only: bool = False) -> Iterator[Finding]:
         )
 
 
+#: A key or a value on one line of an excerpt, written bare.
+_EXCERPT_KEY = re.compile(r"^\s*(?:-\s+)?(?P<word>[A-Za-z]+)\s*:(?:\s|$)")
+_EXCERPT_VALUE = re.compile(r":\s+(?P<word>[A-Za-z]+)\s*(?:#.*)?$")
+
+
+def booleans_in_excerpt(text: str) -> list[Finding]:
+    """The same check, line by line, for an excerpt that is no whole YAML document (a docs block
+    that elides with indentation): a bare key, or a bare value other than ``true``/``false``."""
+    findings = []
+    for number, line in enumerate(text.splitlines(), start=1):
+        key = _EXCERPT_KEY.match(line)
+        if key and YAML11_BOOLEAN.fullmatch(key["word"]):
+            findings.append(Finding(number, key["word"], "as a key is a boolean"))
+        value = _EXCERPT_VALUE.search(line)
+        word = value["word"] if value else ""
+        if YAML11_BOOLEAN.fullmatch(word) and word not in CANONICAL_BOOLEANS:
+            findings.append(Finding(number, word, "is a YAML 1.1 boolean"))
+    return findings
+
+
 def booleans_where_strings_belong(text: str) -> list[Finding]:
     """Every plain scalar of ``text`` (all its documents) that a YAML 1.1 reader takes for a
     boolean where a string is meant: any such key, any such value inside a map of strings

@@ -31,7 +31,8 @@ EXPECTED_BACKENDS: dict[str, tuple[str, ...]] = {
     "cpu": ("cpu",),
 }
 #: ``--device`` values with which the profiler refuses to start on anything else, so that even
-#: a result that names no backend (compact version 2, an older profiler image) was measured there.
+#: a result that names no backend (compact version 2 or 3, an older profiler image) was measured
+#: there.
 STRICT_DEVICES = ("cuda", "cpu")
 #: What a GPU pod that measured the CPU most likely lacked, for the node's message.
 NO_GPU_CAUSES = (

@@ -2,10 +2,10 @@
 
 Every field is checked (``compact_fields.py``) against one table of physical plausibility
 (``plausibility.py``); anything else is a ``CompactDecodeError`` that names the field. Versions 1
-(objects with short keys under ``d``) and 2 (version 3 without its backend, ``be``) are read into
-the same dataclasses as version 3 (``compact.py``), so the results of pods that finish during an
-upgrade are not lost; a version 2 result decodes with ``backend`` ``None``, and whether that is
-enough is the reader's decision (the operator's: ``roofline_operator.decide.asked``).
+(objects with short keys under ``d``), 2 and 3 (without the backend, ``be``) are read into the
+same dataclasses as version 4 (``compact.py``), so the results of pods that finish during an
+upgrade are not lost; a version 2 or 3 result decodes with ``backend`` ``None``, and whether that
+is enough is the reader's decision (the operator's: ``roofline_operator.decide.asked``).
 
 Pure module: no torch, no Kubernetes.
 """
@@ -42,7 +42,7 @@ from roofline_profiler.wire.compact_models import decode_device_plans, decode_mo
 from roofline_profiler.wire.fields import Estimate
 
 #: The dtypes a result may name: those the profiler measures.
-_DTYPE = re.compile(f"^({'|'.join(DTYPE_NAMES)})$")
+_DTYPE = re.compile("|".join(DTYPE_NAMES))
 
 
 def _batches(raw: Any, name: str, where: str) -> tuple[int, ...]:
@@ -202,7 +202,7 @@ def _attach_warnings(
 
 
 def _attach_plans(
-    raw: dict[str, Any], batches: Sequence[int], devices: tuple[CompactDevice, ...]
+    raw: dict[str, Any], batches: Sequence[int], devices: tuple[CompactDevice, ...], version: int
 ) -> tuple[CompactDevice, ...]:
     """The devices with their model plans (``m`` and ``p``), when the result carries any."""
     if "m" not in raw:
@@ -212,7 +212,10 @@ def _attach_plans(
     if len(per_device) != len(devices):
         raise CompactDecodeError("result: model plans and devices differ in count")
     return tuple(
-        replace(device, models=decode_device_plans(plans, models, f"device #{i} plans", batches))
+        replace(
+            device,
+            models=decode_device_plans(plans, models, f"device #{i} plans", batches, version),
+        )
         for i, (device, plans) in enumerate(zip(devices, per_device, strict=True))
     )
 
@@ -226,11 +229,11 @@ def _backend_name(value: Any, name: str, where: str) -> str:
 
 
 def _backend(raw: dict[str, Any], version: int) -> str | None:
-    """The backend of every device: required from version 3 on, absent from version 2, and per
-    device in version 1 (where the devices must agree)."""
-    if version >= 3:
+    """The backend of every device: required from version 4 on, absent from versions 2 and 3,
+    and per device in version 1 (where the devices must agree)."""
+    if version >= 4:
         return _backend_name(field(raw, "be", object, "result"), "be", "result")
-    if version == 2:
+    if version in (2, 3):
         return None
     named = {
         _backend_name(device["be"], "be", f"device #{i}")
@@ -291,7 +294,7 @@ def decode_compact(
     if version >= 2:
         devices = _attach_intervals(raw, devices)
         devices = _attach_warnings(raw, devices)
-    devices = _attach_plans(raw, batches, devices)
+    devices = _attach_plans(raw, batches, devices, version)
     return CompactProfile(
         dtype=string(field(raw, "dt", object, "result"), _DTYPE, "dt", "result"),
         shape_k=whole(field(raw, "k", object, "result"), "dimension", "k", "result"),

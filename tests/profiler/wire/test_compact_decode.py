@@ -57,16 +57,18 @@ def _valid() -> dict[str, object]:
 
 def test_the_backend_travels_with_the_result() -> None:
     decoded = decode_compact(json.dumps(_valid()))
-    assert (decoded.version, decoded.backend) == (3, "cuda")
+    assert (decoded.version, decoded.backend) == (4, "cuda")
 
 
-def test_a_version_2_result_is_still_read_without_a_backend() -> None:
-    """What a profiler of the previous release writes: version 3 less ``be``."""
+@pytest.mark.parametrize("version", [2, 3])
+def test_a_result_of_a_profiler_before_the_backend_is_still_read(version: int) -> None:
+    """What profilers before version 4 wrote: the same result less ``be`` (a result without
+    model plans is laid out alike in versions 2 and 3)."""
     doc = _valid()
     del doc["be"]
-    doc["v"] = 2
+    doc["v"] = version
     decoded = decode_compact(json.dumps(doc))
-    assert (decoded.version, decoded.backend) == (2, None)
+    assert (decoded.version, decoded.backend) == (version, None)
     assert (
         decoded.devices[0].recommended_min_batch
         == synthetic_result().devices[0].recommended_min_batch
@@ -127,7 +129,7 @@ def _mutated_v1(**changes: object) -> str:
         pytest.param(_mutated_v1(b=[0] * 3), "'b' = 0 is outside 1 ≤ x", id="v1-zero-batch"),
         pytest.param(_mutated_v1(pk=None), "'pk' is not a number", id="v1-null-peak"),
         pytest.param("x" * (MAX_COMPACT_BYTES + 1), "longer than", id="too-long"),
-        pytest.param(_with_backend(None), "missing field 'be'", id="v3-without-backend"),
+        pytest.param(_with_backend(None), "missing field 'be'", id="v4-without-backend"),
         pytest.param(_with_backend("tpu"), "'be' is not one of cuda", id="unknown-backend"),
         pytest.param(_with_backend("cuda\n"), "'be' is not one of cuda", id="backend-newline"),
         pytest.param(_with_backend(["cuda"]), "'be' is not one of cuda", id="backend-list"),
