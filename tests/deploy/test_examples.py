@@ -160,6 +160,39 @@ POD_MONITOR_SCHEMA = {
                             "path": {"type": "string"},
                             "interval": {"type": "string"},
                             "scrapeTimeout": {"type": "string"},
+                            # The Prometheus Operator's RelabelConfig.
+                            "relabelings": {
+                                "type": "array",
+                                "items": {
+                                    "type": "object",
+                                    "additionalProperties": False,
+                                    "properties": {
+                                        "sourceLabels": {
+                                            "type": "array",
+                                            "items": {
+                                                "type": "string",
+                                                "pattern": "^[a-zA-Z_][a-zA-Z0-9_]*$",
+                                            },
+                                        },
+                                        "separator": {"type": "string"},
+                                        "targetLabel": {"type": "string"},
+                                        "regex": {"type": "string"},
+                                        "modulus": {"type": "integer"},
+                                        "replacement": {"type": "string"},
+                                        "action": {
+                                            "enum": [
+                                                "replace",
+                                                "keep",
+                                                "drop",
+                                                "hashmod",
+                                                "labelmap",
+                                                "labeldrop",
+                                                "labelkeep",
+                                            ]
+                                        },
+                                    },
+                                },
+                            },
                         },
                     },
                 },
@@ -182,3 +215,24 @@ def test_the_serving_pod_monitor_scrapes_every_engine_the_rules_read_and_the_wal
     assert template["metadata"]["labels"][expression["key"]] in expression["values"]
     ports = {p["name"] for c in template["spec"]["containers"] for p in c.get("ports", [])}
     assert {e["port"] for e in monitor["spec"]["podMetricsEndpoints"]} <= ports
+
+
+def test_the_serving_pod_monitor_gives_tgi_series_the_model_from_the_pods_annotation() -> None:
+    """TGI labels no series with its model; the relabeling copies the annotation into
+    ``model_name`` for TGI pods only, as Prometheus applies it (regex fully anchored)."""
+    (monitor,) = load(POD_MONITOR)
+    (endpoint,) = monitor["spec"]["podMetricsEndpoints"]
+    (rule,) = endpoint["relabelings"]
+    assert rule["targetLabel"] == "model_name"
+
+    def relabel(labels: dict[str, str]) -> str | None:
+        joined = ";".join(labels.get(name, "") for name in rule["sourceLabels"])
+        match = re.fullmatch(rule["regex"], joined)
+        return match.expand(rule["replacement"].replace("$1", r"\1")) if match else None
+
+    annotation = "__meta_kubernetes_pod_annotation_roofline_dev_served_model"
+    name = "__meta_kubernetes_pod_label_app_kubernetes_io_name"
+    served = "meta-llama/Llama-3.1-8B-Instruct"
+    assert relabel({name: "tgi", annotation: served}) == served
+    assert relabel({name: "vllm", annotation: served}) is None
+    assert relabel({name: "tgi"}) is None

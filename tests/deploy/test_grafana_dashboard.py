@@ -164,3 +164,28 @@ def test_the_predicted_step_time_is_plotted_against_batch() -> None:
     assert panel["options"]["xField"] == "batch"
     assert panel["targets"][0]["format"] == "table"
     assert panel["fieldConfig"]["defaults"]["unit"] == "s"
+
+
+def test_each_nodes_bandwidth_and_peak_are_shown_against_its_class_median() -> None:
+    (panel,) = panels_reading("roofline_node_relative_performance")
+    (target,) = panel["targets"]
+    assert 'quantity=~"bandwidth|peak"' in target["expr"]
+    assert "{{node}}" in target["legendFormat"]
+    assert "{{gpu_class}}" in target["legendFormat"]
+    defaults = panel["fieldConfig"]["defaults"]
+    assert defaults["unit"] == "percentunit"
+    steps = [s["value"] for s in defaults["thresholds"]["steps"]]
+    assert 0.9 in steps, "the default outlier threshold is marked"
+
+
+def test_predicted_and_live_itl_are_plotted_together_with_their_ratio() -> None:
+    (panel,) = panels_reading("roofline:model_itl_predicted_seconds")
+    assert panel_metrics(panel) == {
+        "roofline:serving_itl_seconds",
+        "roofline:model_itl_predicted_seconds",
+    }
+    assert panel["fieldConfig"]["defaults"]["unit"] == "s"
+    assert all('model="$model"' in t["expr"] for t in panel["targets"])
+    (ratio,) = panels_reading("roofline:model_itl_ratio")
+    steps = [s["value"] for s in ratio["fieldConfig"]["defaults"]["thresholds"]["steps"]]
+    assert 1.3 in steps, "the alert's default threshold is drawn"

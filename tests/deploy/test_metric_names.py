@@ -18,7 +18,9 @@ import yaml
 from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 
+from roofline_operator.decide.peers import Spread, Standing
 from roofline_operator.run.metrics import DeviceSample, NodeSample, OperatorMetrics, ProfileSnapshot
+from roofline_operator.run.peer_metrics import PeerSample
 from tests.profiler.headline_builders import headline_numbers
 
 from .promql import grouping_labels, metric_names, selector_labels
@@ -39,6 +41,22 @@ EXTERNAL_METRICS = frozenset(
         "vllm:gpu_cache_usage_perc",
         "sglang:token_usage",
         "kube_pod_info",
+        # The live decode step and context of each engine (the plan-drift rules).
+        "vllm:inter_token_latency_seconds_bucket",
+        "vllm:request_prompt_tokens_sum",
+        "vllm:request_prompt_tokens_count",
+        "vllm:request_generation_tokens_sum",
+        "sglang:inter_token_latency_seconds_bucket",
+        "sglang:decode_sum_seq_lens",
+        "tgi_batch_inference_duration_sum",
+        "tgi_batch_inference_duration_count",
+        "tgi_request_input_length_sum",
+        "tgi_request_input_length_count",
+        "tgi_request_generated_tokens_sum",
+        "trtllm_iteration_latency_seconds",
+        "trtllm_num_context_requests",
+        "trtllm_kv_cache_used_blocks",
+        "trtllm_kv_cache_tokens_per_block",
     }
 )
 _PRINTF_QUERY = re.compile(r'printf\s+"((?:\\.|[^"\\])*)"')
@@ -69,6 +87,16 @@ def scrape_operator() -> dict[str, set[str]]:
             ),
             nodes=(NodeSample("gpu-a", 1.7e9, 42.0, failed=False),),
             counts={"matched": 1, "profiled": 1, "failed": 0, "pending": 0},
+            peers=(
+                PeerSample(
+                    Standing(
+                        "gpu-a",
+                        "NVIDIA H200",
+                        {q: Spread(0.8, 0.78, 0.82) for q in ("bandwidth", "peak", "ridge point")},
+                        ("bandwidth",),
+                    )
+                ),
+            ),
         )
     )
     metrics.pods_launched.labels(profile="fleet").inc()

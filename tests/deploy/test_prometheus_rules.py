@@ -165,6 +165,80 @@ def test_promtool_unit_tests_fail_when_the_model_join_breaks(
     assert failing_test in result.stdout + result.stderr
 
 
+@needs_promtool
+@pytest.mark.parametrize(
+    ("original", "broken", "failing_test"),
+    [
+        pytest.param(
+            "histogram_quantile(0.5, sum by (namespace, pod, model_name, le) "
+            "(rate(vllm:inter_token_latency_seconds_bucket[5m])))",
+            "sum by (namespace, pod, model_name) (rate(vllm:inter_token_latency_seconds_sum[5m]))"
+            " / sum by (namespace, pod, model_name) "
+            "(rate(vllm:inter_token_latency_seconds_count[5m]))",
+            "vLLM: pods decoding as their plan predicts stay silent",
+            id="histogram-mean-under-chunked-prefill",
+        ),
+        pytest.param(
+            'tgi_batch_inference_duration_sum{method="decode"}',
+            "tgi_batch_inference_duration_sum",
+            "TGI: decode-only passes",
+            id="tgi-prefill-passes-counted",
+        ),
+        pytest.param(
+            "max by (namespace, pod, model_name) (trtllm_num_context_requests) == 0",
+            "max by (namespace, pod, model_name) (trtllm_num_context_requests) >= 0",
+            "trtllm-serve: iterations without a context request",
+            id="trtllm-prefill-iterations-counted",
+        ),
+        pytest.param(
+            "roofline:serving_context_tokens\n            * on (node, model)",
+            "roofline:serving_context_tokens\n            * 0 * on (node, model)",
+            "vLLM: pods decoding as their plan predicts stay silent",
+            id="context-term-dropped",
+        ),
+        pytest.param(
+            "max by (node, model) (roofline_model_itl_intercept_seconds)",
+            "min by (node, model) (roofline_model_itl_intercept_seconds)",
+            "vLLM: pods decoding as their plan predicts stay silent",
+            id="fastest-gpu-predicts",
+        ),
+    ],
+)
+def test_promtool_unit_tests_fail_when_the_drift_rules_read_the_wrong_step(
+    tmp_path: Path, original: str, broken: str, failing_test: str
+) -> None:
+    """Guards on the guard: each way of comparing the plan with the wrong live step (a mean that
+    counts prefill, prefill passes, a prediction without the context term or from the fastest
+    GPU) breaks a unit test."""
+    text = RULES_FILE.read_text()
+    assert original in text
+    (tmp_path / "rules").mkdir()
+    (tmp_path / "rules" / RULES_FILE.name).write_text(text.replace(original, broken))
+    (tmp_path / "tests").mkdir()
+    (drift,) = [p for p in RULE_TESTS if p.name == "plan-drift.test.yaml"]
+    shutil.copy(drift, tmp_path / "tests" / drift.name)
+    result = promtool("test", "rules", str(tmp_path / "tests" / drift.name))
+    assert result.returncode != 0
+    assert failing_test in result.stdout + result.stderr
+
+
+def test_the_drift_alert_fires_and_stays_silent_for_every_engine() -> None:
+    fired = {
+        alert["exp_labels"]["engine"]
+        for case in alert_cases()
+        if case["alertname"] == "RooflinePlanDrift"
+        for alert in case.get("exp_alerts", [])
+    }
+    assert fired == ENGINES
+    ratios = {
+        test["name"].split(":")[0]
+        for test in rule_tests()
+        for case in test.get("promql_expr_test", [])
+        if "roofline:model_itl_ratio" in case["expr"] and case["exp_samples"]
+    }
+    assert ratios == {"vLLM", "SGLang", "TGI", "trtllm-serve"}
+
+
 def test_the_underfilled_alert_fires_and_stays_silent_for_every_engine() -> None:
     fired = {
         alert["exp_labels"]["engine"]
@@ -236,6 +310,8 @@ def test_chart_values_tune_the_thresholds_and_windows() -> None:
             },
             "degradedGpu": {"ratio": 0.9, "minPeers": 5, "for": "2h", "severity": "info"},
             "failedProfile": {"for": "1h", "severity": "critical"},
+            "slowerThanPeers": {"for": "1h", "severity": "critical"},
+            "planDrift": {"ratio": 1.5, "for": "1h", "severity": "critical"},
             "staleProfile": {"maxAgeSeconds": 86400, "for": "10m", "severity": "warning"},
             "overfilledBatch": {
                 "window": "20m",
@@ -268,6 +344,11 @@ def test_chart_values_tune_the_thresholds_and_windows() -> None:
         assert by_name[name]["expr"].endswith(">= 5")
         assert (by_name[name]["for"], by_name[name]["labels"]["severity"]) == ("2h", "info")
     assert by_name["RooflineProfileFailed"]["for"] == "1h"
+    drift = by_name["RooflinePlanDrift"]
+    assert drift["expr"] == "roofline:model_itl_ratio > 1.5"
+    assert (drift["for"], drift["labels"]["severity"]) == ("1h", "critical")
+    slower = by_name["RooflineNodeSlowerThanPeers"]
+    assert (slower["for"], slower["labels"]["severity"]) == ("1h", "critical")
     assert "roofline_profile_timestamp_seconds > 86400\n" in by_name["RooflineProfileStale"]["expr"]
     assert by_name["RooflineProfileStale"]["labels"]["severity"] == "warning"
     latency = by_name["RooflineOverfilledBatch/latency"]

@@ -10,6 +10,8 @@ the file exactly, which tests/deploy checks.
 {{- $underfilled := .Values.prometheusRule.underfilledBatch }}
 {{- $degraded := .Values.prometheusRule.degradedGpu }}
 {{- $failed := .Values.prometheusRule.failedProfile }}
+{{- $slower := .Values.prometheusRule.slowerThanPeers }}
+{{- $drift := .Values.prometheusRule.planDrift }}
 {{- $stale := .Values.prometheusRule.staleProfile }}
 {{- $overfilled := .Values.prometheusRule.overfilledBatch }}
 node_namespace_pod:roofline_serving_running_requests:avg_over_time:
@@ -48,6 +50,13 @@ RooflineOverfilledBatch/kv-cache:
   for: {{ $degraded.for }}
   severity: {{ $degraded.severity }}
 {{- end }}
+RooflinePlanDrift:
+  expr: roofline:model_itl_ratio > {{ $drift.ratio }}
+  for: {{ $drift.for }}
+  severity: {{ $drift.severity }}
+RooflineNodeSlowerThanPeers:
+  for: {{ $slower.for }}
+  severity: {{ $slower.severity }}
 RooflineProfileFailed:
   for: {{ $failed.for }}
   severity: {{ $failed.severity }}

@@ -53,6 +53,9 @@ DEFAULT_RETAIN_UNAVAILABLE = "1h"
 MAX_RETAIN_UNAVAILABLE_SECONDS = 30 * 86400.0
 #: A published bandwidth, peak or ridge point that moves by more than this (percent) is news.
 DEFAULT_CHANGE_THRESHOLD_PERCENT = 10
+#: A node more than this (percent) below its GPU class's median bandwidth or peak, beyond its
+#: uncertainty, is slower than its peers (``decide/peers.py``).
+DEFAULT_OUTLIER_THRESHOLD_PERCENT = 10
 #: Retry delays double per attempt but never exceed this.
 MAX_RETRY_BACKOFF_SECONDS = 3600.0
 
@@ -102,6 +105,9 @@ class ProfileSpec:
     #: Relative change (percent) of a published bandwidth, peak or ridge point, beyond noise,
     #: that raises a ``DeviceChanged`` Event and condition.
     change_threshold_percent: int = DEFAULT_CHANGE_THRESHOLD_PERCENT
+    #: How far (percent) below its GPU class's median bandwidth or peak, beyond its uncertainty,
+    #: a node is slower than its peers: a ``SlowerThanPeers`` Event, condition and gauge.
+    outlier_threshold_percent: int = DEFAULT_OUTLIER_THRESHOLD_PERCENT
     models: tuple[ModelSpec, ...] = ()
     #: ``spec.slo.interTokenLatency`` in seconds, and as the user wrote it.
     itl_slo_seconds: float | None = None
@@ -284,6 +290,9 @@ def parse_spec(spec: Mapping[str, Any]) -> ProfileSpec:
         retain_unavailable_seconds=retain,
         change_threshold_percent=bounded_field(
             spec, "changeThresholdPercent", DEFAULT_CHANGE_THRESHOLD_PERCENT
+        ),
+        outlier_threshold_percent=bounded_field(
+            spec, "outlierThresholdPercent", DEFAULT_OUTLIER_THRESHOLD_PERCENT
         ),
         image_pull_secrets=_pull_secrets(spec.get("imagePullSecrets")),
         service_account=_object_name(spec, "serviceAccountName"),

@@ -22,6 +22,7 @@ INTEGER_FIELD_BOUNDS: dict[str, tuple[int, int]] = {
     "maxAttempts": (1, 20),
     "retryBackoffSeconds": (0, 3600),
     "changeThresholdPercent": (1, 100),
+    "outlierThresholdPercent": (1, 100),
 }
 
 

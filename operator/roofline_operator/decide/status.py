@@ -24,8 +24,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from roofline_operator.core.names import NodeState, format_time
-from roofline_operator.decide import model_classes, model_status, sizes
+from roofline_operator.decide import model_classes, model_status, peer_status, sizes
 from roofline_operator.decide.model_status import ModelsView
+from roofline_operator.decide.peers import FleetView
 from roofline_operator.decide.records import NodeRecord, record_to_status
 
 #: Decimals of the ridge points in ``status.summary``: enough to tell GPUs apart, and no float
@@ -88,32 +89,41 @@ def summarize(records: Mapping[str, NodeRecord], spec_hash: str) -> dict[str, An
     return summary
 
 
-def listing_category(record: NodeRecord, spec_hash: str) -> str:
-    """``node_category``, with nodes whose latest profile changed materially apart."""
+def listing_category(record: NodeRecord, spec_hash: str, slower: bool = False) -> str:
+    """``node_category``, with nodes whose latest profile changed materially, or that are slower
+    than their peers (``peers.py``), apart."""
     category = node_category(record, spec_hash)
-    if category == "profiled" and record.change:
+    if category == "profiled" and (record.change or slower):
         return "changed"
     return category
 
 
-def listing_order(records: Mapping[str, NodeRecord], spec_hash: str) -> list[str]:
-    """Node names in the order they claim ``status.nodes[]`` places: failed, changed, pending,
-    then the rest, each by name."""
-    return sorted(records, key=lambda name: _listing_key(records, name, spec_hash))
+def listing_order(
+    records: Mapping[str, NodeRecord], spec_hash: str, slower: frozenset[str] = frozenset()
+) -> list[str]:
+    """Node names in the order they claim ``status.nodes[]`` places: failed, changed or slower
+    than their peers, pending, then the rest, each by name."""
+    return sorted(records, key=lambda name: _listing_key(records, name, spec_hash, slower))
 
 
-def _listing_key(records: Mapping[str, NodeRecord], name: str, spec_hash: str) -> tuple[int, str]:
-    return (LISTING_PRIORITY[listing_category(records[name], spec_hash)], name)
+def _listing_key(
+    records: Mapping[str, NodeRecord], name: str, spec_hash: str, slower: frozenset[str]
+) -> tuple[int, str]:
+    category = listing_category(records[name], spec_hash, name in slower)
+    return (LISTING_PRIORITY[category], name)
 
 
 def listed_nodes(
-    records: Mapping[str, NodeRecord], spec_hash: str, max_nodes: int | None
+    records: Mapping[str, NodeRecord],
+    spec_hash: str,
+    max_nodes: int | None,
+    slower: frozenset[str] = frozenset(),
 ) -> list[str]:
     """The nodes ``status.nodes[]`` lists (at most ``max_nodes``; all for ``None``), by name."""
     if max_nodes is None or len(records) <= max_nodes:
         return sorted(records)
     first = heapq.nsmallest(
-        max_nodes, records, key=lambda name: _listing_key(records, name, spec_hash)
+        max_nodes, records, key=lambda name: _listing_key(records, name, spec_hash, slower)
     )
     return sorted(first)
 
@@ -230,10 +240,17 @@ def build_status(
     now: float,
     models: ModelsView | None = None,
     max_nodes: int | None = DEFAULT_STATUS_MAX_NODES,
+    peers: FleetView | None = None,
+    previous_nodes: Sequence[Mapping[str, Any]] = (),
 ) -> dict[str, Any]:
-    """The whole operator-owned part of ``status`` (``status.kopf`` is Kopf's and left alone)."""
+    """The whole operator-owned part of ``status`` (``status.kopf`` is Kopf's and left alone).
+
+    ``previous_nodes``: the node entries written before, whose conditions keep their
+    ``lastTransitionTime`` while their status holds.
+    """
     conditions = desired_conditions(records, spec_hash, conflicts, spec_error)
-    listed = listed_nodes(records, spec_hash, max_nodes)
+    slower = frozenset(peers.slower_nodes()) if peers is not None else frozenset()
+    listed = listed_nodes(records, spec_hash, max_nodes, slower)
     summary = summarize(records, spec_hash)
     summary.update(listed=len(listed), omitted=len(records) - len(listed))
     status: dict[str, Any] = {
@@ -242,6 +259,8 @@ def build_status(
         "conditions": [],
     }
     _add_models(status, records, spec_hash, models or ModelsView(), conditions)
+    if peers is not None and spec_error is None:
+        _add_peers(status, peers, conditions, previous_nodes, generation, now)
     status["nodes"] = [
         sizes.fit(entry, sizes.STATUS_ENTRY_BUDGET_BYTES) for entry in status["nodes"]
     ]
@@ -283,6 +302,33 @@ def _add_models(
     ready = model_status.models_condition(view, summary)
     if ready is not None:
         conditions.append(Condition("ModelsReady", *ready))
+
+
+def _add_peers(
+    status: dict[str, Any],
+    view: FleetView,
+    conditions: list[Condition],
+    previous_nodes: Sequence[Mapping[str, Any]],
+    generation: int | None,
+    now: float,
+) -> None:
+    """The fleet view: ``status.classes[]``, each listed node's standing and condition, the
+    count of slower nodes and the profile's ``SlowerThanPeers`` condition."""
+    before = {e.get("name"): e for e in previous_nodes if isinstance(e, Mapping)}
+    for entry in status["nodes"]:
+        item = view.standings.get(entry["name"])
+        if item is None:
+            continue
+        entry.update(peer_status.standing_to_status(item))
+        desired = Condition(
+            peer_status.CONDITION_TYPE, *peer_status.node_condition(item, view.threshold_percent)
+        )
+        previous = (before.get(entry["name"]) or {}).get("conditions") or []
+        entry["conditions"] = merge_conditions(previous, [desired], generation, now)
+    if view.classes:
+        status["classes"] = peer_status.classes_to_status(view)
+        status["summary"]["slowerThanPeers"] = len(view.slower_nodes())
+    conditions.append(Condition(peer_status.CONDITION_TYPE, *peer_status.profile_condition(view)))
 
 
 def merge_patch(old: Mapping[str, Any], new: Mapping[str, Any]) -> dict[str, Any]:

@@ -17,9 +17,11 @@ from prometheus_client.registry import Collector
 
 from roofline_operator.core.names import FailureReason
 from roofline_operator.decide.hysteresis import MATERIAL_QUANTITIES
+from roofline_operator.decide.peers import FleetView
 from roofline_operator.decide.records import NodeRecord
 from roofline_operator.decide.status import node_category
 from roofline_operator.run.model_metrics import ModelSample, model_families, model_samples
+from roofline_operator.run.peer_metrics import PeerSample, peer_families, peer_samples
 from roofline_profiler.wire import fields
 
 GPU_LABELS = ["profile", "node", "gpu", "product", "dtype"]
@@ -55,6 +57,8 @@ class ProfileSnapshot:
     nodes: tuple[NodeSample, ...]
     counts: Mapping[str, int]
     models: tuple[ModelSample, ...] = ()
+    #: Each node's standing among the nodes of its GPU class (``peers.py``).
+    peers: tuple[PeerSample, ...] = ()
 
 
 def snapshot_from_records(
@@ -62,6 +66,7 @@ def snapshot_from_records(
     records: Mapping[str, NodeRecord],
     spec_hash: str,
     model_names: tuple[str, ...] = (),
+    fleet: FleetView | None = None,
 ) -> ProfileSnapshot:
     devices: list[DeviceSample] = []
     nodes: list[NodeSample] = []
@@ -93,7 +98,9 @@ def snapshot_from_records(
                 )
             )
     models = model_samples(records, model_names)
-    return ProfileSnapshot(profile, tuple(devices), tuple(nodes), counts, models)
+    return ProfileSnapshot(
+        profile, tuple(devices), tuple(nodes), counts, models, peer_samples(fleet)
+    )
 
 
 def _gauge(name: str, documentation: str, labels: list[str]) -> GaugeMetricFamily:
@@ -125,6 +132,7 @@ class RooflineCollector(Collector):
             *_node_families(snapshots),
             *_interval_families(snapshots),
             *model_families((s.profile, s.models) for s in snapshots),
+            *peer_families((s.profile, s.peers) for s in snapshots),
         ]
 
 

@@ -23,7 +23,7 @@ from roofline_operator.core.names import parse_time
 from roofline_operator.core.nodes import NodeFacts
 from roofline_operator.core.spec import ProfileSpec, check_namespace, parse_spec
 from roofline_operator.core.spec_fields import SpecError
-from roofline_operator.decide import provenance
+from roofline_operator.decide import peer_status, peers, provenance
 from roofline_operator.decide.attempts import fail_node
 from roofline_operator.decide.labels import LabelClaim
 from roofline_operator.decide.model_sources import ModelResolution
@@ -48,7 +48,14 @@ from roofline_operator.run.runtime import RELIST_SECONDS, Runtime
 #: Pause after a round that raised, before the next try.
 ERROR_RETRY_SECONDS = 5.0
 #: Status keys the operator owns; anything else (``status.kopf``) belongs to Kopf.
-OWNED_STATUS_KEYS = ("summary", "nodes", "models", "conditions", "observedGeneration")
+OWNED_STATUS_KEYS = (
+    "summary",
+    "nodes",
+    "models",
+    "classes",
+    "conditions",
+    "observedGeneration",
+)
 
 
 @dataclass(frozen=True)
@@ -74,6 +81,9 @@ class ProfileLoop:
         self.restored = False
         self.annotations = AnnotationMemo()
         self.written: dict[str, Any] = {k: status[k] for k in OWNED_STATUS_KEYS if k in status}
+        #: The nodes last announced as slower than their peers (``SlowerThanPeers``), so that the
+        #: Warning Event names each once, not once a round; a restart reads them from the status.
+        self.slower: frozenset[str] = peer_status.slower_from_status(status)
         config = runtime.config
         features = (
             config.operator_namespace if config.node_label_backend == BACKEND_NODE_FEATURE else None
@@ -230,10 +240,15 @@ class ProfileLoop:
         """Tell what the round did: Events and counters, the status, the metrics snapshot."""
         inp, models = observed.round_input, observed.models
         self.events().announce_round(plan, [*plan.failures, *rejected])
+        fleet = peers.fleet_view(
+            peers.members(self.records, inp.nodes, inp.spec_hash),
+            inp.spec.outlier_threshold_percent,
+        )
+        self.slower = self.events().announce_slower(fleet, self.slower)
         view = ModelsView(inp.spec.models, models.failures or {}, inp.spec.gpu_hour_cost)
-        await self.write_status(client, plan.conflicts, inp.spec_hash, None, inp.now, view)
+        await self.write_status(client, plan.conflicts, inp.spec_hash, None, inp.now, view, fleet)
         planned = tuple(m.spec.name for m in models.valid)
-        self.runtime.publish_snapshot(self.name, self.records, inp.spec_hash, planned)
+        self.runtime.publish_snapshot(self.name, self.records, inp.spec_hash, planned, fleet)
 
     def events(self) -> ProfileEvents:
         """Where this profile's Events go (read at each use: the body changes between rounds)."""
@@ -271,6 +286,7 @@ class ProfileLoop:
         spec_error: str | None,
         now: float,
         models: ModelsView | None = None,
+        fleet: peers.FleetView | None = None,
     ) -> None:
         """Write the status if it changed: one merge patch per round, whatever the node count."""
         generation = (self.body.get("metadata") or {}).get("generation")
@@ -284,6 +300,8 @@ class ProfileLoop:
             now=now,
             models=models,
             max_nodes=self.runtime.config.status_max_nodes,
+            peers=fleet,
+            previous_nodes=self.written.get("nodes") or [],
         )
         patch = merge_patch(self.written, status)
         if not patch:

@@ -18,7 +18,7 @@ from typing import Any, cast
 import kopf
 
 from roofline_operator.core.names import FailureReason
-from roofline_operator.decide import provenance
+from roofline_operator.decide import peers, provenance
 from roofline_operator.decide.outcomes import Failed
 from roofline_operator.decide.pods import PodFacts
 from roofline_operator.decide.round_plan import RoundPlan
@@ -127,6 +127,26 @@ class ProfileEvents:
         names = ", ".join(plan.profiled[:NAMED_NODES]) + more
         message = f"Profiled {len(plan.profiled)} node(s): {names}"
         kopf.event(cast(kopf.Body, self.body), type="Normal", reason="Profiled", message=message)
+
+    def announce_slower(self, view: peers.FleetView, announced: frozenset[str]) -> frozenset[str]:
+        """One ``SlowerThanPeers`` Warning Event per round in which nodes became slower than
+        their peers, naming them; returns the nodes slower now (a node that recovers and falls
+        behind again is news again)."""
+        slower = frozenset(view.slower_nodes())
+        new = sorted(slower - announced)
+        if new:
+            lines = "; ".join(
+                f"node {n}: {peers.describe(view.standings[n])}" for n in new[:NAMED_NODES]
+            )
+            more = f"; and {len(new) - NAMED_NODES} more node(s)" if len(new) > NAMED_NODES else ""
+            message = (
+                f"{lines}{more}: more than {view.threshold_percent}% below the median of their "
+                "GPU class beyond the uncertainty (check clocks, power and thermal throttling, "
+                "links and driver settings)"
+            )
+            logger.warning("Profile %s: %s", self.profile, message)
+            self._warn("SlowerThanPeers", message)
+        return slower
 
     def announce_foreign_pods(self, foreign: Sequence[tuple[PodFacts, str]]) -> None:
         """A Warning ``ForeignPodIgnored`` naming a few pods that carry the profile's labels but

@@ -18,6 +18,7 @@ import kopf
 from roofline_operator.core.cache import ObjectCache
 from roofline_operator.core.names import LABEL_MANAGED_BY, MANAGED_BY
 from roofline_operator.core.nodes import NodeFacts, node_facts
+from roofline_operator.decide.peers import FleetView
 from roofline_operator.decide.pods import PodFacts, pod_facts
 from roofline_operator.decide.records import NodeRecord
 from roofline_operator.run.config import OperatorConfig
@@ -176,8 +177,9 @@ class Runtime:
         records: Mapping[str, NodeRecord],
         spec_hash: str,
         model_names: tuple[str, ...] = (),
+        fleet: FleetView | None = None,
     ) -> None:
-        snapshot = snapshot_from_records(profile, records, spec_hash, model_names)
+        snapshot = snapshot_from_records(profile, records, spec_hash, model_names, fleet)
         self.metrics.collector.update(snapshot)
 
     async def close(self) -> None:

@@ -119,6 +119,8 @@ def test_schema_defaults_agree_with_the_operators_defaults(version: dict[str, An
         "pendingTimeoutSeconds": spec_module.DEFAULT_PENDING_TIMEOUT_SECONDS,
         "maxAttempts": spec_module.DEFAULT_MAX_ATTEMPTS,
         "retryBackoffSeconds": spec_module.DEFAULT_RETRY_BACKOFF_SECONDS,
+        "changeThresholdPercent": spec_module.DEFAULT_CHANGE_THRESHOLD_PERCENT,
+        "outlierThresholdPercent": spec_module.DEFAULT_OUTLIER_THRESHOLD_PERCENT,
         "labelNodes": True,
         "quick": False,
     }

@@ -72,6 +72,16 @@ def test_invalid_specs_fail_with_a_message_naming_the_field(
         parse_spec(fields)
 
 
+def test_the_outlier_threshold_defaults_to_ten_percent_and_is_bounded() -> None:
+    assert parse_spec({}).outlier_threshold_percent == 10
+    assert parse_spec({"outlierThresholdPercent": 25}).outlier_threshold_percent == 25
+    for bad in (0, 101, "10", 12.5, True):
+        with pytest.raises(SpecError, match="outlierThresholdPercent"):
+            parse_spec({"outlierThresholdPercent": bad})
+    base = parse_spec({}).measurement_hash()
+    assert parse_spec({"outlierThresholdPercent": 30}).measurement_hash() == base
+
+
 def test_batches_are_sorted_for_the_profiler() -> None:
     assert parse_spec({"batches": [64, 1, 8]}).batches == (1, 8, 64)
 

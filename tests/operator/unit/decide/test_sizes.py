@@ -6,12 +6,13 @@ from dataclasses import replace
 
 from tests.operator.unit.model_builders import plan
 from tests.operator.unit.operator_builders import device, profile
-from tests.profiler.headline_builders import with_number_intervals, with_values
+from tests.profiler.headline_builders import BANDWIDTH, with_number_intervals, with_values
 
 from roofline_operator.core.model_spec import parse_models
 from roofline_operator.core.names import NodeState
 from roofline_operator.core.node_results import from_compact, headline_of
 from roofline_operator.decide.model_status import ModelsView
+from roofline_operator.decide.peers import Member, fleet_view
 from roofline_operator.decide.records import (
     NodeRecord,
     record_from_annotation,
@@ -28,6 +29,7 @@ from roofline_operator.decide.sizes import (
 )
 from roofline_operator.decide.status import DEFAULT_STATUS_MAX_NODES, build_status
 from roofline_profiler.wire.compact import CompactDevice
+from roofline_profiler.wire.fields import Estimate
 
 WARNINGS = ("CpuContention", "InterferenceUnresolved", "SlopeFromDecode", "PeakFromDecode")
 MODEL_NAMES = tuple(f"m{i}-" + "x" * 60 for i in range(8))
@@ -156,3 +158,37 @@ def test_the_worst_case_whole_exceeds_both_budgets_so_their_trimming_is_what_fit
     whole = record_to_status(worst_case_record())
     assert encoded_size(whole) > STATUS_ENTRY_BUDGET_BYTES
     assert encoded_size(whole) > RECORD_ANNOTATION_BUDGET_BYTES
+
+
+def test_the_worst_case_status_entry_with_its_standing_among_peers_still_fits() -> None:
+    """The fleet view adds a class name of 64 characters, three ratios and a condition whose
+    message names the class: the worst case still fits, keeping them, its models' bounds and
+    its per-GPU numbers."""
+    record = worst_case_record()
+    assert record.result is not None
+    found = [Member(record.name, "c" * 64, record.result.worst_gpu().numbers)]
+    for peer in ("a", "b"):
+        numbers = dict(record.result.worst_gpu().numbers)
+        numbers[BANDWIDTH] = Estimate(9e12, (8.9e12, 9.1e12))
+        found.append(Member(peer, "c" * 64, numbers))
+    view = fleet_view(found, 10)
+    assert view.standings[record.name].slower
+    models = parse_models([{"name": name, "preset": "llama-3.1-8b"} for name in MODEL_NAMES])
+    status = build_status(
+        records={record.name: record},
+        spec_hash="0123456789",
+        conflicts={},
+        spec_error=None,
+        previous_conditions=[],
+        generation=1,
+        now=1.7e9 + 60,
+        models=ModelsView(models, {}, None),
+        peers=view,
+    )
+    (entry,) = status["nodes"]
+    assert encoded_size(entry) <= STATUS_ENTRY_BUDGET_BYTES
+    assert entry["gpuClass"] == "c" * 64
+    assert entry["conditions"][0]["status"] == "True"
+    assert set(entry["relativePerformance"]) == {"bandwidth", "peak", "ridgePoint"}
+    assert all("maxBatchByMemory" in m for m in entry["models"])
+    assert len(entry["devices"]) == 8

@@ -470,6 +470,44 @@ async def test_a_look_alike_pod_in_a_tenant_namespace_cannot_move_a_nodes_labels
 
 
 @pytest.mark.asyncio
+async def test_a_slower_node_is_published_announced_once_and_not_again_after_a_restart(
+    quiet_events: list[tuple[str, str]],
+) -> None:
+    client = RecordingClient()
+    loop = loop_with(client, {"maxParallel": 10})
+    nodes = {n: node(n) for n in ("a", "b", "c", "slow")}
+    await loop.round(nodes, [], {})
+    pods = []
+    for index, created in enumerate(client.created):
+        pod = pod_facts(created)
+        bandwidth = 3.3e12 if pod.node == "slow" else 4.3e12
+        message = encode_compact(profile(device(bandwidth=bandwidth), created_at=time.time()))
+        pods.append(
+            fresh_succeeded_pod(pod.name, pod.node, pod.spec_hash, pod.attempt, message=message)
+        )
+        assert index < 4
+    await loop.round(nodes, pods, {})
+    status = client.statuses[-1]
+    entries = {e["name"]: e for e in status["nodes"]}
+    assert entries["slow"]["conditions"][0]["status"] == "True"
+    assert entries["a"]["conditions"][0]["status"] == "False"
+    assert status["classes"][0]["slowerNodes"] == ["slow"]
+    announced = [m for reason, m in quiet_events if reason == "SlowerThanPeers"]
+    assert len(announced) == 1
+    assert announced[0].startswith("node slow: bandwidth 0.77 of the NVIDIA H200 median")
+    samples = loop.runtime.metrics.registry.get_sample_value(
+        "roofline_node_slower_than_peers",
+        {"profile": "fleet", "node": "slow", "gpu_class": "NVIDIA H200"},
+    )
+    assert samples == 1.0
+
+    await loop.round(nodes, [], {})
+    restarted = loop_with(RecordingClient(), {"maxParallel": 10}, status=loop.written)
+    await restarted.round({n: as_patched(f, client) for n, f in nodes.items()}, [], {})
+    assert len([r for r, _ in quiet_events if r == "SlowerThanPeers"]) == 1
+
+
+@pytest.mark.asyncio
 async def test_a_record_annotation_naming_a_pod_namespace_never_widens_the_trusted_ones(
     quiet_events: list[tuple[str, str]],
 ) -> None:

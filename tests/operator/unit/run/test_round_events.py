@@ -8,11 +8,13 @@ import kopf
 import pytest
 from prometheus_client import CollectorRegistry
 from tests.operator.unit.operator_builders import profile
+from tests.operator.unit.peer_builders import member
 
 from roofline_operator.core.names import FailureReason
 from roofline_operator.core.node_results import from_compact
 from roofline_operator.decide.hysteresis import MaterialChange, Publication
 from roofline_operator.decide.outcomes import Failed, Unschedulable
+from roofline_operator.decide.peers import fleet_view
 from roofline_operator.decide.round_plan import RoundPlan
 from roofline_operator.run.metrics import OperatorMetrics
 from roofline_operator.run.round_events import MAX_EVENT_MESSAGE_CHARS, ProfileEvents
@@ -131,3 +133,23 @@ def test_an_event_message_is_cut_to_what_the_api_server_keeps(posted: Posted) ->
     events_of().announce_failures([("a", long)])
     ((_, _, message),) = posted
     assert len(message) == MAX_EVENT_MESSAGE_CHARS
+
+
+def test_nodes_that_fall_behind_their_peers_are_announced_once(posted: Posted) -> None:
+    events = events_of()
+    found = [member(f"gpu-{i}", 4.3e12) for i in range(4)] + [member("gpu-slow", 3.4e12)]
+    view = fleet_view(found, 10)
+    announced = events.announce_slower(view, frozenset())
+    assert announced == {"gpu-slow"}
+    ((kind, reason, message),) = posted
+    assert (kind, reason) == ("Warning", "SlowerThanPeers")
+    assert message.startswith("node gpu-slow: bandwidth 0.79 of the NVIDIA H200 median (95% 0.78")
+    assert "more than 10% below the median of their GPU class" in message
+    # The next round with the same view says nothing new.
+    assert events.announce_slower(view, announced) == announced
+    assert len(posted) == 1
+    # A node that recovered and falls behind again is news again.
+    recovered = fleet_view([member(f"gpu-{i}", 4.3e12) for i in range(5)], 10)
+    assert events.announce_slower(recovered, announced) == frozenset()
+    events.announce_slower(view, frozenset())
+    assert len(posted) == 2
