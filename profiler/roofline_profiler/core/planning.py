@@ -44,11 +44,47 @@ class StepPrediction:
 
 
 @dataclass(frozen=True)
+class StepEngine:
+    """The engine configuration whose step a plan predicts (``engines``): its name, how the
+    step's attention and GEMMs were obtained on the device, and its own per-step work."""
+
+    name: str
+    #: The kernel attention was timed with (``torch-sdpa``, ``vllm-cpu-<version>``), or
+    #: ``roofline`` (the KV bytes at the read bandwidth or the FLOPs at the peak).
+    attention: str
+    #: ``onednn-packed`` or ``torch-linear``: how the GEMMs were timed.
+    linear: str
+    fixed_seconds: float
+    per_sequence_seconds: float
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "attention": self.attention,
+            "linear": self.linear,
+            "fixedSeconds": self.fixed_seconds,
+            "perSequenceSeconds": self.per_sequence_seconds,
+        }
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> StepEngine:
+        return cls(
+            name=str(d["name"]),
+            attention=str(d["attention"]),
+            linear=str(d["linear"]),
+            fixed_seconds=float(d["fixedSeconds"]),
+            per_sequence_seconds=float(d["perSequenceSeconds"]),
+        )
+
+
+@dataclass(frozen=True)
 class PlanOptions:
     itl_slo_seconds: float | None = None
     gpu_hour_cost: float | None = None
     gpu_memory_utilization: float = 0.9
     min_efficiency_percent: int = 50
+    #: The engine whose step to predict (``engines.ENGINES``); None: the device's default.
+    engine: str | None = None
 
 
 @dataclass(frozen=True)
@@ -70,6 +106,8 @@ class ModelPlan:
     cost_per_million_tokens: tuple[tuple[int, float], ...]
     engine_settings: Mapping[str, tuple[str, ...]]
     warnings: tuple[str, ...]
+    #: The engine whose step the predictions are (None in plans made before it was recorded).
+    engine: StepEngine | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -100,6 +138,7 @@ class ModelPlan:
             ],
             "engineSettings": {name: list(flags) for name, flags in self.engine_settings.items()},
             "warnings": list(self.warnings),
+            **({"engine": self.engine.to_dict()} if self.engine else {}),
         }
 
     @classmethod
@@ -130,6 +169,7 @@ class ModelPlan:
             ),
             engine_settings={k: tuple(v) for k, v in d.get("engineSettings", {}).items()},
             warnings=tuple(d.get("warnings", ())),
+            engine=StepEngine.from_dict(d["engine"]) if d.get("engine") else None,
         )
 
 
@@ -164,8 +204,10 @@ def plan_model(
     device_memory_bytes: int,
     peak_flops_per_second: float,
     options: PlanOptions,
+    engine: StepEngine | None = None,
 ) -> ModelPlan:
-    """The serving plan of one model on one device at one context length."""
+    """The serving plan of one model on one device at one context length; ``predictions`` are
+    ``engine``'s steps."""
     size = dtype_bytes(dtype)
     if device_memory_bytes <= 0:
         raise ValueError(f"{arch.name}: device memory must be known to plan a batch")
@@ -207,6 +249,7 @@ def plan_model(
         ),
         engine_settings=_engine_flags(arch, memory, high, context_tokens, tensor_parallel),
         warnings=tuple(warnings),
+        engine=engine,
     )
 
 

