@@ -14,11 +14,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from roofline_profiler.core.decode_model import (
-    ModelMeasurements,
-    measurements_from_dict,
-    measurements_to_dict,
-)
+from roofline_profiler.core.decode_model import ModelMeasurements
+from roofline_profiler.core.decode_model_json import measurements_from_dict, measurements_to_dict
 from roofline_profiler.core.planning import ModelPlan
 from roofline_profiler.core.stats import Measurement
 from roofline_profiler.wire import fields
