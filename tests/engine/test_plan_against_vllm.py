@@ -30,14 +30,16 @@ from roofline_profiler.core.engines import VLLM_CPU
 from roofline_profiler.wire.result import ProfileResult
 from tests import vllm_server
 
-#: About 200 M parameters: a batch-1 step streams 0.4 GB of weights, tens of milliseconds.
+#: TinyLlama-1.1B's layer (the bench's Llama), four of them: 240 M parameters, a batch-1 step
+#: streams 0.5 GB of weights, tens of milliseconds, with the bench's balance of weights to the
+#: fixed costs of a layer.
 SMALL_LLAMA = {
     "architectures": ["LlamaForCausalLM"],
     "model_type": "llama",
-    "hidden_size": 1024,
-    "intermediate_size": 2816,
-    "num_hidden_layers": 12,
-    "num_attention_heads": 16,
+    "hidden_size": 2048,
+    "intermediate_size": 5632,
+    "num_hidden_layers": 4,
+    "num_attention_heads": 32,
     "num_key_value_heads": 4,
     "vocab_size": 32000,
     "max_position_embeddings": 2048,
