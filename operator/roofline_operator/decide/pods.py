@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -30,8 +30,10 @@ from roofline_operator.core.names import (
     parse_time,
 )
 from roofline_operator.core.spec import ProfileSpec
+from roofline_operator.decide.asked import ProfilerAsk, asked_of
 from roofline_operator.decide.labels import label_safe
 from roofline_operator.decide.model_sources import MODELS_FILE_KEY
+from roofline_operator.decide.pod_resources import container_resources
 
 #: The profiler runs as this unprivileged user (the image's non-root user).
 PROFILER_UID = 65532
@@ -80,9 +82,15 @@ MODELS_MOUNT_PATH = "/etc/roofline/models"
 MODELS_FILE = f"{MODELS_MOUNT_PATH}/{MODELS_FILE_KEY}"
 
 
+#: The profiler's ``--device`` for each ``spec.device``: never ``all``, which falls back to the
+#: CPU when the container sees no GPU; ``cuda`` (CUDA and ROCm alike) refuses to start instead.
+DEVICE_ARGUMENT = {"gpu": "cuda", "cpu": "cpu"}
+
+
 def profiler_command(spec: ProfileSpec, models: bool = False) -> list[str]:
     """The pod's command; with ``models`` it plans the models of its mounted models file."""
-    command = ["roofline", "profile", "--device", "all", "--dtype", spec.dtype]
+    device = DEVICE_ARGUMENT[spec.device]
+    command = ["roofline", "profile", "--device", device, "--dtype", spec.dtype]
     if spec.shape is not None:
         command += ["--shape", f"{spec.shape[0]}x{spec.shape[1]}"]
     if spec.batches:
@@ -98,18 +106,6 @@ def profiler_command(spec: ProfileSpec, models: bool = False) -> list[str]:
         if spec.gpu_hour_cost is not None:
             command += ["--gpu-hour-cost", str(spec.gpu_hour_cost)]
     return [*command, "--compact", TERMINATION_MESSAGE_PATH]
-
-
-def _resources(spec: ProfileSpec, gpus: int) -> dict[str, Any]:
-    """The spec's resources plus the GPUs, as a limit: extended resources need one."""
-    requests = dict(spec.resources.get("requests") or {})
-    limits = dict(spec.resources.get("limits") or {})
-    limits[spec.selection.gpu_resource] = str(gpus)
-    requests.pop(spec.selection.gpu_resource, None)
-    resources: dict[str, Any] = {"limits": limits}
-    if requests:
-        resources["requests"] = requests
-    return resources
 
 
 def build_profiler_pod(
@@ -224,7 +220,7 @@ def profiler_container(spec: ProfileSpec, gpus: int, image: str, models: bool) -
             # The profiler names the host in its result after this, not after the pod.
             {"name": "NODE_NAME", "valueFrom": {"fieldRef": {"fieldPath": "spec.nodeName"}}},
         ],
-        "resources": _resources(spec, gpus),
+        "resources": container_resources(spec, gpus),
         "terminationMessagePath": TERMINATION_MESSAGE_PATH,
         "terminationMessagePolicy": "FallbackToLogsOnError",
         "securityContext": {
@@ -286,6 +282,21 @@ class PodFacts:
     terminated: Terminated | None = None
     #: UIDs of the RooflineProfiles its owner references name (``provenance.py`` checks them).
     owner_uids: tuple[str, ...] = ()
+    #: Its ``roofline.dev/profile`` and ``roofline.dev/node`` labels: what a DELETE-collection
+    #: selects pods by (``finished_pod_collections``), whatever the annotations say.
+    profile_label: str = ""
+    node_label: str = ""
+    #: What its command asks to measure; its result must answer that (``asked.py``).
+    asked: ProfilerAsk | None = None
+
+
+def _container_argv(spec: Mapping[str, Any]) -> list[str]:
+    """The profiler container's command and arguments, as the pod was created with them."""
+    containers = [c for c in spec.get("containers") or [] if isinstance(c, Mapping)]
+    named = [c for c in containers if c.get("name") == CONTAINER_NAME]
+    container: Mapping[str, Any] = (named or containers or [{}])[0]
+    argv = [*(container.get("command") or []), *(container.get("args") or [])]
+    return [str(a) for a in argv]
 
 
 def _container_status(status: Mapping[str, Any]) -> Mapping[str, Any]:
@@ -341,6 +352,9 @@ def pod_facts(body: Mapping[str, Any]) -> PodFacts:
             for ref in owners
             if isinstance(ref, Mapping) and ref.get("kind") == KIND and ref.get("uid")
         ),
+        profile_label=str(labels.get(LABEL_PROFILE, "")),
+        node_label=str(labels.get(LABEL_NODE, "")),
+        asked=asked_of(_container_argv(body.get("spec") or {})),
     )
 
 
@@ -355,16 +369,32 @@ class PodCollection:
     pods: tuple[str, ...]
 
 
-def finished_pod_collections(profile: str, pods: Sequence[PodFacts]) -> list[PodCollection]:
-    """Group finished pods into DELETE-collection requests of at most 100 nodes each.
+def finished_pod_collections(
+    profile: str, pods: Sequence[PodFacts], watched: Iterable[PodFacts] = ()
+) -> tuple[list[PodCollection], list[PodFacts]]:
+    """Group finished pods into DELETE-collection requests of at most 100 nodes each; the
+    pods that must go one by one instead.
 
     Deleting finished pods by collection costs one request per hundred nodes instead of one per
     node. The selectors name the nodes and require a finished phase, so a pod that is still
-    running (or one created after the request) can never be caught.
+    running (or one created after the request) can never be caught. They cannot see owner
+    references, though: a node where the watch shows any other pod with the selector's labels
+    (``watched``: every pod the operator watches; a look-alike that is not ours, in any phase)
+    is left out, and its finished pod is deleted by name, so the collection never deletes a
+    foreign pod the operator has seen.
     """
+    mine = {(p.namespace, p.name) for p in pods}
+    safe_profile = label_safe(profile)
+    crowded = {
+        (p.namespace, p.node_label)
+        for p in watched
+        if p.profile_label == safe_profile and (p.namespace, p.name) not in mine
+    }
+    singles = [p for p in pods if (p.namespace, label_safe(p.node)) in crowded]
     by_namespace: dict[str, list[PodFacts]] = {}
     for pod in pods:
-        by_namespace.setdefault(pod.namespace, []).append(pod)
+        if (pod.namespace, label_safe(pod.node)) not in crowded:
+            by_namespace.setdefault(pod.namespace, []).append(pod)
     collections: list[PodCollection] = []
     for namespace, members in sorted(by_namespace.items()):
         nodes = sorted({label_safe(p.node) for p in members})
@@ -372,9 +402,9 @@ def finished_pod_collections(profile: str, pods: Sequence[PodFacts]) -> list[Pod
             chunk = nodes[start : start + MAX_NODES_PER_COLLECTION]
             chosen = set(chunk)
             selector = (
-                f"{LABEL_MANAGED_BY}={MANAGED_BY},{LABEL_PROFILE}={label_safe(profile)},"
+                f"{LABEL_MANAGED_BY}={MANAGED_BY},{LABEL_PROFILE}={safe_profile},"
                 f"{LABEL_NODE} in ({','.join(chunk)})"
             )
             names = tuple(p.name for p in members if label_safe(p.node) in chosen)
             collections.append(PodCollection(namespace, selector, FINISHED_POD_FIELDS, names))
-    return collections
+    return collections, singles

@@ -8,7 +8,9 @@ update the caches and wake the profiles they concern.
 
 from __future__ import annotations
 
+import asyncio
 import logging
+import os
 from typing import Any
 
 import kopf
@@ -25,6 +27,8 @@ from roofline_operator.core.names import (
 from roofline_operator.core.nodes import node_facts
 from roofline_operator.decide.labels import LabelClaim, label_claim
 from roofline_operator.decide.pods import pod_facts
+from roofline_operator.run.login import login_in_cluster
+from roofline_operator.run.readiness import keep_readiness
 from roofline_operator.run.reconcile import ProfileLoop
 from roofline_operator.run.release import release_profile
 from roofline_operator.run.runtime import Runtime, pod_key
@@ -65,19 +69,28 @@ async def configure(settings: kopf.OperatorSettings, memo: Runtime, **_: Any) ->
             memo.metrics.registry, memo.health, config.metrics_host, config.metrics_port
         )
     )
-    memo.health.ready = True
+    memo.health.started = True
+    memo.tasks.append(asyncio.create_task(keep_readiness(memo), name="readiness"))
 
 
 @kopf.on.login()
-def login(memo: Runtime, **kwargs: Any) -> kopf.ConnectionInfo | None:
-    info = kopf.login_with_service_account(**kwargs) or kopf.login_with_kubeconfig(**kwargs)
+def login(
+    memo: Runtime, settings: kopf.OperatorSettings, **kwargs: Any
+) -> kopf.ConnectionInfo | None:
+    info = login_in_cluster(settings, os.environ) or kopf.login_with_kubeconfig(
+        settings=settings, **kwargs
+    )
     memo.api.connection = info
     return info
 
 
 @kopf.on.cleanup()
 async def shutdown(memo: Runtime, **_: Any) -> None:
-    memo.health.ready = False
+    memo.health.started = False
+    memo.health.mark_not_ready("the operator is stopping")
+    for task in memo.tasks:
+        task.cancel()
+    await asyncio.gather(*memo.tasks, return_exceptions=True)
     await memo.close()
     for runner in memo.server:
         await runner.cleanup()

@@ -28,17 +28,13 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
+from functools import partial
 
-from roofline_profiler.core.engines import NONE, Engine
+from roofline_profiler.core.engines import NONE, Engine, StepEngine
+from roofline_profiler.core.itl_model import fit_plan
 from roofline_profiler.core.model_config import ModelArch
 from roofline_profiler.core.models import attended_tokens, heads_per_gpu
-from roofline_profiler.core.planning import (
-    ModelPlan,
-    PlanOptions,
-    StepEngine,
-    StepPrediction,
-    plan_model,
-)
+from roofline_profiler.core.planning import ModelPlan, PlanOptions, StepPrediction, plan_model
 from roofline_profiler.core.roofline import dtype_bytes
 from roofline_profiler.core.stats import CPU_WAIT_SUSPECT, Measurement
 
@@ -307,16 +303,19 @@ def same_shapes(a: ModelArch, b: ModelArch) -> bool:
 # --- from measurements to plans -----------------------------------------------------------------
 
 
+def engine_step_seconds(
+    m: ModelMeasurements, engine: Engine, batch: int, context_tokens: int
+) -> float:
+    """``engine``'s predicted step: the measured parts plus the engine's own per-step work."""
+    return step_seconds(m, batch, context_tokens) + engine.overhead_seconds(batch)
+
+
 def predictions(
     m: ModelMeasurements, context_tokens: int, engine: Engine = NONE
 ) -> tuple[StepPrediction, ...]:
     """The predicted step of ``engine`` at every measured batch, at one context."""
     return tuple(
-        StepPrediction(
-            batch,
-            context_tokens,
-            step_seconds(m, batch, context_tokens) + engine.overhead_seconds(batch),
-        )
+        StepPrediction(batch, context_tokens, engine_step_seconds(m, engine, batch, context_tokens))
         for batch in m.batches
     )
 
@@ -357,5 +356,9 @@ def plan_models(
             step_engine(m, engine),
         )
         extra = (*m.notes, *attention_notes(m, context), *contention_notes(m, context))
-        plans.append(replace(plan, warnings=(*plan.warnings, *extra)))
+        # The ITL model fits the same engine's steps as the plan's predictions.
+        itl = fit_plan(
+            partial(engine_step_seconds, m, engine), m.batches, context, plan.max_batch_by_memory
+        )
+        plans.append(replace(plan, warnings=(*plan.warnings, *extra), itl_model=itl))
     return tuple(plans)

