@@ -295,9 +295,9 @@ def record(archs: list[Architecture], args: argparse.Namespace, started: dt.date
         f"Measured {started.isoformat(timespec='seconds')} on {cpu_model()} "
         f"({len(os.sched_getaffinity(0))} logical CPUs), {engine_identity()}.",
         "",
-        f"Command: `python bench/vllm_vs_plan.py {' '.join(shown_arguments())}`; the prediction "
-        f"per architecture: `{archs[-1].command}`, then `roofline plan --from result.json` at "
-        "each point's own mean context.",
+        f"Command: `{' '.join(['python bench/vllm_vs_plan.py', *shown_arguments()])}`; "
+        f"the prediction per architecture: `{archs[-1].command}`, then "
+        "`roofline plan --from result.json` at each point's own mean context.",
         "",
         "Reference: vLLM's own inter-token latency (`vllm:inter_token_latency_seconds`) over the "
         "steady decode window of each batch (exactly B requests running, no step carrying a "
