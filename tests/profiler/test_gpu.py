@@ -77,13 +77,16 @@ def test_every_part_of_a_models_decode_step_is_timed_as_a_cuda_graph(
     from roofline_profiler.core.decode_model import step_seconds
     from roofline_profiler.core.model_config import model_from_config
     from roofline_profiler.measure.devices import resolve_devices
-    from roofline_profiler.measure.model_measure import MeasureSettings, measure_model
+    from roofline_profiler.measure.measure_settings import MeasureSettings
+    from roofline_profiler.measure.model_measure import measure_model
 
     arch = model_from_config(config, "gpu-check")
     info = resolve_devices("cuda:0")[0]
     settings = MeasureSettings(arch, "bfloat16", 1, (1, 8, 64), (1024,), quick=True)
     m = measure_model(settings, info, lambda _: None)
-    assert m.notes == ()  # no part fell back to eager timing
+    assert m.notes == ()  # no part (the head's sampling included) fell back to eager timing
+    # The engines' paths on a GPU: cuBLAS through F.linear, torch's attention kernels, timed.
+    assert (m.linear, m.attention_source) == ("torch-linear", "torch-sdpa")
     # A replayed graph is not bound by the host's launches: a dense layer at batch 1 reads its
     # weights in far less than the ~1 ms a Python-launched layer took on an H200.
     (body,) = m.layer_bodies.values()

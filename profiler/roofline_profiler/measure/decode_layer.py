@@ -7,7 +7,8 @@ residual add, RMSNorm, then the MLP (fused gate_up, SiLU·mul, down) or the mixt
 (router GEMM, softmax/top-k, then the token–expert pairs sorted by expert through one grouped GEMM
 per projection, weighted and summed back per token — or, without a grouped GEMM, gather, MLP and
 scatter-add per active expert). Shapes are per GPU under tensor parallelism, sharded as the
-engines shard them (``models.decode_gemms``).
+engines shard them (``models.decode_gemms``). The dense GEMMs run as the device's engines run them
+(``engine_linear``: on a CPU on weights packed once for oneDNN).
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ import torch
 import torch.nn.functional as F
 
 from roofline_profiler.core.model_config import ModelArch
+from roofline_profiler.measure.engine_linear import EngineLinear
 
 RMS_EPS = 1e-6
 ROPE_THETA = 10000.0
@@ -119,32 +121,36 @@ class DecoderLayer:
         qkv = (s.q_heads + 2 * s.kv_heads) * hd
         self.norm_in = torch.ones(h, dtype=dtype, device=device)
         self.norm_post = torch.ones(h, dtype=dtype, device=device)
-        self.qkv = random_tensor((qkv, h), dtype, device)
+        self.qkv = EngineLinear.prepare(random_tensor((qkv, h), dtype, device))
         self.qkv_bias = random_tensor((qkv,), dtype, device) if arch.attention_bias else None
         self.q_norm = torch.ones(hd, dtype=dtype, device=device) if arch.qk_norm else None
         self.k_norm = torch.ones(hd, dtype=dtype, device=device) if arch.qk_norm else None
-        self.o = random_tensor((h, s.q_heads * hd), dtype, device)
+        self.o = EngineLinear.prepare(random_tensor((h, s.q_heads * hd), dtype, device))
         if kind == "dense":
-            self.gate_up = random_tensor((2 * s.inter, h), dtype, device)
-            self.down = random_tensor((h, s.inter), dtype, device)
+            self.gate_up = EngineLinear.prepare(random_tensor((2 * s.inter, h), dtype, device))
+            self.down = EngineLinear.prepare(random_tensor((h, s.inter), dtype, device))
         else:
             e = arch.num_experts
-            self.router = random_tensor((e, h), dtype, device)
+            self.router = EngineLinear.prepare(random_tensor((e, h), dtype, device))
             self.experts_gate_up = random_tensor((e, 2 * s.expert_inter, h), dtype, device)
             self.experts_down = random_tensor((e, h, s.expert_inter), dtype, device)
             if s.shared_inter:
-                self.shared_gate_up = random_tensor((2 * s.shared_inter, h), dtype, device)
-                self.shared_down = random_tensor((h, s.shared_inter), dtype, device)
-                self.shared_gate = random_tensor((1, h), dtype, device)
+                self.shared_gate_up = EngineLinear.prepare(
+                    random_tensor((2 * s.shared_inter, h), dtype, device)
+                )
+                self.shared_down = EngineLinear.prepare(
+                    random_tensor((h, s.shared_inter), dtype, device)
+                )
+                self.shared_gate = EngineLinear.prepare(random_tensor((1, h), dtype, device))
 
     def nbytes(self) -> int:
-        return sum(t.numel() * t.element_size() for t in vars(self).values() if _is_tensor(t))
+        return sum(_nbytes(value) for value in vars(self).values())
 
     def forward(self, x: torch.Tensor, state: StepState) -> torch.Tensor:
         s = self.shapes
         batch = x.shape[0]
         h = rms_norm(x, self.norm_in)
-        qkv = F.linear(h, self.qkv, self.qkv_bias)
+        qkv = self.qkv(h, self.qkv_bias)
         q, k, v = qkv.split(
             (s.q_heads * s.head_dim, s.kv_heads * s.head_dim, s.kv_heads * s.head_dim), dim=-1
         )
@@ -159,19 +165,19 @@ class DecoderLayer:
         state.k_slot.copy_(k)
         state.v_slot.copy_(v.view(batch, s.kv_heads, s.head_dim))
         # The attention kernel is timed on its own (per context); its output stands in here.
-        x = x + F.linear(state.attention_out, self.o)
+        x = x + self.o(state.attention_out)
         h = rms_norm(x, self.norm_post)
         if self.kind == "dense":
             return x + self._mlp(h, self.gate_up, self.down)
         return x + self._moe(h, state)
 
     @staticmethod
-    def _mlp(h: torch.Tensor, gate_up: torch.Tensor, down: torch.Tensor) -> torch.Tensor:
-        gate, up = F.linear(h, gate_up).chunk(2, dim=-1)
-        return F.linear(F.silu(gate) * up, down)
+    def _mlp(h: torch.Tensor, gate_up: EngineLinear, down: EngineLinear) -> torch.Tensor:
+        gate, up = gate_up(h).chunk(2, dim=-1)
+        return down(F.silu(gate) * up)
 
     def _moe(self, h: torch.Tensor, state: StepState) -> torch.Tensor:
-        logits = F.linear(h, self.router)
+        logits = self.router(h)
         probs = torch.softmax(logits.to(torch.float32), dim=-1)
         weights, _ = torch.topk(probs, self.arch.experts_per_token, dim=-1)
         weights = (weights / weights.sum(dim=-1, keepdim=True)).to(h.dtype)
@@ -189,7 +195,7 @@ class DecoderLayer:
             out = self._looped_experts(h, weights, routing)
         if self.shapes.shared_inter:
             shared = self._mlp(h, self.shared_gate_up, self.shared_down)
-            out = out + torch.sigmoid(F.linear(h, self.shared_gate)) * shared
+            out = out + torch.sigmoid(self.shared_gate(h)) * shared
         return out
 
     def _grouped_experts(
@@ -226,14 +232,20 @@ class DecoderLayer:
         out = torch.zeros_like(h)
         for expert, tokens, slots in routing.per_expert:
             y = self._mlp(
-                h.index_select(0, tokens), self.experts_gate_up[expert], self.experts_down[expert]
+                h.index_select(0, tokens),
+                EngineLinear(self.experts_gate_up[expert], packed=False),
+                EngineLinear(self.experts_down[expert], packed=False),
             )
             out.index_add_(0, tokens, y * weights[tokens, slots, None])
         return out
 
 
-def _is_tensor(value: object) -> bool:
-    return isinstance(value, torch.Tensor)
+def _nbytes(value: object) -> int:
+    if isinstance(value, EngineLinear):
+        return value.nbytes()
+    if isinstance(value, torch.Tensor):
+        return int(value.numel() * value.element_size())
+    return 0
 
 
 #: torch's grouped GEMM (torch ≥ 2.10 as ``F.grouped_mm``, earlier ``torch._grouped_mm``).

@@ -13,6 +13,7 @@ from dataclasses import dataclass, replace
 import torch
 
 from roofline_profiler.core.decode_model import ComponentTime, ModelMeasurements, plan_models
+from roofline_profiler.core.engines import Engine, resolve_engine
 from roofline_profiler.core.errors import first_line
 from roofline_profiler.core.model_config import ModelArch
 from roofline_profiler.core.planning import ModelPlan, PlanOptions
@@ -23,7 +24,8 @@ from roofline_profiler.measure.collective import (
     modelled_all_reduce_seconds,
 )
 from roofline_profiler.measure.devices import DeviceInfo
-from roofline_profiler.measure.model_measure import MeasureSettings, measure_model
+from roofline_profiler.measure.measure_settings import ROOFLINE_ATTENTION, MeasureSettings
+from roofline_profiler.measure.model_measure import attention_source, measure_model
 
 Progress = Callable[[str], None]
 
@@ -88,6 +90,19 @@ def _all_reduce(
     return modelled, False, (note,)
 
 
+def _attention_notes(engine: Engine, attention: str) -> tuple[str, ...]:
+    """What a plan says when the engine's own attention kernel could not be timed."""
+    if engine.cpu_attention_kernel is None or attention != ROOFLINE_ATTENTION:
+        return ()
+    return (
+        f"{engine.name}'s own CPU attention kernel cannot be imported here (run the profiler "
+        "from the engine's environment to time it): attention comes from the device's roofline, "
+        "a lower bound (vLLM's CPU kernel read the KV cache at a quarter to a half of the read "
+        "bandwidth on the CPU it was measured on), so steps at long contexts and large batches "
+        "are predicted too fast",
+    )
+
+
 def profile_models(
     info: DeviceInfo,
     dtype: str,
@@ -99,7 +114,16 @@ def profile_models(
     progress: Progress,
 ) -> tuple[tuple[ModelPlan, ...], tuple[ModelMeasurements, ...], tuple[ModelFailure, ...]]:
     """Measure and plan every requested model on one device; a model the device cannot measure
-    (out of memory, a driver error) is a :class:`ModelFailure`, and the others go on."""
+    (out of memory, a driver error) is a :class:`ModelFailure`, and the others go on.
+
+    ``bandwidth_bytes_per_second`` is the device's measured read bandwidth: attention on a device
+    without an engine-grade decode kernel is predicted from it (and the peak), and a tensor-parallel
+    all-reduce that cannot be measured is modelled at it."""
+    engine = resolve_engine(request.options.engine, info.backend, str(info.device))
+    attention, roofline = attention_source(
+        info, engine, bandwidth_bytes_per_second, peak_flops_per_second
+    )
+    attention_notes = _attention_notes(engine, attention)
     plans: list[ModelPlan] = []
     measured: list[ModelMeasurements] = []
     failures: list[ModelFailure] = []
@@ -112,10 +136,12 @@ def profile_models(
             batches=batches,
             contexts=request.contexts,
             quick=quick,
+            attention=attention,
+            attention_roofline=roofline,
         )
         try:
             m = measure_model(settings, info, progress)
-            all_reduce, all_reduce_measured, notes = _all_reduce(
+            all_reduce, all_reduce_measured, all_reduce_notes = _all_reduce(
                 arch, info, dtype, batches, request.tensor_parallel, bandwidth_bytes_per_second
             )
         except torch.OutOfMemoryError as exc:
@@ -133,10 +159,10 @@ def profile_models(
             m,
             all_reduce=all_reduce,
             all_reduce_measured=all_reduce_measured,
-            notes=(*m.notes, *notes),
+            notes=(*m.notes, *attention_notes, *all_reduce_notes),
         )
         measured.append(m)
         plans.extend(
-            plan_models(m, request.contexts, memory, peak_flops_per_second, request.options)
+            plan_models(m, request.contexts, memory, peak_flops_per_second, request.options, engine)
         )
     return tuple(plans), tuple(measured), tuple(failures)

@@ -97,7 +97,7 @@ def profile_device(
             model_request,
             request.quick,
             result.peak_flops_per_second,
-            result.bandwidth_bytes_per_second,
+            result.read_bandwidth_bytes_per_second,
             tagged,
         )
         plans += more_plans

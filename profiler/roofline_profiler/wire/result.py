@@ -14,11 +14,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from roofline_profiler.core.decode_model import (
-    ModelMeasurements,
-    measurements_from_dict,
-    measurements_to_dict,
-)
+from roofline_profiler.core.decode_model import ModelMeasurements
+from roofline_profiler.core.decode_model_json import measurements_from_dict, measurements_to_dict
 from roofline_profiler.core.planning import ModelPlan
 from roofline_profiler.core.stats import Measurement
 from roofline_profiler.wire import fields
@@ -34,9 +31,10 @@ from roofline_profiler.wire.measurement_records import (
     measurement_to_dict,
 )
 
-SCHEMA_VERSION = 3
-#: Versions :meth:`ProfileResult.from_dict` reads (version 1 has no model plans, 2 no ITL model).
-READABLE_SCHEMA_VERSIONS = (1, 2, 3)
+SCHEMA_VERSION = 4
+#: Versions :meth:`ProfileResult.from_dict` reads (version 1 has no model plans, 2 no ITL model,
+#: 3 no engine).
+READABLE_SCHEMA_VERSIONS = (1, 2, 3, 4)
 SCHEMA_RESOURCE = "roofline-result.schema.json"
 
 

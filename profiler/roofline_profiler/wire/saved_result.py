@@ -155,6 +155,11 @@ def _check_measurements(m: ModelMeasurements, where: str) -> None:
     for attention in m.attention:
         context = attention.context_tokens
         _plausible(lambda c=context: plausibility.integer(c, "context", "contextTokens"), where)
+    if m.attention_roofline is not None:
+        read = m.attention_roofline.read_bytes_per_second
+        peak = m.attention_roofline.peak_flops_per_second
+        _plausible(lambda: plausibility.number(read, "bandwidth", "readBytesPerSecond"), where)
+        _plausible(lambda: plausibility.number(peak, "peak", "peakFlopsPerSecond"), where)
 
 
 def _check_device(device: DeviceResult, where: str) -> None:

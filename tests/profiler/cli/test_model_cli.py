@@ -97,7 +97,9 @@ def test_plan_replans_from_the_saved_profile_at_another_context_and_slo(
     (plan,) = document["devices"][0]["models"]
     assert plan["contextTokens"] == 128
     assert plan["maxBatchByLatency"] == 0
-    assert any("interpolated" in w for w in plan["warnings"])
+    # On a CPU attention comes from the roofline at any context: nothing is interpolated.
+    assert plan["engine"]["attention"] == "roofline"
+    assert not any("interpolated" in w for w in plan["warnings"])
     assert any("ITL SLO" in w for w in plan["warnings"])
     assert (tmp_path / "plan.png").exists()
 
@@ -114,6 +116,42 @@ def test_plan_for_a_model_that_was_not_profiled_says_what_to_re_profile(
     assert proc.stderr.count("\n") == 1
     assert "no measurements for qwen3-8b at tensor parallel 1" in proc.stderr
     assert "re-run roofline profile --model qwen3-8b" in proc.stderr
+    assert not (tmp_path / "plan.json").exists()
+
+
+def test_a_cpu_plan_is_vllms_cpu_step_unless_another_engine_is_asked_for(
+    profiled, tmp_path: Path
+) -> None:  # type: ignore[no-untyped-def]
+    _, out = profiled
+    (default,) = json.loads((out / "result.json").read_text())["devices"][0]["models"][:1]
+    assert default["engine"]["name"] == "vllm-cpu-0.32.0"
+    assert default["engine"]["linear"] == "onednn-packed"
+    proc = run_cli(
+        "plan", "--from", str(out / "result.json"), "--model", str(out / "tiny.json"),
+        "--context", "64", "--engine", "none", "--json", str(tmp_path / "bare.json"),
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    (bare,) = json.loads((tmp_path / "bare.json").read_text())["devices"][0]["models"]
+    assert (bare["engine"]["name"], bare["engine"]["fixedSeconds"]) == ("none", 0.0)
+    served = {p["batch"]: p["stepSeconds"] for p in default["predictions"]}
+    for p in bare["predictions"]:  # vLLM's own work per step comes on top of the parts
+        overhead = (
+            default["engine"]["fixedSeconds"] + default["engine"]["perSequenceSeconds"] * p["batch"]
+        )
+        assert served[p["batch"]] == pytest.approx(p["stepSeconds"] + overhead)
+
+
+def test_an_engine_for_other_devices_is_refused_at_re_planning(profiled, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    _, out = profiled
+    document = json.loads((out / "result.json").read_text())
+    document["devices"][0]["backend"] = "cuda"
+    gpu = tmp_path / "gpu.json"
+    gpu.write_text(json.dumps(document))
+    proc = run_cli(
+        "plan", "--from", str(gpu), "--model", str(out / "tiny.json"),
+        "--engine", "vllm-cpu-0.32.0", "--json", str(tmp_path / "plan.json"),
+    )  # fmt: skip
+    assert_refused(proc, "engine vllm-cpu-0.32.0 runs on cpu devices, not on cpu (cuda)")
     assert not (tmp_path / "plan.json").exists()
 
 
@@ -170,6 +208,7 @@ def _unknown_arch(tmp_path: Path) -> str:
             "--gpu-memory-utilization",
             id="bad-utilization",
         ),
+        pytest.param(["--model", "qwen3-8b", "--engine", "tgi"], "--engine", id="unknown-engine"),
     ],
 )
 def test_bad_model_input_exits_2_with_one_line_and_writes_nothing(

@@ -2,63 +2,30 @@
 
 from __future__ import annotations
 
-import json
 from dataclasses import replace
 
 import pytest
 
 from roofline_profiler.core.decode_model import (
+    AttentionRoofline,
     AttentionTime,
     ComponentTime,
     MissingMeasurement,
-    ModelMeasurements,
     attention_notes,
     attention_seconds,
     contention_notes,
+    fastest_parts,
     layer_kinds,
     layers_of_kind,
-    measurements_from_dict,
-    measurements_to_dict,
     plan_models,
     predictions,
-    same_shapes,
     step_seconds,
 )
+from roofline_profiler.core.engines import Engine, StepEngine
 from roofline_profiler.core.model_config import load_model, model_from_config
 from roofline_profiler.core.planning import PlanOptions
 from roofline_profiler.core.stats import Measurement
-
-BATCHES = (1, 2, 4, 8)
-LLAMA_8B = load_model("llama-3.1-8b")
-
-
-def synthetic(
-    arch=LLAMA_8B,  # type: ignore[no-untyped-def]
-    contexts: tuple[int, ...] = (1024, 4096),
-    tp: int = 1,
-) -> ModelMeasurements:
-    """Body 1 ms + 0.1 ms/token of batch, head 2 ms, attention 1 µs per sequence-token + 5 µs."""
-    kinds = layer_kinds(arch)
-    return ModelMeasurements(
-        arch=arch,
-        dtype="bfloat16",
-        tensor_parallel=tp,
-        layer_bodies={
-            kind: tuple(
-                ComponentTime(b, 1e-3 + 1e-4 * b, Measurement("body", (1e-3,))) for b in BATCHES
-            )
-            for kind in kinds
-        },
-        head=tuple(ComponentTime(b, 2e-3) for b in BATCHES),
-        head_scale=1.0,
-        attention=tuple(
-            AttentionTime(b, c, 5e-6 + 1e-9 * b * c, extrapolated=b == 8)
-            for c in contexts
-            for b in BATCHES
-        ),
-        all_reduce=tuple(ComponentTime(b, 1e-5) for b in BATCHES) if tp > 1 else (),
-        all_reduce_measured=tp == 1,
-    )
+from tests.profiler.core.step_builders import BATCHES, LLAMA_8B, synthetic, waited
 
 
 def test_the_step_is_layers_times_body_and_attention_plus_the_head() -> None:
@@ -142,14 +109,6 @@ def test_moe_models_with_dense_layers_time_both_kinds() -> None:
     assert layer_kinds(LLAMA_8B) == ("dense",)
 
 
-def test_measurements_survive_a_json_round_trip() -> None:
-    m = synthetic(tp=2)
-    again = measurements_from_dict(json.loads(json.dumps(measurements_to_dict(m))))
-    assert again == m
-    assert same_shapes(again.arch, LLAMA_8B)
-    assert not same_shapes(again.arch, load_model("qwen3-8b"))
-
-
 def test_plans_come_one_per_context_with_the_measurement_notes() -> None:
     m = synthetic()
     plans = plan_models(m, (1024, 4096), 141 << 30, 9.9e14, PlanOptions(itl_slo_seconds=0.05))
@@ -160,23 +119,16 @@ def test_plans_come_one_per_context_with_the_measurement_notes() -> None:
     assert plans[0].max_batch_by_latency is not None
 
 
-def _waited(waits: tuple[float, ...]) -> Measurement:
-    """A part measured in one pass per wait share, each pass's run 1 ms."""
-    return Measurement(
-        "part", (1e-3,) * len(waits), rounds=tuple(range(len(waits))), cpu_waits=waits
-    )
-
-
 def test_parts_that_waited_for_a_cpu_in_every_pass_are_named_in_a_contention_note() -> None:
     m = synthetic()
     bodies = {
         "dense": tuple(
-            replace(t, measurement=_waited((0.3, 0.2) if t.batch <= 2 else (0.3, 0.0)))
+            replace(t, measurement=waited((0.3, 0.2) if t.batch <= 2 else (0.3, 0.0)))
             for t in m.layer_bodies["dense"]
         )
     }
     attention = tuple(
-        replace(a, measurement=_waited((0.5, 0.5))) if a.context_tokens == 4096 else a
+        replace(a, measurement=waited((0.5, 0.5))) if a.context_tokens == 4096 else a
         for a in m.attention
     )
     m = replace(m, layer_bodies=bodies, attention=attention)
@@ -194,21 +146,58 @@ def test_parts_that_waited_for_a_cpu_in_every_pass_are_named_in_a_contention_not
 def test_a_quiet_pass_or_an_unknown_wait_gives_no_contention_note() -> None:
     m = synthetic()
     quiet = {
-        "dense": tuple(
-            replace(t, measurement=_waited((0.4, 0.05))) for t in m.layer_bodies["dense"]
-        )
+        "dense": tuple(replace(t, measurement=waited((0.4, 0.05))) for t in m.layer_bodies["dense"])
     }
     assert contention_notes(replace(m, layer_bodies=quiet), 1024) == ()
     assert contention_notes(m, 1024) == ()  # no wait shares recorded (not a CPU, not Linux)
 
 
-def test_passes_and_cpu_waits_survive_a_json_round_trip() -> None:
-    m = synthetic()
-    waited = {
-        "dense": tuple(replace(t, measurement=_waited((0.3, 0.2))) for t in m.layer_bodies["dense"])
-    }
-    m = replace(m, layer_bodies=waited)
-    assert measurements_from_dict(json.loads(json.dumps(measurements_to_dict(m)))) == m
+ROOFLINE = AttentionRoofline(read_bytes_per_second=2e10, peak_flops_per_second=4e11)
+
+
+def test_attention_from_the_roofline_is_the_kv_bytes_at_the_read_bandwidth() -> None:
+    m = replace(synthetic(), attention_roofline=ROOFLINE)
+    seconds, how = attention_seconds(m, 8, 3000)
+    # Llama 3.1 8B reads 8 KV heads of 128 in bf16 per token and layer, K and V.
+    assert how == "roofline"
+    assert seconds == pytest.approx(2 * 8 * 3000 * 8 * 128 * 2 / 2e10)
+    assert attention_notes(m, 3000) == ()  # at any context: nothing interpolated
+
+
+def test_the_roofline_takes_the_flops_at_the_peak_where_they_take_longer() -> None:
+    slow_peak = AttentionRoofline(read_bytes_per_second=2e10, peak_flops_per_second=1e9)
+    seconds = slow_peak.seconds(LLAMA_8B, "bfloat16", 1, 4, 1000)
+    assert seconds == pytest.approx(4 * 4 * 1000 * 32 * 128 / 1e9)
+
+
+def test_the_plan_predicts_the_engines_step_and_records_the_engine() -> None:
+    engine = Engine("e", "an engine", ("cpu",), 2e-3, 1e-4, "bench")
+    m = replace(synthetic(), attention_roofline=ROOFLINE, linear="onednn-packed")
+    bare = {p.batch: p.step_seconds for p in predictions(m, 1024)}
+    served = {p.batch: p.step_seconds for p in predictions(m, 1024, engine)}
+    assert all(served[b] == pytest.approx(bare[b] + 2e-3 + 1e-4 * b) for b in BATCHES)
+    (plan,) = plan_models(m, (1024,), 141 << 30, 9.9e14, PlanOptions(), engine)
+    assert plan.engine == StepEngine("e", "roofline", "onednn-packed", 2e-3, 1e-4)
+    assert plan.to_dict()["engine"]["perSequenceSeconds"] == 1e-4
+
+
+def test_the_fastest_parts_take_each_parts_fastest_sample_and_scale_the_head() -> None:
+    body = ComponentTime(1, 3e-3, Measurement("body", (4e-3, 2e-3, 3e-3)))
+    head = ComponentTime(1, 6e-3, Measurement("head", (2e-3, 3e-3)))
+    attention = AttentionTime(1, 1024, 5e-4, False, Measurement("attention", (6e-4, 4e-4)))
+    m = replace(
+        synthetic(),
+        layer_bodies={"dense": (body,)},
+        head=(head,),
+        head_scale=2.0,
+        attention=(attention,),
+    )
+    fastest = fastest_parts(m)
+    assert fastest.layer_bodies["dense"][0].seconds == 2e-3
+    assert fastest.head[0].seconds == 4e-3
+    assert fastest.attention[0].seconds == 4e-4
+    untimed = replace(synthetic(), head=(ComponentTime(1, 1e-3),))
+    assert fastest_parts(untimed).head == untimed.head
 
 
 def test_each_plan_carries_the_itl_model_of_its_predicted_steps() -> None:
@@ -225,3 +214,18 @@ def test_each_plan_carries_the_itl_model_of_its_predicted_steps() -> None:
         assert itl.max_relative_error < 1e-9
         assert itl.batches == BATCHES
         assert itl.contexts[-1] == plan.context_tokens
+
+
+def test_the_itl_model_fits_the_engines_steps_not_the_bare_parts() -> None:
+    """The engine's own work (a constant and a per-sequence term) lands in α and β: the ITL model
+    describes the same step as the plan's predictions."""
+    engine = Engine("e", "an engine", ("cpu",), 2e-3, 1e-4, "bench")
+    layers = LLAMA_8B.num_layers
+    (plan,) = plan_models(synthetic(), (4096,), 141 << 30, 9.9e14, PlanOptions(), engine)
+    assert plan.itl_model is not None
+    assert plan.itl_model.coefficients == pytest.approx(
+        (layers * (1e-3 + 5e-6) + 2e-3 + 2e-3, layers * 1e-4 + 1e-4, layers * 1e-9), rel=1e-9
+    )
+    for p in plan.predictions:
+        fitted = plan.itl_model.step_seconds(p.batch, p.context_tokens)
+        assert fitted == pytest.approx(p.step_seconds)

@@ -135,7 +135,7 @@ def test_a_moe_layer_with_a_shared_expert_and_qkv_biases_keeps_the_hidden_shape(
     shapes = LayerShapes.of(arch, 1)
     layer = DecoderLayer(arch, shapes, "moe", torch.float32, CPU)
     assert layer.qkv_bias is not None
-    assert layer.shared_gate_up.shape == (2 * 48, 64)
+    assert layer.shared_gate_up.weight.shape == (2 * 48, 64)
     assert layer.experts_gate_up.shape == (8, 2 * 32, 64)
     routing = Routing.build(8, 2, 4, seed=0, device=CPU)
     out = layer.forward(torch.randn(4, arch.hidden_size), step_state(shapes, 4, routing))

