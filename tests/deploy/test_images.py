@@ -236,6 +236,27 @@ def test_the_profiler_pods_root_filesystem_is_read_only_and_tmp_is_writable(
     assert json.loads(run.stdout) == {"/": False, "/opt": False, "/etc": False, "/tmp": True}
 
 
+#: Over the kubelet's limit: a head the kubelet drops and a tail of exactly the limit it keeps.
+LONG_MESSAGE_HEAD, LONG_MESSAGE_TAIL = "h" * 1000, "t" * (TERMINATION_MESSAGE_LIMIT_BYTES - 1) + "!"
+
+
+def test_a_termination_message_over_4096_bytes_keeps_its_end_as_the_kubelet_does(
+    images: img.Images, operator_rootfs: Path, tmp_path: Path
+) -> None:
+    """A real kubelet reads the message file from its end (``tail.ReadAtMost``)."""
+    write = "import sys; open('/dev/termination-log', 'w').write(sys.argv[1] + sys.argv[2])"
+    run = run_pod_container(
+        pod_spec=deployment_pod_spec(),
+        image=img.inspect_config(images, images.operator),
+        rootfs=operator_rootfs,
+        scratch=tmp_path,
+        argv=["python", "-c", write, LONG_MESSAGE_HEAD, LONG_MESSAGE_TAIL],
+        timeout=120,
+    )
+    assert run.exit_code == 0, run.stderr
+    assert run.termination_message == LONG_MESSAGE_TAIL
+
+
 @pytest.mark.parametrize("target", ["operator", "profiler"])
 def test_images_run_as_a_numeric_non_root_user(images: img.Images, target: str) -> None:
     config = img.inspect_config(images, getattr(images, target))

@@ -1,7 +1,7 @@
 """A fake kubelet: runs bound pods' containers as local processes and reports as a kubelet does.
 
 The real product contract is the pod's command plus its termination message: the profiler writes
-its compact result to ``terminationMessagePath`` and the kubelet copies that file (at most 4096
+its compact result to ``terminationMessagePath`` and the kubelet copies that file (its last 4096
 bytes) into ``state.terminated.message``. So a bound pod's real ``roofline profile`` command runs
 here with only two rewrites, the termination path (to a temporary file) and ``--device all`` (to
 ``--device cpu`` on a machine without GPUs); status moves Pending → Running → Succeeded/Failed
@@ -81,11 +81,13 @@ def _fallback_message(log: str) -> str:
 
 
 def termination_message(raw: bytes, policy: str, exit_code: int, log: str) -> str:
-    """What the kubelet puts in ``state.terminated.message``."""
-    message = raw[:MAX_MESSAGE_BYTES].decode(errors="replace")
-    if not message.strip() and policy == "FallbackToLogsOnError" and exit_code != 0:
+    """What the kubelet puts in ``state.terminated.message``: the file's **last** 4096 bytes (it
+    reads the file from its end: ``getTerminationMessage`` in
+    pkg/kubelet/kuberuntime/kuberuntime_container.go, through ``tail.ReadAtMost``), or, with
+    ``FallbackToLogsOnError``, the log's tail when a failed container left the file empty."""
+    if not raw and policy == "FallbackToLogsOnError" and exit_code != 0:
         return _fallback_message(log)
-    return message
+    return raw[-MAX_MESSAGE_BYTES:].decode(errors="replace")
 
 
 class FakeKubelet:

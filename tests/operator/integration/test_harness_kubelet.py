@@ -9,7 +9,11 @@ from typing import Any
 
 import pytest
 from tests.operator.harness import Cluster, FaultMode, Kubectl, wait_for
-from tests.operator.harness.kubelet import MAX_MESSAGE_BYTES, container_env_value
+from tests.operator.harness.kubelet import (
+    MAX_MESSAGE_BYTES,
+    container_env_value,
+    termination_message,
+)
 
 from roofline_profiler.wire.compact_decode import decode_compact
 
@@ -92,12 +96,35 @@ def test_a_bound_pod_runs_its_command_and_reports_the_termination_message(
     assert kubectl("logs", "runs", "-n", "default").stdout == "working\n"
 
 
-def test_the_termination_message_is_cut_at_4096_bytes(nodes: Cluster) -> None:
+def test_the_termination_message_keeps_its_last_4096_bytes_as_a_kubelet_does(
+    nodes: Cluster,
+) -> None:
+    """A kubelet reads the file from its end (``tail.ReadAtMost``): the tail survives."""
     nodes.add_gpu_node("run-2")
+    tail = "t" * (MAX_MESSAGE_BYTES - 1) + "!"
     nodes.create(
-        "pods", pod("long", "run-2", python(WRITE_MESSAGE, "x" * 5000)), namespace="default"
+        "pods", pod("long", "run-2", python(WRITE_MESSAGE, "h" * 1000 + tail)), namespace="default"
     )
-    assert len(terminated(finished(nodes, "long"))["message"]) == MAX_MESSAGE_BYTES
+    assert terminated(finished(nodes, "long"))["message"] == tail
+
+
+@pytest.mark.parametrize(
+    ("raw", "exit_code", "expected"),
+    [
+        pytest.param(b"", 1, "the log's last line", id="empty-file-failed"),
+        pytest.param(b"\n", 1, "\n", id="a-newline-is-a-message"),
+        pytest.param(b"", 0, "", id="empty-file-succeeded"),
+        pytest.param(b"x" * 5000 + b"end", 0, "x" * 4093 + "end", id="the-end-of-a-long-file"),
+    ],
+)
+def test_the_log_tail_stands_in_only_for_an_empty_message_of_a_failed_container(
+    raw: bytes, exit_code: int, expected: str
+) -> None:
+    """``FallbackToLogsOnError`` reads the log only when the file is empty (``len(data) == 0``
+    in the kubelet), not when it holds white space."""
+    log = "first line\nthe log's last line\n"
+    message = termination_message(raw, "FallbackToLogsOnError", exit_code, log)
+    assert message == (expected if expected != "the log's last line" else log.rstrip("\n"))
 
 
 def test_a_failed_container_without_a_message_falls_back_to_its_log_tail(nodes: Cluster) -> None:
