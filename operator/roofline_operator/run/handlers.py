@@ -9,6 +9,7 @@ update the caches and wake the profiles they concern.
 from __future__ import annotations
 
 import logging
+import os
 from typing import Any
 
 import kopf
@@ -25,6 +26,7 @@ from roofline_operator.core.names import (
 from roofline_operator.core.nodes import node_facts
 from roofline_operator.decide.labels import LabelClaim, label_claim
 from roofline_operator.decide.pods import pod_facts
+from roofline_operator.run.login import login_in_cluster
 from roofline_operator.run.reconcile import ProfileLoop
 from roofline_operator.run.release import release_profile
 from roofline_operator.run.runtime import Runtime, pod_key
@@ -69,8 +71,12 @@ async def configure(settings: kopf.OperatorSettings, memo: Runtime, **_: Any) ->
 
 
 @kopf.on.login()
-def login(memo: Runtime, **kwargs: Any) -> kopf.ConnectionInfo | None:
-    info = kopf.login_with_service_account(**kwargs) or kopf.login_with_kubeconfig(**kwargs)
+def login(
+    memo: Runtime, settings: kopf.OperatorSettings, **kwargs: Any
+) -> kopf.ConnectionInfo | None:
+    info = login_in_cluster(settings, os.environ) or kopf.login_with_kubeconfig(
+        settings=settings, **kwargs
+    )
     memo.api.connection = info
     return info
 

@@ -60,11 +60,11 @@ def _transient(status: int, method: str) -> bool:
 
 
 def session_for(info: kopf.ConnectionInfo) -> aiohttp.ClientSession:
-    """An aiohttp session with the same TLS, headers and auth as Kopf's own session."""
+    """An aiohttp session with the same TLS, headers and auth as Kopf's own session (whose
+    ``as_http_headers()`` carries every scheme, basic auth included)."""
     return aiohttp.ClientSession(
         connector=aiohttp.TCPConnector(limit=0, ssl=info.as_ssl_context()),
         headers={**info.as_http_headers(), "User-Agent": "roofline-operator"},
-        auth=info.as_aiohttp_basic_auth(),
         proxy=info.proxy_url,
         trust_env=info.trust_env,
         timeout=aiohttp.ClientTimeout(total=REQUEST_TIMEOUT_SECONDS),
