@@ -76,7 +76,9 @@ class ContainerExit:
 
 
 def _fallback_message(log: str) -> str:
-    tail = "\n".join(log.splitlines()[-FALLBACK_LOG_LINES:])
+    """The log's last 80 lines, newlines kept, cut to their last 2048 bytes (the kubelet's
+    ``readLastStringFromContainerLogs``: a tail of lines into a circular buffer)."""
+    tail = "".join(log.splitlines(keepends=True)[-FALLBACK_LOG_LINES:])
     return tail.encode()[-FALLBACK_LOG_BYTES:].decode(errors="replace")
 
 
