@@ -19,7 +19,7 @@ OUT ?= out
 PROFILE_ARGS ?=
 BIN := $(VENV)/bin
 
-.PHONY: profile test lint typecheck unit setup setup-operator setup-dev manifests images clean control-plane
+.PHONY: profile test lint typecheck unit setup setup-operator setup-dev manifests images clean control-plane real-node
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -65,7 +65,15 @@ control-plane:
 	@if command -v go >/dev/null 2>&1; then scripts/control-plane.sh >/dev/null; \
 	else echo "Go is not installed: the real-server tests (-m apiserver) will be skipped" >&2; fi
 
-unit: setup-dev control-plane
+# kubelet, kube-scheduler, kube-controller-manager, kube-proxy and pause for the real-node tests,
+# from the same pinned module and cache, where those tests can run (root, Go, containerd); else
+# they are skipped with the reason and nothing is built.
+real-node:
+	@if [ "$$(id -u)" = 0 ] && command -v go >/dev/null 2>&1 && command -v containerd >/dev/null 2>&1; \
+	then scripts/control-plane.sh --node >/dev/null; \
+	else echo "root, Go or containerd missing: the real-node tests (-m realnode) will be skipped" >&2; fi
+
+unit: setup-dev control-plane real-node
 	$(BIN)/pytest
 
 test: lint typecheck unit
