@@ -28,6 +28,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT), *(str(ROOT / d) for d in ("profiler", "operator", "cli"))]
 
 from tests.deploy import images as img  # noqa: E402
+from tests.operator.harness.containerd import project_images  # noqa: E402
 from tests.operator.harness.controlplane import build_binaries  # noqa: E402
 from tests.operator.harness.noderelease import (  # noqa: E402
     install,
@@ -38,7 +39,6 @@ from tests.operator.harness.processes import Kubectl  # noqa: E402
 from tests.operator.harness.realnode import (  # noqa: E402
     RealNode,
     build_node_binaries,
-    project_images,
     unavailable_reason,
 )
 

@@ -17,9 +17,11 @@ from __future__ import annotations
 import hashlib
 import os
 import re
+import socket
 import subprocess
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from .controlplane import BinaryProcess
 from .nodeconfig import SANDBOX_IMAGE, NodeLayout, containerd_config
@@ -27,6 +29,8 @@ from .pause_image import write_archive
 from .waiting import wait_for
 
 NAMESPACE = "k8s.io"
+#: How every test node's containerd socket path ends (``NodeLayout``).
+STALE_SOCKET_SUFFIX = "/node/containerd/containerd.sock"
 START_TIMEOUT_SECONDS = 60
 IMPORT_TIMEOUT_SECONDS = 1800
 
@@ -95,18 +99,8 @@ class Containerd:
 
     def shim_pids(self) -> list[int]:
         """Shims of this containerd (they outlive it, in their own sessions, by design)."""
-        found = []
         address = str(self.layout.containerd_socket)
-        for entry in Path("/proc").iterdir():
-            if not entry.name.isdigit():
-                continue
-            try:
-                argv = (entry / "cmdline").read_bytes().split(b"\0")
-            except OSError:
-                continue
-            if argv and argv[0].endswith(b"containerd-shim-runc-v2") and address.encode() in argv:
-                found.append(int(entry.name))
-        return found
+        return [pid for pid, shim_address in _shims() if shim_address == address]
 
     # ---------------------------------------------------------------- images
     def images(self) -> set[str]:
@@ -165,3 +159,53 @@ def buildah_push(root: str, runroot: str, reference: str, archive: Path) -> None
         timeout=IMPORT_TIMEOUT_SECONDS,
         env={**os.environ, "TMPDIR": str(archive.parent)},
     )
+
+
+def _shims() -> list[tuple[int, str]]:
+    """Every containerd runc shim of this machine, with the containerd address it serves."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            argv = (entry / "cmdline").read_bytes().decode(errors="replace").split("\0")
+        except OSError:
+            continue
+        if argv[0].endswith("containerd-shim-runc-v2") and "-address" in argv[:-1]:
+            found.append((int(entry.name), argv[argv.index("-address") + 1]))
+    return found
+
+
+def _answers(address: str) -> bool:
+    with socket.socket(socket.AF_UNIX) as probe:
+        try:
+            probe.connect(address)
+        except OSError:
+            return False
+    return True
+
+
+def stale_shims() -> list[int]:
+    """Shims a test node's containerd left when its session was interrupted: their containerd
+    (a socket in a node's folder, ``nodeconfig``'s layout) is gone."""
+    return [
+        pid
+        for pid, address in _shims()
+        if address.endswith(STALE_SOCKET_SUFFIX) and not _answers(address)
+    ]
+
+
+def project_images(images: Any) -> list[tuple[str, str, Callable[[Path], object]]]:
+    """The operator and profiler images of ``tests/deploy/images.Images`` as the node imports
+    them: the reference, the image ID (what a new build changes), a writer of the archive."""
+    found = []
+    for reference in (images.operator, images.profiler):
+        identity = images.buildah(
+            "inspect", "--type", "image", "--format", "{{.FromImageID}}", reference
+        ).strip()
+
+        def write(path: Path, reference: str = reference) -> None:
+            buildah_push(images.root, images.runroot, reference, path)
+
+        found.append((reference, identity, write))
+    return found

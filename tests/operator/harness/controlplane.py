@@ -1,7 +1,8 @@
-"""A real control plane for the tests: etcd and kube-apiserver on loopback, built from source.
+"""A real control plane for the tests: etcd and kube-apiserver, built from source.
 
 ``scripts/control-plane.sh`` builds pinned ``etcd``, ``kube-apiserver`` and ``kubectl`` once per
-machine (cached outside the repository). :class:`ControlPlane` starts etcd, then the API server
+machine (cached outside the repository; with ``--node`` the real node's binaries too).
+:class:`ControlPlane` starts etcd, then the API server (on loopback, or on a real node's address)
 with RBAC on, client-certificate authentication for the admin (``system:masters``), signed
 service-account tokens, and an audit log of every request made by a service account, so a test
 can tell exactly which requests the operator made and whether any was forbidden. It waits for

@@ -6,10 +6,8 @@ and ``kernel.panic_on_oops``), iptables chains and rules (``KUBE-*``, ``CNI-*``)
 tables iptables-nft creates for them, mounts (network namespaces, overlay root file systems,
 volumes), cgroups (``kubepods``), network links (the CNI bridge and its veths) and fixed runtime
 paths (``/run/containerd``, ``/run/netns``, ``/var/lib/kubelet/device-plugins``,
-``/var/log/containers``, ...). :func:`snapshot` records all of them, :func:`differences` lists
-what differs between two records in words, and :func:`restore` removes what a node added since a
-record: only what is recognisably the node's (its chains, its cgroups, its bridge, mounts under
-its paths), so nothing else on the machine is touched.
+``/var/log/containers``, ...). :func:`snapshot` records all of them and :func:`differences` lists
+what differs between two records in words; ``hostundo`` removes what a node added since a record.
 
 Comparisons leave out what changes on its own (inode and file counters, the last PID) and what
 another tenant of the machine may change meanwhile (cgroups other than the node's).
@@ -20,11 +18,10 @@ from __future__ import annotations
 import contextlib
 import os
 import re
-import shlex
 import shutil
 import subprocess
-from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 
 #: Paths containerd 1.6, the kubelet and the CNI plugins use whatever roots they are configured
@@ -151,11 +148,19 @@ def _unescape_mount_path(path: str) -> str:
     return re.sub(r"\\([0-7]{3})", lambda m: chr(int(m.group(1), 8)), path)
 
 
+def all_mounts() -> list[str]:
+    """Every mount point of this mount namespace."""
+    return [
+        _unescape_mount_path(line.split()[4])
+        for line in Path("/proc/self/mountinfo").read_text().splitlines()
+    ]
+
+
 def read_mounts(watched: Iterable[str]) -> frozenset[str]:
     roots = [Path(p) for p in watched]
     points = set()
-    for line in Path("/proc/self/mountinfo").read_text().splitlines():
-        point = Path(_unescape_mount_path(line.split()[4]))
+    for text in all_mounts():
+        point = Path(text)
         if any(point == root or root in point.parents for root in roots):
             points.add(str(point))
     return frozenset(points)
@@ -230,184 +235,4 @@ def differences(before: HostState, after: HostState) -> list[str]:
     ):
         found += [f"{kind} added: {item}" for item in sorted(new - old)]
         found += [f"{kind} removed: {item}" for item in sorted(old - new)]
-    return found
-
-
-# ---------------------------------------------------------------------------- restoring
-def _restore_sysctls(before: HostState, now: HostState) -> None:
-    for key, value in before.sysctls.items():
-        if key in now.sysctls and now.sysctls[key] != value:
-            with contextlib.suppress(OSError):  # a read-only counter stays in the differences
-                Path("/proc/sys", *key.split(".")).write_text(value)
-
-
-def _restore_iptables(before: Rules, now: Rules) -> None:
-    """Delete the node's rules from chains that were there, then flush and delete its chains."""
-    for family, tables in now.items():
-        for table, chains in tables.items():
-            old = before.get(family, {}).get(table, {})
-            added = [c for c in chains if c not in old and NODE_CHAIN.match(c)]
-            for chain, rules in chains.items():
-                if chain in added:
-                    continue  # flushed below
-                for rule in sorted(set(rules) - set(old.get(chain, ()))):
-                    if _mentions_node_chain(rule, added):
-                        _call([family, "-w", "-t", table, "-D", *shlex.split(rule)[1:]])
-            for chain in added:
-                _call([family, "-w", "-t", table, "-F", chain])
-            for chain in added:
-                _call([family, "-w", "-t", table, "-X", chain])
-
-
-def _mentions_node_chain(rule: str, added: Sequence[str]) -> bool:
-    words = shlex.split(rule)[2:]
-    return any(NODE_CHAIN.match(word) or word in added for word in words)
-
-
-BUILTIN_CHAINS = frozenset({"PREROUTING", "INPUT", "FORWARD", "OUTPUT", "POSTROUTING"})
-NFT_FAMILIES = {"ip": "iptables", "ip6": "ip6tables"}
-
-
-def _empty_nft_tables() -> frozenset[str]:
-    """nf_tables tables that hold nothing but empty built-in chains (what iptables-nft leaves
-    once its chains and rules are gone; it makes them again when it needs them), and
-    kube-proxy's own table of its nftables mode."""
-    rules = read_iptables()
-    empty = set()
-    for table in read_nft_tables():
-        family, name = table.split()
-        chains = rules.get(NFT_FAMILIES.get(family, ""), {}).get(name)
-        emptied = chains is not None and not any(chains.values()) and set(chains) <= BUILTIN_CHAINS
-        if emptied or name == "kube-proxy":
-            empty.add(table)
-    return frozenset(empty)
-
-
-def _restore_nft_tables(before: HostState) -> None:
-    """Delete the (emptied) nf_tables tables the node's iptables calls created."""
-    for table in sorted(_empty_nft_tables() - before.nft_tables):
-        _call(["nft", "delete", "table", *table.split()])
-
-
-def _unmount(points: Iterable[str]) -> None:
-    for point in sorted(points, key=lambda p: p.count("/"), reverse=True):
-        if _call(["umount", point]).returncode != 0:
-            _call(["umount", "--lazy", point])
-
-
-def _remove_cgroups(directories: Iterable[str]) -> None:
-    for directory in sorted(directories, key=lambda d: d.count("/"), reverse=True):
-        with contextlib.suppress(FileNotFoundError):
-            (CGROUP_ROOT / directory).rmdir()
-
-
-def _remove_path(path: Path) -> None:
-    """A fixed path the node created, with whatever it holds (its mounts are gone by now)."""
-    if path.is_symlink() or path.is_file():
-        path.unlink()
-    elif path.is_dir():
-        shutil.rmtree(path)
-
-
-def restore(before: HostState, bridge: str) -> list[str]:
-    """Undo what the node added since ``before``; returns what still differs afterwards.
-
-    Call it once every process of the node has stopped: a busy mount, cgroup or link stays.
-    """
-    now = snapshot(before.watched)
-    failures = []
-    steps: list[Callable[[], object]] = [
-        lambda: _unmount(now.mounts - before.mounts),
-        lambda: _remove_links(now.links - before.links, bridge),
-        lambda: _restore_iptables(before.iptables, now.iptables),
-        lambda: _restore_nft_tables(before),
-        lambda: _remove_cgroups(now.cgroups - before.cgroups),
-        lambda: _restore_sysctls(before, now),
-        *(lambda p=Path(p): _remove_path(p) for p in sorted(now.paths - before.paths)),
-    ]
-    for step in steps:  # one step failing must not leave the others undone
-        try:
-            step()
-        except (OSError, RuntimeError, subprocess.SubprocessError) as error:
-            failures.append(f"undoing failed: {type(error).__name__}: {error}")
-    return failures + differences(before, snapshot(before.watched))
-
-
-def _remove_links(links: Iterable[str], bridge: str) -> None:
-    for link in sorted(links):
-        if link == bridge or link.startswith("veth"):
-            _call(["ip", "link", "delete", link])
-
-
-# ---------------------------------------------------------------------------- leftovers
-#: Mounts of a node's containers and pods under any session's folder (``nodeconfig`` layout).
-NODE_MOUNT = re.compile(r"/node/(containerd/state|kubelet)/")
-
-
-def _node_processes() -> list[int]:
-    """Processes still in a node's pod cgroups (the containers of an interrupted session)."""
-    pids: set[int] = set()
-    for hierarchy in CGROUP_ROOT.iterdir():
-        for top in hierarchy.glob("kubepods*"):
-            for directory, _, files in os.walk(top):
-                if "cgroup.procs" in files:
-                    with contextlib.suppress(OSError):
-                        text = Path(directory, "cgroup.procs").read_text()
-                        pids.update(int(p) for p in text.split())
-    return sorted(pids)
-
-
-def _all_mounts() -> list[str]:
-    return [
-        _unescape_mount_path(line.split()[4])
-        for line in Path("/proc/self/mountinfo").read_text().splitlines()
-    ]
-
-
-def node_leftovers(bridge: str) -> list[str]:
-    """What an earlier node left on this host (an interrupted session): its containers, cgroups,
-    chains, bridge and mounts."""
-    state = snapshot()
-    found = [f"process {pid} in a pod cgroup" for pid in _node_processes()]
-    found += [f"cgroup {c}" for c in sorted(state.cgroups) if "/" not in c.split("/", 1)[1]]
-    found += [
-        f"{family} -t {table} chain {chain}"
-        for family, tables in state.iptables.items()
-        for table, chains in tables.items()
-        for chain in chains
-        if NODE_CHAIN.match(chain)
-    ]
-    found += [f"link {link}" for link in sorted(state.links) if link == bridge]
-    found += [f"mount {point}" for point in _all_mounts() if NODE_MOUNT.search(point)]
-    return found
-
-
-def clean_leftovers(bridge: str) -> list[str]:
-    """Remove what an earlier node left (see :func:`node_leftovers`); returns what was found."""
-    found = node_leftovers(bridge)
-    if not found:
-        return []
-    for pid in _node_processes():
-        with contextlib.suppress(ProcessLookupError):
-            os.kill(pid, 9)
-    _unmount(p for p in _all_mounts() if NODE_MOUNT.search(p))
-    now = snapshot()
-    clean = replace(
-        now,
-        iptables={
-            family: {
-                table: {
-                    chain: tuple(r for r in rules if not _mentions_node_chain(r, ()))
-                    for chain, rules in chains.items()
-                    if not NODE_CHAIN.match(chain)
-                }
-                for table, chains in tables.items()
-            }
-            for family, tables in now.iptables.items()
-        },
-        nft_tables=now.nft_tables - _empty_nft_tables(),
-        cgroups=frozenset(),
-        links=frozenset(link for link in now.links if link != bridge),
-    )
-    restore(clean, bridge)
     return found

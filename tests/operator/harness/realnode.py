@@ -20,6 +20,7 @@ anything, is still different from the record.
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import json
 import os
 import shutil
@@ -32,18 +33,17 @@ import urllib.error
 import urllib.request
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 import yaml
 
-from . import hoststate
-from .containerd import Containerd, buildah_push
+from . import hoststate, hostundo
+from .containerd import Containerd, stale_shims
 from .controlplane import (
     SERVICE_CLUSTER_IP_RANGE,
     ApiRequestError,
     BinaryProcess,
     ControlPlane,
-    ControlPlaneUnavailable,
     build_binaries,
 )
 from .nodeconfig import (
@@ -134,6 +134,37 @@ def default_cache() -> Path:
     return Path(root)
 
 
+class NodeLock:
+    """One real node per machine: two would share the fixed paths, the bridge and the containerd
+    root, and one's leftover cleaning would take the other's containers. A second holder waits
+    until the first releases (the lock goes with the process, so a killed session releases it)."""
+
+    def __init__(self, cache: Path) -> None:
+        self.path = cache / ".node.lock"
+        self._file: IO[str] | None = None
+
+    def acquire(self) -> None:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._file = self.path.open("w")
+        try:
+            fcntl.flock(self._file, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            print("real node: another real node runs on this machine; waiting for it to stop")
+            fcntl.flock(self._file, fcntl.LOCK_EX)
+
+    def release(self) -> None:
+        if self._file is not None:
+            self._file.close()  # closing the file releases the lock
+            self._file = None
+
+    def __enter__(self) -> NodeLock:
+        self.acquire()
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self.release()
+
+
 class RealNode:
     """The cluster; ``images`` are (reference, identity, write-archive) for each project image."""
 
@@ -171,6 +202,7 @@ class RealNode:
         self.before: hoststate.HostState | None = None
         #: Seconds each phase of the last start took (the docs' warm and cold figures).
         self.timings: dict[str, float] = {}
+        self.lock = NodeLock(self.layout.containerd_root.parent)
 
     @property
     def kubeconfig(self) -> Path:
@@ -182,7 +214,13 @@ class RealNode:
 
     # ---------------------------------------------------------------- start
     def start(self) -> RealNode:
-        hoststate.clean_leftovers(BRIDGE)
+        self.lock.acquire()
+        found = hostundo.clean_leftovers(BRIDGE)
+        for pid in stale_shims():
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+        if found:
+            print("real node: removed what an interrupted session left: " + "; ".join(found))
         self.before = hoststate.snapshot([str(self.workdir), str(self.layout.containerd_root)])
         try:
             with self._timed("control plane"):
@@ -338,16 +376,21 @@ class RealNode:
     # ---------------------------------------------------------------- stop
     def stop(self) -> list[str]:
         """Stop everything, undo the host changes; what is still different from the record."""
-        with self._timed("stop"):
-            return self._stop()
+        try:
+            with self._timed("stop"):
+                return self._stop()
+        finally:
+            self.lock.release()
 
     def _stop(self) -> list[str]:
         for name in ("kube-scheduler", "kube-controller-manager"):
             self._stop_component(name)
         if self.control_plane.apiserver.running and self._alive_quietly("kubelet"):
-            self._drain_pods()
+            with self._timed("drain"):
+                self._drain_pods()
         self._stop_component("kubelet")
-        self.containerd.stop()
+        with self._timed("containerd stop"):
+            self.containerd.stop()
         for pid in self.containerd.shim_pids():
             with contextlib.suppress(ProcessLookupError):
                 os.kill(pid, signal.SIGKILL)
@@ -363,7 +406,8 @@ class RealNode:
         before, self.before = self.before, None
         if before is None:  # never started, or stopped already
             return []
-        return hoststate.restore(before, BRIDGE)
+        with self._timed("undo"):
+            return hostundo.restore(before, BRIDGE)
 
     def _alive_quietly(self, name: str) -> bool:
         process = self.components.get(name)
@@ -393,31 +437,3 @@ class RealNode:
             )
         except AssertionError as error:
             print(f"real node: draining pods: {error}")
-
-
-def project_images(images: Any) -> list[tuple[str, str, Callable[[Path], object]]]:
-    """The operator and profiler images of ``tests/deploy/images.Images`` as the node imports
-    them: the reference, the image ID (what a new build changes), a writer of the archive."""
-    found = []
-    for reference in (images.operator, images.profiler):
-        identity = images.buildah(
-            "inspect", "--type", "image", "--format", "{{.FromImageID}}", reference
-        ).strip()
-
-        def write(path: Path, reference: str = reference) -> None:
-            buildah_push(images.root, images.runroot, reference, path)
-
-        found.append((reference, identity, write))
-    return found
-
-
-def unavailable() -> str | None:
-    """Like :func:`unavailable_reason`, also covering the builds: None when a node can start."""
-    reason = unavailable_reason()
-    if reason is not None:
-        return reason
-    try:
-        build_node_binaries()
-    except ControlPlaneUnavailable as error:
-        return str(error)
-    return None

@@ -17,14 +17,10 @@ from pathlib import Path
 
 import pytest
 from tests.deploy import images as img
+from tests.operator.harness.containerd import project_images
 from tests.operator.harness.controlplane import ControlPlaneUnavailable, build_binaries
 from tests.operator.harness.processes import Kubectl
-from tests.operator.harness.realnode import (
-    RealNode,
-    build_node_binaries,
-    project_images,
-    unavailable_reason,
-)
+from tests.operator.harness.realnode import RealNode, build_node_binaries, unavailable_reason
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:

@@ -1,13 +1,14 @@
-"""A platform engineer's day on a real node: the chart installed, the shipped examples applied
+"""A platform engineer's day on a real node: the chart installed, the shipped example applied
 with kubectl, and the faults a real node brings.
 
 One node for the module, and the tests are its story in order (each starts from where the one
-before left the cluster): the chart's operator pod runs from the operator image; the default
-example is profiled by a profiler pod the real scheduler places on the GPU node and the real
-kubelet runs from the profiler image; the models example mounts its ConfigMap while the operator
-pod is deleted mid-round; then the kubelet stops, the GPU is taken and taken away, the profile is
-deleted with no operator to clean up, and a chart without ``pods create`` fails the same check
-the first profile passed.
+before left the cluster): the chart's operator pod runs from the operator image; the real
+kubelet publishes termination messages as the emulated one does; the default example is profiled
+by a profiler pod the real scheduler places on the GPU node and the real kubelet runs from the
+profiler image; a profile with a served model mounts its models ConfigMap while the operator pod
+is deleted mid-round; then the kubelet stops, the GPU is taken and taken away, the profile is
+deleted with no operator to clean up, a chart without ``pods create`` fails the same check the
+first profile passed, and stopping the node puts the host back as it was.
 """
 
 from __future__ import annotations
@@ -23,7 +24,8 @@ from typing import Any
 import pytest
 import yaml
 from tests.deploy import images as img
-from tests.operator.harness import hoststate
+from tests.model_configs import TINY_LLAMA
+from tests.operator.harness import hoststate, hostundo
 from tests.operator.harness.kubelet import termination_message
 from tests.operator.harness.nodechecks import container_process, sample, scrape
 from tests.operator.harness.nodeconfig import BRIDGE, GPU_RESOURCE, GPU_TAINT, NODE_NAME
@@ -43,7 +45,6 @@ from tests.operator.harness.scheduler import insufficient, unschedulable_message
 from tests.operator.harness.waiting import wait_for
 
 from roofline_operator.core.names import ANNOTATION_SPEC_HASH, LABEL_MANAGED_BY, MANAGED_BY
-from roofline_profiler.core.model_config import PRESETS
 from roofline_profiler.wire.compact_decode import decode_compact
 
 from .conftest import node_kubectl
@@ -51,7 +52,6 @@ from .conftest import node_kubectl
 pytestmark = pytest.mark.timeout(1800)
 
 RELEASE, NAMESPACE, PROFILE = "roofline-operator", "roofline-system", "gpu-nodes"
-MODELS_EXAMPLE = EXAMPLE_PATH.with_name("rooflineprofile-models.yaml")
 LABEL_PREFIX = "roofline.dev/"
 PROFILE_SECONDS = 600
 #: The operator image's user (the Dockerfile's USER) and the chart's metrics port.
@@ -312,19 +312,33 @@ def uids(pods: list[dict[str, Any]]) -> set[str]:
     return {p["metadata"]["uid"] for p in pods}
 
 
-def test_the_models_example_mounts_its_configmap_and_survives_the_operator_pod_deleted_mid_round(
+def test_a_models_profile_mounts_its_configmap_and_survives_the_operator_pod_deleted_mid_round(
     kubectl: Kubectl, release: NodeRelease, history: PodHistory, workdir: Path
 ) -> None:
+    """The default example plus a served model whose config.json a ConfigMap holds, as the
+    models example plans Mixtral (a small model and ``quick``: the example's full-size models
+    take minutes on this CPU)."""
     config = workdir / "config.json"
-    config.write_text(json.dumps(dict(PRESETS["mixtral-8x7b"])))
+    config.write_text(json.dumps(TINY_LLAMA))
     kubectl(
         "-n",
         NAMESPACE,
         "create",
         "configmap",
-        "mixtral-8x7b-config",
+        "tiny-llama-config",
         f"--from-file=config.json={config}",
     )
+    example = yaml.safe_load(EXAMPLE_PATH.read_text())
+    example["spec"]["quick"] = True
+    example["spec"]["models"] = [
+        {
+            "name": "tiny-llama",
+            "configMapRef": {"name": "tiny-llama-config", "key": "config.json"},
+            "contextTokens": 1024,
+        }
+    ]
+    manifest = workdir / "rooflineprofile-models.json"
+    manifest.write_text(json.dumps(example))
     first = wait_operator_ready(kubectl, release)
     known = uids(profiler_pods(history))
     replaced: dict[str, Any] = {}
@@ -336,11 +350,6 @@ def test_the_models_example_mounts_its_configmap_and_survives_the_operator_pod_d
             kubectl("delete", "pod", "-n", NAMESPACE, name, "--wait=false")
             replaced.update(profiler=pods[-1])
 
-    # The shipped example, made quick as every test profile is: full-size models on a CPU.
-    example = yaml.safe_load(MODELS_EXAMPLE.read_text())
-    example["spec"]["quick"] = True
-    manifest = workdir / "rooflineprofile-models.json"
-    manifest.write_text(json.dumps(example))
     pod, entry = profile_the_gpu_node(
         kubectl, manifest, history, meanwhile=delete_the_operator_pod_once_the_profiler_runs
     )
@@ -359,7 +368,7 @@ def test_the_models_example_mounts_its_configmap_and_survives_the_operator_pod_d
     owner = config_map["metadata"]["ownerReferences"][0]
     assert (owner["kind"], owner["uid"]) == ("RooflineProfile", profile(kubectl)["metadata"]["uid"])
     planned = {m["name"] for m in entry.get("models", []) if "maxBatchByMemory" in m}
-    assert "Llama-3.1-8B-Instruct" in planned, entry.get("models")
+    assert planned == {"tiny-llama"}, entry.get("models")
 
 
 def test_a_stopped_kubelet_leaves_the_node_unavailable_with_its_publication_kept(
@@ -545,7 +554,7 @@ def test_a_chart_without_pods_create_fails_the_check_the_default_example_passed(
     wait_operator_ready(kubectl, broken)
     since = real_node.control_plane.audit_size()
     with pytest.raises(AssertionError, match="a profiler pod to succeed"):
-        profile_the_gpu_node(kubectl, EXAMPLE_PATH, history, timeout=30)
+        profile_the_gpu_node(kubectl, EXAMPLE_PATH, history, timeout=20)
     refused = [
         e
         for e in real_node.control_plane.audit_events(broken.username, since)
@@ -566,5 +575,6 @@ def test_stopping_the_node_puts_the_host_back_as_it_was(real_node: RealNode) -> 
     assert shims, "pods run under containerd shims"
 
     assert real_node.stop() == [], "the host is as it was recorded"
+    print(f"real node timings: {real_node.timings}")
     assert not [pid for pid in shims if Path(f"/proc/{pid}").exists()], "a shim outlived the node"
-    assert not hoststate.node_leftovers(BRIDGE)
+    assert not hostundo.node_leftovers(BRIDGE)

@@ -16,8 +16,9 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from tests.operator.harness import hoststate
+from tests.operator.harness import hoststate, hostundo
 from tests.operator.harness.nodeconfig import BRIDGE
+from tests.operator.harness.realnode import NodeLock, default_cache
 
 pytestmark = pytest.mark.timeout(600)
 
@@ -31,10 +32,12 @@ def run(*argv: str) -> None:
 
 @pytest.fixture
 def host_record(node_binaries: tuple[Path, Path], tmp_path: Path) -> Iterator[hoststate.HostState]:
-    """The host as it is, recorded; whatever a failing test left is undone afterwards."""
-    before = hoststate.snapshot([str(tmp_path)])
-    yield before
-    hoststate.restore(before, BRIDGE)
+    """The host as it is, recorded (no real node runs meanwhile: these tests change what a node
+    changes); whatever a failing test left is undone afterwards."""
+    with NodeLock(default_cache()):
+        before = hoststate.snapshot([str(tmp_path)])
+        yield before
+        hostundo.restore(before, BRIDGE)
 
 
 def test_each_kind_of_host_change_is_seen_and_undone(
@@ -66,7 +69,41 @@ def test_each_kind_of_host_change_is_seen_and_undone(
     ):
         assert seen in changed, changed
 
-    assert hoststate.restore(host_record, BRIDGE) == []
+    assert hostundo.restore(host_record, BRIDGE) == []
     assert not mount_point.is_mount()
     assert not PROBE_CGROUP.parent.exists()
     assert not os.path.lexists(fixed)
+
+
+def test_what_an_interrupted_session_left_is_found_and_removed_before_a_node_starts(
+    host_record: hoststate.HostState, tmp_path: Path
+) -> None:
+    """A killed test run leaves its containers running in pod cgroups, its chains, its bridge
+    and its pods' mounts; the next node start removes them (``clean_leftovers``)."""
+    container = PROBE_CGROUP.parent / "besteffort" / "pod-left" / "container"
+    container.mkdir(parents=True)
+    orphan = subprocess.Popen(["sleep", "600"])
+    try:
+        (container / "cgroup.procs").write_text(str(orphan.pid))
+        run("iptables", "-w", "-N", PROBE_CHAIN)
+        run("iptables", "-w", "-A", "INPUT", "-j", PROBE_CHAIN)
+        run("ip", "link", "add", BRIDGE, "type", "bridge")
+        volume = tmp_path / "node" / "kubelet" / "pods" / "left" / "volumes"
+        volume.mkdir(parents=True)
+        run("mount", "-t", "tmpfs", "tmpfs", str(volume))
+
+        found = "\n".join(hostundo.clean_leftovers(BRIDGE))
+        for seen in (
+            f"process {orphan.pid}",
+            "cgroup pids/kubepods",
+            f"chain {PROBE_CHAIN}",
+            f"link {BRIDGE}",
+            f"mount {volume}",
+        ):
+            assert seen in found, found
+        assert orphan.wait(timeout=10) == -9
+        assert hostundo.node_leftovers(BRIDGE) == []
+        assert hoststate.differences(host_record, hoststate.snapshot([str(tmp_path)])) == []
+    finally:
+        orphan.kill()
+        orphan.wait()
