@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import threading
-import urllib.error
 import urllib.request
 from collections.abc import Callable
 from typing import Any
@@ -25,6 +24,8 @@ class PodHistory:
         self.api = api
         self.namespace = namespace
         self.pods: dict[str, dict[str, Any]] = {}
+        #: Why the watch was restarted, each time (a test may print them when it fails).
+        self.restarts: list[str] = []
         self._lock = threading.Lock()
         self._stopping = threading.Event()
         self._thread = threading.Thread(target=self._follow, name="pod-history", daemon=True)
@@ -47,7 +48,8 @@ class PodHistory:
                 version = listed["metadata"]["resourceVersion"]
                 while not self._stopping.is_set():
                     version = self._watch(path, version)
-            except (urllib.error.URLError, ConnectionError, TimeoutError, KeyError):
+            except Exception as error:  # any broken stream: relist, as a controller does
+                self.restarts.append(f"{type(error).__name__}: {error}")
                 self._stopping.wait(0.5)
 
     def _watch(self, path: str, version: str) -> str:

@@ -155,9 +155,26 @@ def profile_the_gpu_node(
         ]
         return pods[-1] if pods else None
 
-    pod = wait_for(finished_pod, timeout, "a profiler pod to succeed", interval=1)
-    entry = wait_state(kubectl, "Profiled", timeout=max(timeout - (time.time() - started), 30))
+    try:
+        pod = wait_for(finished_pod, timeout, "a profiler pod to succeed", interval=1)
+        entry = wait_state(kubectl, "Profiled", timeout=max(timeout - (time.time() - started), 30))
+    except AssertionError as error:
+        raise AssertionError(f"{error}\n{what_happened(kubectl, history)}") from None
     return pod, entry
+
+
+def what_happened(kubectl: Kubectl, history: PodHistory) -> str:
+    """The profiler pods' last states, the node's status entry and the operator's log tail."""
+    pods = [
+        f"{p['metadata']['name']}: {phase(p)} {p.get('status', {}).get('containerStatuses')}"
+        for p in profiler_pods(history)
+    ]
+    log = kubectl("logs", "-n", NAMESPACE, f"deployment/{RELEASE}", "--tail=40", check=False)
+    return (
+        "profiler pods:\n" + "\n".join(pods) + f"\nnode entry: {node_entry(kubectl)}"
+        f"\npod watch restarts: {history.restarts}"
+        f"\noperator log:\n{log.stdout}{log.stderr}"
+    )
 
 
 # ---------------------------------------------------------------- the day
