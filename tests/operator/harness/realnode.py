@@ -104,8 +104,10 @@ def unavailable_reason() -> str | None:
             return f"{tool} not found (apt-get install {package}; .ci/run installs it)"
     if not Path(CNI_BIN_DIR, "bridge").exists():
         return "the CNI bridge plugin is missing (apt-get install containernetworking-plugins)"
-    if shutil.which("go") is None:
-        return "Go is not installed, so the kubelet and the control plane cannot be built"
+    try:
+        node_address()
+    except (NodeUnavailable, OSError) as error:
+        return str(error)
     return None
 
 
