@@ -244,6 +244,8 @@ class ControlPlane:
             node_flags = [
                 f"--kubelet-client-certificate={pki.admin.cert}",
                 f"--kubelet-client-key={pki.admin.key}",
+                # The node's name resolves nowhere (no cluster DNS): dial its address.
+                "--kubelet-preferred-address-types=InternalIP",
             ]
         else:
             # No endpoints for the "kubernetes" service: its loopback address is not a valid one.
