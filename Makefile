@@ -2,6 +2,7 @@
 #   make profile         set up, then profile this machine (no cluster needed); results in out/
 #   make setup-operator  set up the operator too (roofline operator, against your kubeconfig)
 #   make test            set up, then lint, type-check and run the whole test suite
+#   make fuzz            every property test with ten times the examples, randomly (before a change is done)
 #   make images          both container images with buildah, no Docker engine (docs/deploy.md)
 #
 # torch is installed before the project so that the project's plain torch requirement never
@@ -19,7 +20,7 @@ OUT ?= out
 PROFILE_ARGS ?=
 BIN := $(VENV)/bin
 
-.PHONY: profile test lint typecheck unit setup setup-operator setup-dev manifests images clean control-plane real-node
+.PHONY: profile test fuzz lint typecheck unit setup setup-operator setup-dev manifests images clean control-plane real-node
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -77,6 +78,13 @@ unit: setup-dev control-plane real-node
 	$(BIN)/pytest
 
 test: lint typecheck unit
+
+# The property tests (hypothesis) under the random "fuzz" profile of tests/conftest.py: ten times
+# the examples of the derandomized "ci" profile that make test runs. A failure prints its seed and
+# a @reproduce_failure blob: make it an @example of the test, and fix it.
+fuzz: setup-dev
+	HYPOTHESIS_PROFILE=fuzz $(BIN)/pytest -m "hypothesis and not e2e and not gpu" \
+		--hypothesis-show-statistics -q
 
 manifests: setup-dev
 	$(BIN)/python scripts/generate-manifests.py

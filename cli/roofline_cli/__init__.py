@@ -1,9 +1,11 @@
 """``roofline``: one command above the profiler and the operator.
 
 ``roofline profile`` (and every other subcommand of the profiler's parser) runs the profiler's
-command line, ``roofline operator`` runs the Kubernetes operator. This package is the only place
-that imports both; the profiler never imports the operator, nor the operator this package
-(import-linter contracts in ``pyproject.toml``).
+command line, ``roofline operator`` runs the Kubernetes operator, ``roofline export`` writes a
+profile's plans as other tools' configuration (``export/``: it reads both a saved result and a
+RooflineProfile's status). This package is the only place that imports both; the profiler never
+imports the operator, nor the operator this package (import-linter contracts in
+``pyproject.toml``).
 """
 
 from __future__ import annotations
@@ -14,6 +16,8 @@ from collections.abc import Sequence
 PROG = "roofline"
 OPERATOR_COMMAND = "operator"
 OPERATOR_HELP = "run the Kubernetes operator (see roofline operator --help)"
+EXPORT_COMMAND = "export"
+EXPORT_HELP = "write a profile's plans as KEDA, Kueue, gateway, autoscaler or engine configuration"
 
 
 def profiler_commands() -> dict[str, str]:
@@ -57,7 +61,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         from roofline_operator.run.cli import main as operator_main
 
         return operator_main(arguments[1:])
-    commands = {**profiler_commands(), OPERATOR_COMMAND: OPERATOR_HELP}
+    if command == EXPORT_COMMAND:
+        from roofline_cli.export.command import main as export_main
+
+        return export_main(arguments[1:])
+    commands = {
+        **profiler_commands(),
+        OPERATOR_COMMAND: OPERATOR_HELP,
+        EXPORT_COMMAND: EXPORT_HELP,
+    }
     if command in commands:
         from roofline_profiler.cli.commands import main as profiler_main
 

@@ -208,13 +208,16 @@ def test_the_rules_read_every_operator_metric_they_alert_on() -> None:
     } <= used
 
 
-def test_the_contract_names_the_four_model_metrics_and_their_extra_labels() -> None:
+def test_the_contract_names_the_model_metrics_and_their_extra_labels() -> None:
     extra = {name: labels - MODEL_LABELS for name, labels in MODEL_METRICS.items()}
     assert extra == {
         "roofline_model_recommended_min_batch": set(),
         "roofline_model_max_batch": {"bound"},
         "roofline_model_tokens_per_second": {"range_end"},
         "roofline_model_step_seconds": {"batch"},
+        "roofline_model_itl_intercept_seconds": set(),
+        "roofline_model_itl_per_sequence_seconds": set(),
+        "roofline_model_itl_per_sequence_context_token_seconds": set(),
     }
 
 

@@ -13,6 +13,7 @@ each label backend and the committed ``manifests/``, and generates the table in
 from __future__ import annotations
 
 import asyncio
+import importlib.util
 import inspect
 import re
 from pathlib import Path
@@ -128,7 +129,7 @@ async def _exercise(client: KubeClient) -> set[str]:
         "delete_node_feature": client.delete_node_feature(OPERATOR_NS, "f"),
         "get_config_map": client.get_config_map(PROFILER_NS, "c"),
         "create_config_map": client.create_config_map({"metadata": {"namespace": PROFILER_NS}}),
-        "delete_config_map": client.delete_config_map(PROFILER_NS, "c"),
+        "delete_config_map": client.delete_config_map(PROFILER_NS, "c", "uid"),
         "patch_profile_status": client.patch_profile_status("p", {}),
         # list_pages: through its callers, which choose the paths.
         "list_pages": Caches().prime(client, (PROFILER_NS,)),
@@ -263,8 +264,23 @@ def test_the_pods_are_granted_in_the_profiler_namespaces_and_nowhere_else() -> N
 def test_the_docs_tables_are_generated_from_the_declared_permissions() -> None:
     text = DOCS.read_text()
     section = text.split("## Permissions (RBAC)\n", 1)[1].split("\n## ", 1)[0]
-    assert markdown_table() in section
-    assert markdown_table() in (ROOT / "docs" / "deploy.md").read_text()
+    regenerate = "regenerate with: python scripts/generate-rbac-tables.py"
+    assert markdown_table() in section, regenerate
+    assert markdown_table() in (ROOT / "docs" / "deploy.md").read_text(), regenerate
+
+
+def test_the_table_generator_finds_nothing_stale() -> None:
+    path = ROOT / "scripts" / "generate-rbac-tables.py"
+    spec = importlib.util.spec_from_file_location("generate_rbac_tables", path)
+    assert spec is not None
+    assert spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    assert module.stale_documents() == []
+    table = markdown_table()
+    header, rule, *_ = table.splitlines()
+    old = f"intro\n{header}\n{rule}\n| a row of an older table |\nafter\n"
+    assert module.with_table(old, table) == f"intro\n{table}after\n"
 
 
 def test_peering_is_the_only_declared_permission_the_chart_never_grants() -> None:

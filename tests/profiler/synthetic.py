@@ -13,6 +13,13 @@ from typing import Any
 import pytest
 
 from roofline_profiler.core import limits, model_config, planning, roofline
+from roofline_profiler.core.decode_model import (
+    AttentionTime,
+    ComponentTime,
+    ModelMeasurements,
+    plan_models,
+)
+from roofline_profiler.core.itl_model import fit_plan
 from roofline_profiler.core.planning import PlanOptions, StepPrediction
 from roofline_profiler.core.stats import Measurement
 from roofline_profiler.measure.runner import ProfileRequest, assemble_device_result
@@ -185,16 +192,24 @@ def synthetic_result(devices: int = 1, **kwargs: object) -> ProfileResult:
     )
 
 
+def planned_step_seconds(batch: int, context: int) -> float:
+    """A made-up step of Llama 3.1 8B at any batch and context: :data:`PLANNED_STEPS` at 4K, of
+    which half grows in proportion to the context (the attention of this made-up device)."""
+    return dict(PLANNED_STEPS)[batch] * (context + 4096) / (2 * 4096)
+
+
 def planned_result() -> ProfileResult:
     """The synthetic profile with two plans of Llama 3.1 8B: one with a range, one whose SLO no
-    batch meets (the engine flags are then a fallback)."""
+    batch meets (the engine flags are then a fallback); each with the ITL model of
+    :func:`planned_step_seconds`."""
     result = synthetic_result()
     device = result.devices[0]
     arch = model_config.load_model("llama-3.1-8b")
     steps = [StepPrediction(batch, 4096, seconds) for batch, seconds in PLANNED_STEPS]
+    batches = [batch for batch, _ in PLANNED_STEPS]
 
     def plan(**options: Any) -> planning.ModelPlan:
-        return planning.plan_model(
+        planned = planning.plan_model(
             arch,
             "bfloat16",
             4096,
@@ -205,9 +220,62 @@ def planned_result() -> ProfileResult:
             device.peak_flops_per_second,
             PlanOptions(**options),
         )
+        itl = fit_plan(planned_step_seconds, batches, 4096, planned.max_batch_by_memory)
+        return replace(planned, itl_model=itl)
 
     plans = (plan(itl_slo_seconds=0.02, gpu_hour_cost=2.5), plan(itl_slo_seconds=0.001))
     return replace(result, devices=(replace(device, models=plans),))
+
+
+#: Batches and contexts at which :func:`measured_result` measured its model.
+MEASURED_BATCHES = (1, 8, 64)
+MEASURED_CONTEXTS = (1024, 4096)
+
+
+def llama_measurements() -> ModelMeasurements:
+    """Made-up decode-step parts of Llama 3.1 8B, as ``roofline profile --model`` keeps them:
+    a body of 0.1 ms + 2 µs per token of batch, a head of 0.5 ms, attention of 1 ns per token
+    of KV plus 5 µs, each part with its samples."""
+
+    def sampled(label: str, seconds: float) -> Measurement:
+        return rounds_measurement(label, seconds, 0.0, rounds=2)
+
+    arch = model_config.load_model("llama-3.1-8b")
+    return ModelMeasurements(
+        arch=arch,
+        dtype="bfloat16",
+        tensor_parallel=1,
+        layer_bodies={
+            "dense": tuple(
+                ComponentTime(b, 1e-4 + 2e-6 * b, sampled(f"body B={b}", 1e-4 + 2e-6 * b))
+                for b in MEASURED_BATCHES
+            )
+        },
+        head=tuple(ComponentTime(b, 5e-4, sampled(f"head B={b}", 5e-4)) for b in MEASURED_BATCHES),
+        head_scale=1.0,
+        attention=tuple(
+            AttentionTime(b, c, 5e-6 + 1e-9 * b * c, extrapolated=False)
+            for c in MEASURED_CONTEXTS
+            for b in MEASURED_BATCHES
+        ),
+    )
+
+
+def measured_result() -> ProfileResult:
+    """The synthetic profile as ``roofline profile --model llama-3.1-8b`` saves it: the model's
+    measured parts and its plan at each measured context, so ``roofline plan`` can re-plan it."""
+    result = synthetic_result()
+    device = result.devices[0]
+    measured = llama_measurements()
+    plans = plan_models(
+        measured,
+        MEASURED_CONTEXTS,
+        device.memory_bytes or 0,
+        device.peak_flops_per_second,
+        PlanOptions(itl_slo_seconds=0.02, gpu_hour_cost=2.5),
+    )
+    devices = (replace(device, models=plans, model_measurements=(measured,)),)
+    return replace(result, devices=devices)
 
 
 #: A new headline number: the read kernel's bandwidth ceiling (the slope is the best of the

@@ -147,10 +147,28 @@ def numbers_from_status(raw: Mapping[str, Any]) -> fields.Numbers:
     values = _values_from_status(raw)
     if not all(isinstance(raw.get(f.interval_key), Mapping) for f in fields.DEVICE_HEADLINE):
         return values
-    return {
+    numbers = {
         f.attribute: replace(values[f.attribute], interval=_interval_from_status(f, raw))
         for f in fields.DEVICE_HEADLINE
     }
+    _check_intervals_hold_values(numbers)
+    return numbers
+
+
+#: How far a value may lie outside its interval as the status keeps both: each rounded to
+#: :data:`model_plans.STATUS_SIGNIFICANT_DIGITS` digits (half a unit in the last, twice).
+_STATUS_ROUNDING = 10.0 ** (1 - model_plans.STATUS_SIGNIFICANT_DIGITS)
+
+
+def _check_intervals_hold_values(numbers: fields.Numbers) -> None:
+    """Every interval holds its value, as every interval the operator writes does (a number
+    that holds keeps the latest profile's half-widths around it, ``hysteresis.py``)."""
+    for f in fields.DEVICE_HEADLINE:
+        number = numbers[f.attribute]
+        low, high = number.interval or (number.value, number.value)
+        slack = 0.0 if f.is_whole else _STATUS_ROUNDING * number.value
+        if not low - slack <= number.value <= high + slack:
+            raise plausibility.ImplausibleValue(f"field {f.interval_key!r} excludes its value")
 
 
 def _values_from_status(raw: Mapping[str, Any]) -> fields.Numbers:
@@ -194,9 +212,23 @@ def headline_to_status(headline: Headline) -> dict[str, Any]:
 
 def restored_time(raw: Any, field: str, now: float | None) -> float | None:
     """A status or record time (RFC 3339) as unix seconds inside the plausibility window of
-    ``now``; ``None`` when absent. A time in the future would postpone a re-profile forever."""
+    ``now``; ``None`` when absent. A time in the future would postpone a re-profile forever;
+    one that is not a time at all is damage, not absence."""
+    if raw is None:
+        return None
     seconds = parse_time(raw)
-    return None if seconds is None else plausibility.timestamp(seconds, field, now)
+    if seconds is None:
+        raise plausibility.ImplausibleValue(f"field {field!r} is not an RFC 3339 time")
+    return plausibility.timestamp(seconds, field, now)
+
+
+def profiled_time(raw: Any, now: float | None) -> float:
+    """When a result was measured: required, since a result without a time would read as
+    measured in 1970 (never due again without ``reprofileInterval``, stale for good)."""
+    seconds = restored_time(raw, "profiledTime", now)
+    if seconds is None:
+        raise plausibility.ImplausibleValue("field 'profiledTime' is missing")
+    return seconds
 
 
 def headline_from_status(raw: Any, now: float | None = None) -> Headline | None:
@@ -208,7 +240,7 @@ def headline_from_status(raw: Any, now: float | None = None) -> Headline | None:
     if not isinstance(raw, Mapping):
         return None
     return Headline(
-        profiled_at=restored_time(raw.get("profiledTime"), "profiledTime", now) or 0.0,
+        profiled_at=profiled_time(raw.get("profiledTime"), now),
         numbers=_values_from_status(raw),
     )
 
@@ -278,7 +310,7 @@ def from_status(entry: Mapping[str, Any], now: float | None = None) -> NodeResul
     shape_k, shape_n = _shape(entry.get("shape", "1x1"))
     return NodeResult(
         spec_hash=plausibility.text(entry["specHash"], plausibility.TOKEN, "specHash"),
-        profiled_at=restored_time(entry.get("profiledTime"), "profiledTime", now) or 0.0,
+        profiled_at=profiled_time(entry.get("profiledTime"), now),
         duration_seconds=plausibility.number(
             entry.get("durationSeconds", 0.0), "duration", "durationSeconds"
         ),

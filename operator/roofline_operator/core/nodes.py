@@ -13,6 +13,7 @@ from typing import Any
 
 from roofline_operator.core.names import ANNOTATION_RECORD_PREFIX, UNSCHEDULABLE_TAINT
 from roofline_operator.core.selection_spec import MatchExpression, NodeSelection, Toleration
+from roofline_profiler.core import plausibility
 
 #: Taint effects that keep a pod off a node; ``PreferNoSchedule`` does not.
 BLOCKING_EFFECTS = ("NoSchedule", "NoExecute")
@@ -41,11 +42,17 @@ class NodeFacts:
     resource_version: str = ""
 
     def gpu_count(self, resource: str) -> int:
-        """Allocatable units of an extended resource; extended resources are whole numbers."""
+        """Allocatable units of an extended resource; extended resources are whole numbers.
+        More than :data:`~roofline_profiler.core.plausibility.MAX_GPU_UNITS` (no real node)
+        counts as none, so a record never holds a count its restore refuses."""
+        text = str(self.allocatable.get(resource, "0"))
+        if len(text) > 12:
+            return 0
         try:
-            return int(str(self.allocatable.get(resource, "0")))
+            count = int(text)
         except ValueError:
             return 0
+        return count if count <= plausibility.MAX_GPU_UNITS else 0
 
 
 def node_facts(body: Mapping[str, Any]) -> NodeFacts:

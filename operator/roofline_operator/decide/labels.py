@@ -28,8 +28,9 @@ from roofline_operator.core.selection_spec import NodeSelection
 from roofline_operator.core.spec import parse_spec
 from roofline_operator.core.spec_fields import SpecError
 
-#: The Kubernetes label value syntax (apimachinery ``validation.IsValidLabelValue``).
-LABEL_VALUE = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$")
+#: The Kubernetes label value syntax (apimachinery ``validation.IsValidLabelValue``), for
+#: ``fullmatch``: ``match`` with ``$`` accepts a trailing newline.
+LABEL_VALUE = re.compile(r"(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?")
 MAX_LABEL_VALUE_CHARS = 63
 #: Hex digits of the digest that keeps two shortened names apart.
 LABEL_DIGEST_CHARS = 10
@@ -42,7 +43,7 @@ def label_safe(name: str) -> str:
     and ownership checks compare the same mapping of the full name (kept in an annotation), so the
     digest makes two names that share a long prefix distinct labels.
     """
-    if len(name) <= MAX_LABEL_VALUE_CHARS and LABEL_VALUE.match(name):
+    if len(name) <= MAX_LABEL_VALUE_CHARS and LABEL_VALUE.fullmatch(name):
         return name
     digest = hashlib.sha256(name.encode()).hexdigest()[:LABEL_DIGEST_CHARS]
     keep = MAX_LABEL_VALUE_CHARS - LABEL_DIGEST_CHARS - 1
@@ -62,7 +63,7 @@ def format_label_value(value: float, decimals: int = 1) -> str:
     text = f"{round(value, decimals):.{decimals}f}"
     if "." in text:
         text = text.rstrip("0").rstrip(".")
-    if len(text) > MAX_LABEL_VALUE_CHARS or not LABEL_VALUE.match(text):
+    if len(text) > MAX_LABEL_VALUE_CHARS or not LABEL_VALUE.fullmatch(text):
         raise ValueError(f"{value!r} does not fit a label value")
     return text
 

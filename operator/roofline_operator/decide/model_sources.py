@@ -37,6 +37,9 @@ CONFIG_MAP_KEY_NOT_FOUND = "ConfigMapKeyNotFound"
 CONFIG_MAP_UNREADABLE = "ConfigMapUnreadable"
 #: Checking the models took longer than the operator allows on one round.
 MODEL_CHECK_TIMEOUT = "ModelCheckTimeout"
+#: The ConfigMap that carries the models to the pods exists and is not the profile's (another
+#: owner, or other content): the models cannot be delivered, the pods run without them.
+MODELS_CONFIG_MAP_CONFLICT = "ModelsConfigMapConflict"
 
 
 @dataclass(frozen=True)
@@ -95,16 +98,25 @@ class ModelResolution:
         text = self.models_json() or ""
         return hashlib.sha256(text.encode()).hexdigest()[:10] if text else ""
 
+    def undelivered(self, message: str) -> ModelResolution:
+        """Every valid model failed: the ConfigMap that carries them cannot be written."""
+        failures = dict(self.failures or {})
+        for model in self.valid:
+            failures[model.spec.name] = ModelFailure(MODELS_CONFIG_MAP_CONFLICT, message)
+        return ModelResolution((), failures)
+
 
 #: The key (the file, once mounted) of the models' ConfigMap.
 MODELS_FILE_KEY = "models.json"
 
 
-def models_config_map_name(profile: str, digest: str) -> str:
-    """``roofline-models-<profile>-<digest>``: one immutable ConfigMap per profile and model
-    set, so a pod reads exactly the models its spec digest names."""
+def models_config_map_name(profile: str, profile_uid: str, digest: str) -> str:
+    """``roofline-models-<profile>-<uid>-<digest>``: one immutable ConfigMap per profile and
+    model set, so a pod reads exactly the models its spec digest names. The profile's UID makes
+    it the profile's alone: names that slug alike (``fleet-a``, ``fleet.a``) no longer share one,
+    and a profile deleted and created again under its name gets new ones."""
     slug = "".join(c if c.isalnum() else "-" for c in profile.lower()).strip("-")[:40] or "x"
-    return f"roofline-models-{slug.strip('-')}-{digest}"
+    return f"roofline-models-{slug.strip('-')}-{profile_uid}-{digest}"
 
 
 def build_models_config_map(
@@ -119,7 +131,7 @@ def build_models_config_map(
         "apiVersion": "v1",
         "kind": "ConfigMap",
         "metadata": {
-            "name": models_config_map_name(profile, resolution.digest()),
+            "name": models_config_map_name(profile, profile_uid, resolution.digest()),
             "namespace": namespace,
             "labels": {LABEL_MANAGED_BY: MANAGED_BY, LABEL_PROFILE: label_safe(profile)},
             "ownerReferences": [
@@ -131,6 +143,23 @@ def build_models_config_map(
     }
 
 
+def foreign_config_map(existing: Mapping[str, Any], wanted: Mapping[str, Any]) -> str | None:
+    """Why a ConfigMap found under the name of ``wanted`` is not the profile's own (``None``
+    when it is: its owner reference names the profile's UID and it holds exactly the models).
+
+    Anyone who may create ConfigMaps in the profiler namespace may have created it first, to
+    choose the models every pod plans, or to fail every pod that mounts it; it is never
+    mounted, and never deleted."""
+    metadata = existing.get("metadata") or {}
+    uid = wanted["metadata"]["ownerReferences"][0]["uid"]
+    owners = metadata.get("ownerReferences") or []
+    if not any(isinstance(o, Mapping) and o.get("uid") == uid for o in owners):
+        return "no owner reference names the profile's UID"
+    if existing.get("data") != wanted["data"]:
+        return "it holds other models"
+    return None
+
+
 def config_maps_needed(models: tuple[ModelSpec, ...], namespace: str) -> list[tuple[str, str]]:
     """The ``(namespace, name)`` of every ConfigMap the models refer to, each once."""
     refs = [(namespace, m.config_map[0]) for m in models if m.config_map is not None]
@@ -140,6 +169,12 @@ def config_maps_needed(models: tuple[ModelSpec, ...], namespace: str) -> list[tu
 def _config_from_map(
     model: ModelSpec, index: int, namespace: str, config_maps: ConfigMaps
 ) -> Mapping[str, Any] | ModelFailure:
+    """The config a model's ConfigMap holds under its key.
+
+    Anyone who may write ConfigMaps in the profiler namespace may have written it, and the
+    status it is reported in is readable by tenants: a failure names the ConfigMap, the key and
+    the config field at fault, never the ConfigMap's other keys nor any of its values.
+    """
     assert model.config_map is not None
     name, key = model.config_map
     where = f"spec.models[{index}].configMapRef"
@@ -155,28 +190,19 @@ def _config_from_map(
             CONFIG_MAP_NOT_FOUND, f"{where}.name: ConfigMap {namespace}/{name} not found"
         )
     if key not in data:
-        keys = ", ".join(sorted(data)) or "none"
-        return ModelFailure(
-            CONFIG_MAP_KEY_NOT_FOUND,
-            f"{where}.key: ConfigMap {namespace}/{name} has no key {key!r} (keys: {keys})",
-        )
+        missing = f"{where}.key: ConfigMap {namespace}/{name} has no key {key!r}"
+        return ModelFailure(CONFIG_MAP_KEY_NOT_FOUND, missing)
     try:
         config = parse_config_text(data[key], f"{where}: {namespace}/{name} key {key!r}")
     except ModelError as exc:
-        return ModelFailure(INVALID_MODEL, str(exc))
+        return ModelFailure(INVALID_MODEL, exc.without_values())
     return config
 
 
-def _resolve(
-    model: ModelSpec, index: int, namespace: str, config_maps: ConfigMaps
-) -> ResolvedModel | ModelFailure:
+def _checked(model: ModelSpec, index: int, config: Mapping[str, Any] | None) -> ModelFailure | None:
+    """``None`` when the model can be planned, else why not; a config from a ConfigMap is
+    reported without its values (:func:`_config_from_map`)."""
     where = model.where(index)
-    config = model.config
-    if model.preset is None and config is None:
-        found = _config_from_map(model, index, namespace, config_maps)
-        if isinstance(found, ModelFailure):
-            return found
-        config = found
     try:
         checked_model(model.name, model.preset, config, model.tensor_parallel, source=where)
     except UnknownPreset as exc:
@@ -185,13 +211,37 @@ def _resolve(
             UNKNOWN_PRESET, f"{where}: unknown preset {exc.preset!r} (presets: {known})"
         )
     except ModelError as exc:
-        message = str(exc)
+        message = exc.without_values() if model.config_map is not None else str(exc)
         if not message.startswith(where):
             message = f"{where}: {message}"
         return ModelFailure(INVALID_MODEL, message)
+    return None
+
+
+def _resolve(
+    model: ModelSpec, index: int, namespace: str, config_maps: ConfigMaps
+) -> ResolvedModel | ModelFailure:
+    config = model.config
+    if model.preset is None and config is None:
+        found = _config_from_map(model, index, namespace, config_maps)
+        if isinstance(found, ModelFailure):
+            return found
+        config = found
+    failure = _checked(model, index, config)
+    if failure is not None:
+        return failure
     if model.preset is not None:
         return ResolvedModel(model, model.preset, None)
     return ResolvedModel(model, None, dict(config or {}))
+
+
+#: How :func:`resolve_models` words a model whose check raised something other than a
+#: :class:`ModelError` (no input is known to: the fuzz tests look for this wording).
+UNREADABLE_CONFIG = "the config cannot be checked"
+
+
+def unreadable(model: ModelSpec, index: int, exc: Exception) -> str:
+    return f"{model.where(index)}: {UNREADABLE_CONFIG} ({type(exc).__name__})"
 
 
 def timed_out(models: tuple[ModelSpec, ...], seconds: float) -> ModelResolution:
@@ -208,7 +258,13 @@ def resolve_models(
     valid: list[ResolvedModel] = []
     failures: dict[str, ModelFailure] = {}
     for index, model in enumerate(models):
-        outcome = _resolve(model, index, namespace, config_maps)
+        try:
+            outcome: ResolvedModel | ModelFailure = _resolve(model, index, namespace, config_maps)
+        except Exception as exc:
+            # A bulkhead: whatever a model's config does to the reader fails that model alone
+            # (the round, the roofline and the other models go on); the fuzz test of model
+            # configs proves no known input reaches it.
+            outcome = ModelFailure(INVALID_MODEL, unreadable(model, index, exc))
         if isinstance(outcome, ModelFailure):
             failures[model.name] = outcome
         else:

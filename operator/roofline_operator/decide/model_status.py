@@ -34,6 +34,8 @@ NOT_PLANNED = "NotPlanned"
 #: The status key of the cost of a million tokens at the range's high end: a number of the
 #: spec's price as much as of the plan, so the status adds it to the table's.
 COST_KEY = "costPerMillionTokensAtMaxBatch"
+#: The status key that says why a planned model has no ``minBatch`` (the JSON result's key).
+MIN_BATCH_REASON_KEY = "minBatchReason"
 
 
 def summarized() -> tuple[str, ...]:
@@ -78,12 +80,23 @@ def range_empty_message(plan: CompactModelPlan) -> str:
     )
 
 
+def min_batch_reason(plan: CompactModelPlan) -> str:
+    """Why a plan has no min batch: no predicted batch reached the efficiency threshold."""
+    return (
+        f"no predicted batch of this model reaches the efficiency threshold at "
+        f"{plan.context_tokens} tokens of context on this node, so it has no minBatch (decode "
+        f"stays memory-bound); run it as close to maxBatch ({plan.max_batch}) as the load allows"
+    )
+
+
 def _plan_entry(plan: CompactModelPlan, view: ModelsView) -> dict[str, Any]:
     entry = plan_to_status(plan)
     high = plan.tokens_per_second_at_max_batch
     if view.gpu_hour_cost is not None and high:
         cost = cost_per_million_tokens(view.gpu_hour_cost, plan.tensor_parallel, high)
         entry[COST_KEY] = round_significant(cost, digits=STATUS_SIGNIFICANT_DIGITS)
+    if plan.min_batch is None:
+        entry[MIN_BATCH_REASON_KEY] = min_batch_reason(plan)
     if range_is_empty(plan):
         entry.update(reason=RANGE_EMPTY, message=range_empty_message(plan))
     return entry

@@ -16,6 +16,7 @@ from roofline_profiler.core.errors import first_line
 from roofline_profiler.core.limits import DEFAULT_BATCHES
 from roofline_profiler.wire.compact_decode import decode_compact
 from roofline_profiler.wire.compact_fields import CompactDecodeError
+from roofline_profiler.wire.compact_relations import check_relations
 
 #: Longest failure message kept in status; a termination message can be 4 KiB.
 MAX_MESSAGE_CHARS = 300
@@ -53,13 +54,15 @@ Outcome = InFlight | Succeeded | Failed | Unschedulable
 
 def _succeeded(pod: PodFacts, spec: ProfileSpec, now: float, gpus: int | None) -> Outcome:
     """The pod's result, read through the validating decoder: every number plausible, its
-    time near ``now``, no more devices than GPUs requested, its sweep the one the spec asked for.
+    time near ``now`` and not before the pod's creation, no more devices than GPUs requested,
+    its sweep the one the spec asked for, its fields consistent (``compact_relations.py``).
     Anything else fails this node alone, with a message naming the field."""
     message = pod.terminated.message if pod.terminated else None
     try:
         profile = decode_compact(message or "", now=now, gpus=gpus)
         if not set(profile.batches) <= set(spec.batches or DEFAULT_BATCHES):
             raise CompactDecodeError("result: field 'b' holds batches the spec did not ask for")
+        check_relations(profile, not_before=pod.created_at)
         return Succeeded(from_compact(profile, pod.spec_hash))
     except CompactDecodeError as exc:
         return Failed(

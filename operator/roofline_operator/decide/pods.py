@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -286,6 +286,10 @@ class PodFacts:
     terminated: Terminated | None = None
     #: UIDs of the RooflineProfiles its owner references name (``provenance.py`` checks them).
     owner_uids: tuple[str, ...] = ()
+    #: Its ``roofline.dev/profile`` and ``roofline.dev/node`` labels: what a DELETE-collection
+    #: selects pods by (``finished_pod_collections``), whatever the annotations say.
+    profile_label: str = ""
+    node_label: str = ""
 
 
 def _container_status(status: Mapping[str, Any]) -> Mapping[str, Any]:
@@ -341,6 +345,8 @@ def pod_facts(body: Mapping[str, Any]) -> PodFacts:
             for ref in owners
             if isinstance(ref, Mapping) and ref.get("kind") == KIND and ref.get("uid")
         ),
+        profile_label=str(labels.get(LABEL_PROFILE, "")),
+        node_label=str(labels.get(LABEL_NODE, "")),
     )
 
 
@@ -355,16 +361,32 @@ class PodCollection:
     pods: tuple[str, ...]
 
 
-def finished_pod_collections(profile: str, pods: Sequence[PodFacts]) -> list[PodCollection]:
-    """Group finished pods into DELETE-collection requests of at most 100 nodes each.
+def finished_pod_collections(
+    profile: str, pods: Sequence[PodFacts], watched: Iterable[PodFacts] = ()
+) -> tuple[list[PodCollection], list[PodFacts]]:
+    """Group finished pods into DELETE-collection requests of at most 100 nodes each; the
+    pods that must go one by one instead.
 
     Deleting finished pods by collection costs one request per hundred nodes instead of one per
     node. The selectors name the nodes and require a finished phase, so a pod that is still
-    running (or one created after the request) can never be caught.
+    running (or one created after the request) can never be caught. They cannot see owner
+    references, though: a node where the watch shows any other pod with the selector's labels
+    (``watched``: every pod the operator watches; a look-alike that is not ours, in any phase)
+    is left out, and its finished pod is deleted by name, so the collection never deletes a
+    foreign pod the operator has seen.
     """
+    mine = {(p.namespace, p.name) for p in pods}
+    safe_profile = label_safe(profile)
+    crowded = {
+        (p.namespace, p.node_label)
+        for p in watched
+        if p.profile_label == safe_profile and (p.namespace, p.name) not in mine
+    }
+    singles = [p for p in pods if (p.namespace, label_safe(p.node)) in crowded]
     by_namespace: dict[str, list[PodFacts]] = {}
     for pod in pods:
-        by_namespace.setdefault(pod.namespace, []).append(pod)
+        if (pod.namespace, label_safe(pod.node)) not in crowded:
+            by_namespace.setdefault(pod.namespace, []).append(pod)
     collections: list[PodCollection] = []
     for namespace, members in sorted(by_namespace.items()):
         nodes = sorted({label_safe(p.node) for p in members})
@@ -372,9 +394,9 @@ def finished_pod_collections(profile: str, pods: Sequence[PodFacts]) -> list[Pod
             chunk = nodes[start : start + MAX_NODES_PER_COLLECTION]
             chosen = set(chunk)
             selector = (
-                f"{LABEL_MANAGED_BY}={MANAGED_BY},{LABEL_PROFILE}={label_safe(profile)},"
+                f"{LABEL_MANAGED_BY}={MANAGED_BY},{LABEL_PROFILE}={safe_profile},"
                 f"{LABEL_NODE} in ({','.join(chunk)})"
             )
             names = tuple(p.name for p in members if label_safe(p.node) in chosen)
             collections.append(PodCollection(namespace, selector, FINISHED_POD_FIELDS, names))
-    return collections
+    return collections, singles

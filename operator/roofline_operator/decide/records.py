@@ -27,6 +27,7 @@ from roofline_operator.core.nodes import NodeFacts
 from roofline_operator.decide import sizes
 from roofline_operator.decide.labels import label_safe
 from roofline_profiler.core import plausibility
+from roofline_profiler.core.errors import printable
 from roofline_profiler.wire.compact import MAX_WARNINGS
 
 
@@ -123,6 +124,10 @@ def _publication_to_status(record: NodeRecord, result: NodeResult) -> dict[str, 
 MAX_RECORD_ANNOTATION_BYTES = 4 * sizes.RECORD_ANNOTATION_BUDGET_BYTES
 #: Longest free text a restored record keeps (a failure message, a material change).
 MAX_RESTORED_TEXT_CHARS = 1000
+#: Most warning codes a record keeps: every GPU's (``NodeResult.warnings``), each GPU sending
+#: at most :data:`~roofline_profiler.wire.compact.MAX_WARNINGS`. Whatever the writer keeps,
+#: both restores read back (the entry's size budget, ``sizes.py``, bounds the bytes).
+MAX_RECORD_WARNINGS = MAX_WARNINGS * plausibility.MAX_DEVICES
 
 
 def record_from_status(raw: Mapping[str, Any], now: float | None = None) -> NodeRecord | None:
@@ -140,15 +145,16 @@ def _record_from_status(raw: Mapping[str, Any], now: float | None) -> NodeRecord
     if measured is None and result is not None:
         measured = node_results.headline_of(result)
     warnings = raw.get("warnings") or []
-    if not isinstance(warnings, list) or len(warnings) > MAX_WARNINGS:
+    if not isinstance(warnings, list) or len(warnings) > MAX_RECORD_WARNINGS:
         raise plausibility.ImplausibleValue("field 'warnings' is not a list of codes")
 
     def text(key: str) -> str | None:
-        return plausibility.optional_text(raw.get(key), key, MAX_RESTORED_TEXT_CHARS)
+        found = plausibility.optional_text(raw.get(key), key, MAX_RESTORED_TEXT_CHARS)
+        return None if found is None else printable(found)
 
     return NodeRecord(
         name=plausibility.optional_text(raw["name"], "name", 253) or "",
-        gpus=plausibility.integer(raw.get("gpus", 1), "gpus", "gpus"),
+        gpus=plausibility.integer(raw.get("gpus", 1), "gpu units", "gpus"),
         state=NodeState(raw.get("state", NodeState.QUEUED.value)),
         attempts=plausibility.integer(raw.get("attempts", 0), "attempts", "attempts"),
         unschedulable=plausibility.integer(
@@ -156,7 +162,8 @@ def _record_from_status(raw: Mapping[str, Any], now: float | None) -> NodeRecord
         ),
         cycle_hash=text("cycleHash") or "",
         pod=text("pod"),
-        pod_namespace=text("podNamespace"),
+        # Not read back: the pod is looked for where the spec says (``reconcile.pod_namespaces``).
+        pod_namespace=None,
         last_attempt_at=node_results.restored_time(raw.get("lastAttemptTime"), "lastAttempt", now),
         next_attempt_at=node_results.restored_time(raw.get("nextAttemptTime"), "nextAttempt", None),
         reason=text("reason"),
@@ -232,13 +239,34 @@ class AnnotationMemo:
         return text
 
 
+#: The keys of a status entry that belong to one operator's attempts (``record_to_status``), not
+#: to the publication: a record annotation carries none of them, and none is read from one.
+ATTEMPT_KEYS = frozenset(
+    {
+        "state",
+        "attempts",
+        "unschedulableAttempts",
+        "cycleHash",
+        "pod",
+        "podNamespace",
+        "reason",
+        "message",
+        "lastAttemptTime",
+        "nextAttemptTime",
+        "unavailableSince",
+    }
+)
+
+
 def record_from_annotation(
     name: str, gpus: int, text: str, now: float | None = None
 ) -> NodeRecord | None:
     """A ``Profiled`` record rebuilt from :func:`record_to_annotation`; ``None`` if damaged.
 
     Whoever may patch the Node (its own kubelet included) may write this text, so it is read
-    like a profiler's result: bounded in size and depth, every field plausible.
+    like a profiler's result: bounded in size and depth, every field plausible, and only the
+    publication's fields. An attempt's fields written into it (a pod and its namespace above
+    all, which would widen the namespaces whose pods the profile believes) are ignored.
     """
     try:
         raw = plausibility.load_json(text, MAX_RECORD_ANNOTATION_BYTES, "record annotation")
@@ -246,7 +274,8 @@ def record_from_annotation(
         return None
     if not isinstance(raw, Mapping):
         return None
-    restored = record_from_status({**raw, "name": name, "gpus": gpus}, now)
+    publication = {k: v for k, v in raw.items() if k not in ATTEMPT_KEYS}
+    restored = record_from_status({**publication, "name": name, "gpus": gpus}, now)
     if restored is None or restored.result is None:
         return None
     return replace(

@@ -8,15 +8,15 @@ Two copies of a node's publication have hard limits set by the API server:
   to :data:`~roofline_operator.decide.status.DEFAULT_STATUS_MAX_NODES` full entries.
 
 The largest legitimate entry is a node of 8 GPUs profiled with 8 models of 63-character names, with
-intervals, warnings, a failure message and a material change: 7.7 KB as a record annotation, 8.5 KB
+intervals, warnings, a failure message and a material change: 8.8 KB as a record annotation, 9.6 KB
 as a status entry (measured by ``tests/operator/unit/decide/test_sizes.py``), so neither fits its
 budget whole. An entry over budget loses, in this order, what costs least to lose: the intervals
 (hysteresis then treats the numbers as exact until the next profile), the warnings (the next profile
 reports them again), the per-model detail beyond the batch bounds (tokens per second and step times
-at the range's ends, the KV tokens), the per-GPU product names (the node's stays at the top level),
-the per-GPU entries (the worst GPU stays at the top level, and it is what the labels describe), and
-at last the model plans themselves. The worst case fits its budgets after the per-GPU product names
-went: every GPU's numbers and every model's batch bounds stay.
+at the range's ends, the ITL model, the KV tokens), the per-GPU product names (the node's stays at
+the top level), the per-GPU entries (the worst GPU stays at the top level, and it is what the
+labels describe), and at last the model plans themselves. The worst case fits its budgets after
+the per-GPU product names went: every GPU's numbers and every model's batch bounds stay.
 
 Pure module: no Kopf, no Kubernetes client.
 """

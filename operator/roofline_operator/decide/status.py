@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from roofline_operator.core.names import NodeState, format_time
-from roofline_operator.decide import model_status, sizes
+from roofline_operator.decide import model_classes, model_status, sizes
 from roofline_operator.decide.model_status import ModelsView
 from roofline_operator.decide.records import NodeRecord, record_to_status
 
@@ -262,6 +262,7 @@ def _add_models(
     ``ModelsReady``, following the spec."""
     listed = {entry["name"]: entry for entry in status["nodes"]}
     per_node = []
+    products = []
     for name, record in records.items():
         current = record.result is not None and record.result.spec_hash == spec_hash
         entries = model_status.node_model_entries(record.result, current, view)
@@ -271,9 +272,12 @@ def _add_models(
             if entries:
                 entry["models"] = entries
         per_node.append(entries)
+        if record.result is not None:
+            products.append((name, record.result.worst_gpu().product, entries))
     if not view.models:
         return
     summary = model_status.models_summary(per_node, view)
+    model_classes.add_classes(summary, products)
     status["models"] = summary
     status["summary"]["models"] = model_status.planned_models(summary)
     ready = model_status.models_condition(view, summary)

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Awaitable, Mapping
+from collections.abc import Awaitable, Iterable, Mapping
 from typing import Any
 
 from roofline_operator.core.names import ANNOTATION_NODE, FailureReason
@@ -22,6 +22,7 @@ from roofline_operator.decide.records import record_annotation_key
 from roofline_operator.decide.round_plan import PodCheck, PodLookups, RoundPlan
 from roofline_operator.run.kubeapi import ApiError, KubeClient
 from roofline_operator.run.metrics import OperatorMetrics
+from roofline_profiler.core.errors import first_line
 
 #: Longest a sent node patch suppresses an identical one while the node watch shows no newer
 #: version of the node (a watch that lost the event; a large cluster's watch lags by tens of
@@ -147,8 +148,10 @@ class PlanApplier:
         plan: RoundPlan,
         now: float,
         versions: Mapping[str, str] | None = None,
+        watched: Iterable[PodFacts] = (),
     ) -> list[tuple[str, Failed]]:
-        """Send the plan's requests concurrently; return the nodes whose pod was refused."""
+        """Send the plan's requests concurrently; return the nodes whose pod was refused.
+        ``watched`` (every pod the watch shows) keeps look-alikes out of the collections."""
         rejected: list[tuple[str, Failed]] = []
 
         async def create(pod: dict[str, Any]) -> None:
@@ -157,7 +160,7 @@ class PlanApplier:
                 if await client.create_pod(pod):
                     self.metrics.pods_launched.labels(self.profile).inc()
             except ApiError as exc:
-                why = exc.message[:MAX_MESSAGE_CHARS]
+                why = first_line(exc.message, f"HTTP {exc.status}", MAX_MESSAGE_CHARS)
                 rejected.append((node, Failed(FailureReason.POD_REJECTED, why)))
 
         async def delete(namespace: str, name: str) -> None:
@@ -173,10 +176,10 @@ class PlanApplier:
 
         deletes = dict.fromkeys(plan.deletes)
         collections: list[PodCollection] = []
+        singles = list(plan.finished)
         if self.collect_finished:
-            collections = finished_pod_collections(self.profile, plan.finished)
-        else:
-            deletes.update(dict.fromkeys((p.namespace, p.name) for p in plan.finished))
+            collections, singles = finished_pod_collections(self.profile, plan.finished, watched)
+        deletes.update(dict.fromkeys((p.namespace, p.name) for p in singles))
         # Collections go first: a pod created afterwards can then never match their selectors.
         results = await asyncio.gather(
             *(self.collect(client, c) for c in collections), return_exceptions=True

@@ -33,6 +33,7 @@ from roofline_operator.decide.records import record_annotation_key
 logger = logging.getLogger(__name__)
 
 MERGE_PATCH = "application/merge-patch+json"
+JSON_PATCH = "application/json-patch+json"
 DELETE_IN_BACKGROUND = {
     "kind": "DeleteOptions",
     "apiVersion": "v1",
@@ -85,7 +86,7 @@ class KubeClient:
         method: str,
         path: str,
         *,
-        body: Mapping[str, Any] | None = None,
+        body: Mapping[str, Any] | list[dict[str, Any]] | None = None,
         content_type: str = "application/json",
     ) -> dict[str, Any]:
         last: ApiError | None = None
@@ -222,7 +223,13 @@ class KubeClient:
         return f"/apis/{NFD_GROUP}/{NFD_VERSION}/namespaces/{quote(namespace)}/{NFD_PLURAL}"
 
     async def write_node_feature(self, body: Mapping[str, Any]) -> None:
-        """Create an NFD ``NodeFeature``, or merge-patch its labels when it exists."""
+        """Create an NFD ``NodeFeature``, or make the existing one exactly ``body``.
+
+        The existing object is replaced where it matters, by a JSON patch (RFC 6902) whose
+        ``add`` operations set ``spec``, the labels and the annotations whole: under a merge
+        patch a smaller ``spec.labels`` removes nothing, and the labels a profile stopped
+        owning stayed on the node through nfd-master.
+        """
         metadata = body["metadata"]
         path = self.node_features_path(metadata["namespace"])
         try:
@@ -230,32 +237,50 @@ class KubeClient:
         except ApiError as exc:
             if exc.status != 409:
                 raise
-            meta_patch = {"labels": metadata["labels"]}
-            if metadata.get("annotations"):
-                meta_patch["annotations"] = metadata["annotations"]
-            patch = {"metadata": meta_patch, "spec": body["spec"]}
+            replace = [
+                {"op": "add", "path": "/spec", "value": dict(body["spec"])},
+                {"op": "add", "path": "/metadata/labels", "value": dict(metadata["labels"])},
+                {
+                    "op": "add",
+                    "path": "/metadata/annotations",
+                    "value": dict(metadata.get("annotations") or {}),
+                },
+            ]
             name = quote(metadata["name"])
-            await self.request("PATCH", f"{path}/{name}", body=patch, content_type=MERGE_PATCH)
+            await self.request("PATCH", f"{path}/{name}", body=replace, content_type=JSON_PATCH)
 
     async def delete_node_feature(self, namespace: str, name: str) -> None:
         """Delete a ``NodeFeature``; one that is already gone is fine."""
         await self._delete_if_present(f"{self.node_features_path(namespace)}/{quote(name)}")
 
-    async def create_config_map(self, body: Mapping[str, Any]) -> None:
-        """Create a ConfigMap; one that already exists is fine (ours are immutable, named after
-        their content)."""
+    async def create_config_map(self, body: Mapping[str, Any]) -> dict[str, Any] | None:
+        """Create a ConfigMap; the object the API server stores under its name: the one
+        created, or the one that already existed (which the caller must check is its own).
+        ``None`` when one existed and is gone again."""
         namespace = quote(body["metadata"]["namespace"])
+        path = f"/api/v1/namespaces/{namespace}/configmaps"
         try:
-            await self.request("POST", f"/api/v1/namespaces/{namespace}/configmaps", body=body)
+            return await self.request("POST", path, body=body)
         except ApiError as exc:
             if exc.status != 409:
                 raise
+        try:
+            return await self.request("GET", f"{path}/{quote(body['metadata']['name'])}")
+        except ApiError as exc:
+            if exc.status == 404:
+                return None
+            raise
 
-    async def delete_config_map(self, namespace: str, name: str) -> None:
-        """Delete a ConfigMap; one that is already gone is fine."""
-        await self._delete_if_present(
-            f"/api/v1/namespaces/{quote(namespace)}/configmaps/{quote(name)}"
-        )
+    async def delete_config_map(self, namespace: str, name: str, uid: str) -> None:
+        """Delete the ConfigMap of UID ``uid``: the precondition leaves alone whatever else took
+        its name (a foreign object is never deleted); one that is already gone is fine."""
+        options = {**DELETE_IN_BACKGROUND, "preconditions": {"uid": uid}}
+        path = f"/api/v1/namespaces/{quote(namespace)}/configmaps/{quote(name)}"
+        try:
+            await self.request("DELETE", path, body=options)
+        except ApiError as exc:
+            if exc.status not in (404, 409):
+                raise
 
     async def get_config_map(self, namespace: str, name: str) -> dict[str, str] | None:
         """A ConfigMap's ``data``; ``None`` when there is no such ConfigMap."""

@@ -10,6 +10,7 @@ round, while the roofline is profiled and published as usual.
 from __future__ import annotations
 
 import asyncio
+from dataclasses import dataclass
 
 from roofline_operator.core.spec import ProfileSpec
 from roofline_operator.decide.model_sources import (
@@ -17,6 +18,7 @@ from roofline_operator.decide.model_sources import (
     UnreadableConfigMap,
     build_models_config_map,
     config_maps_needed,
+    foreign_config_map,
     resolve_models,
     timed_out,
 )
@@ -41,14 +43,27 @@ async def read_config_map(client: KubeClient, namespace: str, name: str) -> Conf
         return UnreadableConfigMap(exc.status, exc.message)
 
 
+#: The models ConfigMaps one profile wrote: ``(namespace, name)`` to the object's UID.
+WrittenConfigMaps = dict[tuple[str, str], str]
+
+
+@dataclass(frozen=True)
+class Delivery:
+    """Where the pods find their models: the ConfigMap's name (``None`` without models), or
+    why it cannot be written."""
+
+    config_map: str | None = None
+    conflict: str | None = None
+
+
 class ModelDelivery:
     """One profile's model ConfigMaps: those it reads (cached a while), those it wrote."""
 
-    def __init__(self, profile: str, written: set[tuple[str, str]]) -> None:
+    def __init__(self, profile: str, written: WrittenConfigMaps) -> None:
         self.profile = profile
         #: ``(namespace, name)`` to when it was read and its data.
         self.config_maps: dict[tuple[str, str], tuple[float, ConfigMapData]] = {}
-        #: The models ConfigMaps this profile wrote (shared with its finalizer).
+        #: The models ConfigMaps this profile wrote, with their UIDs (shared with its finalizer).
         self.written = written
 
     async def resolve(
@@ -72,15 +87,24 @@ class ModelDelivery:
 
     async def deliver(
         self, client: KubeClient, uid: str, namespace: str, models: ModelResolution
-    ) -> str | None:
+    ) -> Delivery:
         """Write the ConfigMap that carries the valid models to the pods (once per model set),
-        delete those of earlier model sets; its name, ``None`` without models."""
+        delete this profile's ConfigMaps of earlier model sets.
+
+        A ConfigMap of that name that is not the profile's (``foreign_config_map``) is neither
+        mounted nor deleted: the delivery reports the conflict instead.
+        """
         body = build_models_config_map(self.profile, uid, namespace, models)
         wanted = None if body is None else (namespace, str(body["metadata"]["name"]))
-        if body is not None and wanted not in self.written:
-            await client.create_config_map(body)
-            self.written.add((namespace, str(body["metadata"]["name"])))
+        delivery = Delivery(None if wanted is None else wanted[1])
+        if body is not None and wanted is not None and wanted not in self.written:
+            stored = await client.create_config_map(body)
+            why = "it is gone" if stored is None else foreign_config_map(stored, body)
+            if why is None and stored is not None:
+                self.written[wanted] = str((stored.get("metadata") or {}).get("uid", ""))
+            else:
+                where = f"ConfigMap {namespace}/{wanted[1]}"
+                delivery = Delivery(conflict=f"{where} exists and is not this profile's ({why})")
         for stale in [key for key in self.written if key != wanted]:
-            await client.delete_config_map(*stale)
-            self.written.discard(stale)
-        return None if wanted is None else wanted[1]
+            await client.delete_config_map(*stale, self.written.pop(stale))
+        return delivery

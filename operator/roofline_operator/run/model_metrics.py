@@ -2,7 +2,7 @@
 
 Labels ``profile``, ``node``, ``gpu``, ``product``, ``dtype``, ``model`` and at most one more
 (``bound``, ``range_end`` or ``batch``). Bounded: at most 8 models (the CRD's limit) × GPUs per node
-× (1 + 2 + 2 + sweep batches) series per node; only models still in the spec are published, so
+× (1 + 2 + 2 + 3 + sweep batches) series per node; only models still in the spec are published, so
 a removed model's series vanish with the next scrape. Which numbers of a plan have a gauge, and
 its name, help and extra label, is the table of ``plan_fields.py``.
 """

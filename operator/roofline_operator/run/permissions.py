@@ -113,7 +113,7 @@ PERMISSIONS: tuple[Permission, ...] = (
         Scope.PROFILER_NAMESPACES,
         Caller.OPERATOR,
         "profiler pods: create, watch, look up one the watch lags on, delete finished ones by "
-        "collection",
+        "collection (label-selected; a node where a look-alike shows is left out)",
     ),
     Permission(
         "",
@@ -121,7 +121,8 @@ PERMISSIONS: tuple[Permission, ...] = (
         ("get",),
         Scope.PROFILER_NAMESPACES,
         Caller.OPERATOR,
-        "model configs named by spec.models[].configMapRef",
+        "model configs named by spec.models[].configMapRef; the models ConfigMap found under "
+        "its name (owner and content checked)",
     ),
     Permission(
         "",
@@ -129,7 +130,8 @@ PERMISSIONS: tuple[Permission, ...] = (
         ("create", "delete"),
         Scope.PROFILER_NAMESPACES,
         Caller.OPERATOR,
-        "the ConfigMap that carries a profile's models to its pods (mounted, not argv)",
+        "the ConfigMap that carries a profile's models to its pods (mounted, not argv), "
+        "named after the profile's UID; deleted only with the UID it was created with",
     ),
     Permission(
         "",
@@ -145,7 +147,8 @@ PERMISSIONS: tuple[Permission, ...] = (
         ("create", "patch", "delete", "list"),
         Scope.OPERATOR_NAMESPACE,
         Caller.OPERATOR,
-        "one NodeFeature per profile and node; listed to restore records and to release a profile",
+        "one NodeFeature per profile and node, rewritten whole (a JSON patch); listed to restore "
+        "records and to release a profile",
         NODE_FEATURE_BACKEND,
     ),
     Permission(

@@ -41,7 +41,7 @@ from roofline_operator.decide.round_plan import RoundInput, RoundPlan, plan_roun
 from roofline_operator.decide.status import build_status, merge_patch
 from roofline_operator.run.apply import PlanApplier
 from roofline_operator.run.kubeapi import ApiError, KubeClient, list_node_features
-from roofline_operator.run.model_delivery import ModelDelivery
+from roofline_operator.run.model_delivery import Delivery, ModelDelivery
 from roofline_operator.run.round_events import ProfileEvents
 from roofline_operator.run.runtime import RELIST_SECONDS, Runtime
 
@@ -79,9 +79,11 @@ class ProfileLoop:
             config.operator_namespace if config.node_label_backend == BACKEND_NODE_FEATURE else None
         )
         self.applier = PlanApplier(name, runtime.metrics, logger, features)
-        written = runtime.models_config_maps.setdefault(name, set())
+        written = runtime.models_config_maps.setdefault(name, {})
         self.models = ModelDelivery(name, written)
         self.foreign = provenance.ForeignPodLog()
+        #: The profiler namespaces of this profile's valid specs since this process started.
+        self.spec_namespaces: set[str] = set()
         runtime.metrics.start_profile(name)
 
     async def run(
@@ -174,10 +176,11 @@ class ProfileLoop:
         show yet (pods asked to go, GETs of unseen pods)."""
         namespace = spec.namespace or self.runtime.config.namespace
         models = await self.models.resolve(client, spec, namespace, now)
-        uses_config_maps = any(m.config_map is not None for m in spec.models)
-        spec_hash = spec.measurement_hash(models.digest() if uses_config_maps else "")
         uid = str((self.body.get("metadata") or {}).get("uid", ""))
-        models_config_map = await self.models.deliver(client, uid, namespace, models)
+        delivery = await self.models.deliver(client, uid, namespace, models)
+        if delivery.conflict is not None:
+            models = models.undelivered(delivery.conflict)
+        spec_hash = spec.measurement_hash(models_hash(spec, models, delivery))
         pods = self.own_pods(spec, pods, now)
         deleted = self.applier.observe(pods)
         profiling = {r.pod for r in self.records.values() if r.pod is not None}
@@ -197,7 +200,7 @@ class ProfileLoop:
             claims=list(claims.values()),
             deleted=deleted,
             now=now,
-            models_config_map=models_config_map,
+            models_config_map=delivery.config_map,
             pod_lookups=self.applier.pod_lookups(profiling),
             annotation_of=self.annotations.text_of,
         )
@@ -209,7 +212,8 @@ class ProfileLoop:
         """Send the plan's requests and keep its records; a pod the API refused fails its node
         now, not a round later. Returns the refused pods' nodes and failures."""
         versions = {name: facts.resource_version for name, facts in inp.nodes.items()}
-        rejected = await self.applier.apply(client, plan, inp.now, versions)
+        watched = self.runtime.caches.pods.values()
+        rejected = await self.applier.apply(client, plan, inp.now, versions, watched)
         await self.applier.check_pods(client, plan.pod_checks, inp.now)
         for node, failure in rejected:
             plan.records[node] = fail_node(plan.records[node], failure, inp.spec, inp.now)
@@ -251,11 +255,13 @@ class ProfileLoop:
         return ProfileRef(name=self.name, uid=str(metadata.get("uid", "")))
 
     def pod_namespaces(self, spec: ProfileSpec) -> set[str]:
-        """The profiler namespace, and any namespace a record's pod was launched in (a spec
-        that moved the namespace leaves pods behind in the old one)."""
-        namespaces = {spec.namespace or self.runtime.config.namespace}
-        namespaces.update(r.pod_namespace for r in self.records.values() if r.pod_namespace)
-        return namespaces
+        """The namespaces whose pods the profile believes: its spec's (or the operator's
+        ``--namespace``), and those of its earlier specs this process ran (a spec that moved
+        the namespace leaves pods behind in the old one). Each passed ``check_namespace``
+        against the operator's flags; none comes from a record, which a Node's writer or a
+        status editor may have written."""
+        self.spec_namespaces.add(spec.namespace or self.runtime.config.namespace)
+        return set(self.spec_namespaces)
 
     async def write_status(
         self,
@@ -284,6 +290,15 @@ class ProfileLoop:
             return
         await client.patch_profile_status(self.name, patch)
         self.written = status
+
+
+def models_hash(spec: ProfileSpec, models: ModelResolution, delivery: Delivery) -> str:
+    """What the pods' models add to the spec digest: the content of ConfigMap-sourced models
+    (a changed ConfigMap re-profiles, like a changed spec), and whether they could be
+    delivered at all (so the nodes profiled without them are profiled again once they can)."""
+    uses_config_maps = any(m.config_map is not None for m in spec.models)
+    digest = models.digest() if uses_config_maps else ""
+    return digest if delivery.conflict is None else f"{digest}-undelivered"
 
 
 def batch_window(configured: float, round_seconds: float, timeout: float) -> float:

@@ -20,19 +20,19 @@ from roofline_operator.decide import provenance
 from roofline_operator.decide.labels import label_patch, label_safe
 from roofline_operator.decide.node_features import BACKEND_NODE_FEATURE
 from roofline_operator.decide.pods import ProfileRef
-from roofline_operator.decide.records import record_annotation_key, records_from_status
+from roofline_operator.decide.records import record_annotation_key
 from roofline_operator.run.kubeapi import list_node_features
 from roofline_operator.run.runtime import Runtime
 
 
 def release_namespaces(runtime: Runtime, body: Mapping[str, Any]) -> set[str]:
-    """Where a profile being deleted may have pods: the configured namespace, its spec's, and
-    those its status names."""
+    """Where a profile being deleted may have pods to delete: the configured namespace and its
+    spec's, never one its status names (a status editor could point the deletes anywhere).
+    Pods an earlier spec left in another namespace go with the profile all the same: their
+    owner reference hands them to the garbage collector."""
     namespaces = {runtime.config.namespace}
     with contextlib.suppress(SpecError):
         namespaces.add(parse_spec(body.get("spec") or {}).namespace or runtime.config.namespace)
-    records = records_from_status(body.get("status") or {})
-    namespaces.update(r.pod_namespace for r in records.values() if r.pod_namespace)
     return namespaces
 
 
@@ -64,7 +64,8 @@ async def release_profile(runtime: Runtime, name: str, body: Mapping[str, Any]) 
             annotations = {key: None} if key in node.records else {}
             if patch or annotations:
                 jobs.append(client.patch_node_labels(node.name, patch or {}, annotations))
-    jobs += [client.delete_config_map(*key) for key in runtime.models_config_maps.pop(name, ())]
+    written = runtime.models_config_maps.pop(name, {})
+    jobs += [client.delete_config_map(ns, cm, uid) for (ns, cm), uid in written.items()]
     await asyncio.gather(*jobs)
     runtime.metrics.forget(name)
     runtime.wakeups.forget(name)

@@ -149,8 +149,9 @@ class Runtime:
     api: ApiState = field(default_factory=ApiState)
     caches: Caches = field(default_factory=Caches)
     server: list[Any] = field(default_factory=list)
-    #: The models ConfigMaps each profile wrote, ``(namespace, name)``: its finalizer deletes them.
-    models_config_maps: dict[str, set[tuple[str, str]]] = field(default_factory=dict)
+    #: The models ConfigMaps each profile wrote, ``(namespace, name)`` to their UID: its
+    #: finalizer deletes them (by UID: never another object that took the name).
+    models_config_maps: dict[str, dict[tuple[str, str], str]] = field(default_factory=dict)
 
     async def client(self) -> KubeClient:
         """The shared API client, (re)built from the latest credentials Kopf logged in with."""

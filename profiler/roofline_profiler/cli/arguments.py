@@ -15,21 +15,19 @@ Pure module: no torch, no numpy.
 from __future__ import annotations
 
 import argparse
-import json
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TypeVar
 
-import jsonschema
-
 from roofline_profiler.core import limits, model_request, units
-from roofline_profiler.core.errors import UsageError, first_line
+from roofline_profiler.core.errors import UsageError
 from roofline_profiler.core.model_config import ModelArch, ModelError, load_model
 from roofline_profiler.core.models import check_tensor_parallel
 from roofline_profiler.core.planning import PlanOptions
-from roofline_profiler.wire.result import ProfileResult, validate_document
+from roofline_profiler.wire.result import ProfileResult
+from roofline_profiler.wire.saved_result import UnreadableResult, read_saved_result
 
 
 @dataclass(frozen=True)
@@ -287,28 +285,20 @@ def profile_arguments(args: argparse.Namespace) -> ProfileArguments:
     )
 
 
-def _non_finite(constant: str) -> float:
-    raise ValueError(f"{constant} is no JSON number")
-
-
 def read_result(path: Path) -> ProfileResult:
-    """``--from``: the result document of an earlier ``roofline profile --json``, checked against
-    the published schema before it is read (a file from elsewhere may hold anything)."""
+    """``--from``: the result document of an earlier ``roofline profile --json``, read into
+    bounded values and checked against the published schema (``saved_result.py``): a file from
+    elsewhere may hold anything, and ends as a result or as one usage error."""
     try:
-        document = json.loads(path.read_text(encoding="utf-8"), parse_constant=_non_finite)
+        text = path.read_text(encoding="utf-8")
     except OSError as exc:
         raise UsageError(f"--from {path}: cannot read it ({exc.strerror})") from None
     except (ValueError, UnicodeDecodeError):
         raise UsageError(f"--from {path}: not a JSON result document") from None
     try:
-        validate_document(document)
-        return ProfileResult.from_dict(document)
-    except jsonschema.ValidationError as exc:
-        where = "/".join(str(part) for part in exc.absolute_path) or "the document"
-        reason = first_line(exc.message, max_chars=120)
-        raise UsageError(f"--from {path}: not a roofline result ({where}: {reason})") from None
-    except (KeyError, TypeError, ValueError) as exc:
-        raise UsageError(f"--from {path}: not a roofline result ({exc})") from None
+        return read_saved_result(text)
+    except UnreadableResult as exc:
+        raise UsageError(f"--from {path}: {exc}") from None
 
 
 def plan_arguments(args: argparse.Namespace) -> PlanArguments:

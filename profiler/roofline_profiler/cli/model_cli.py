@@ -16,11 +16,17 @@ from dataclasses import replace
 
 from roofline_profiler.cli import arguments, outputs
 from roofline_profiler.core import limits
-from roofline_profiler.core.decode_model import ModelMeasurements, plan_models, same_shapes
-from roofline_profiler.core.errors import UsageError
+from roofline_profiler.core.decode_model import (
+    MissingMeasurement,
+    ModelMeasurements,
+    plan_models,
+    same_shapes,
+)
+from roofline_profiler.core.errors import UsageError, first_line
 from roofline_profiler.core.model_config import ModelArch
 from roofline_profiler.core.planning import ModelPlan
 from roofline_profiler.wire.result import DeviceResult, ProfileResult
+from roofline_profiler.wire.saved_result import UnreadableResult, check_derived
 
 
 def add_model_arguments(p: argparse.ArgumentParser, *, plan: bool = False) -> None:
@@ -102,7 +108,21 @@ def measured_model(
 
 
 def replan(args: arguments.PlanArguments) -> ProfileResult:
-    """The saved profile with each device's plans replaced by those of the requested models."""
+    """The saved profile with each device's plans replaced by those of the requested models;
+    every number of the plans is checked (``saved_result.check_derived``), so a saved profile
+    whose measurements cannot be planned is one usage error naming it."""
+    try:
+        planned = _replanned(args)
+        check_derived(planned)
+    except (MissingMeasurement, ArithmeticError, UnreadableResult) as exc:
+        reason = first_line(exc, max_chars=160)
+        raise UsageError(
+            f"--from {args.source}: its measurements cannot be planned ({reason})"
+        ) from None
+    return planned
+
+
+def _replanned(args: arguments.PlanArguments) -> ProfileResult:
     devices = []
     for device in args.result.devices:
         plans: list[ModelPlan] = []

@@ -22,8 +22,10 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, fields, replace
+from functools import partial
 from typing import Any
 
+from roofline_profiler.core.itl_model import fit_plan
 from roofline_profiler.core.model_config import ModelArch
 from roofline_profiler.core.models import attended_tokens
 from roofline_profiler.core.planning import ModelPlan, PlanOptions, StepPrediction, plan_model
@@ -364,5 +366,6 @@ def plan_models(
             options,
         )
         extra = (*m.notes, *attention_notes(m, context), *contention_notes(m, context))
-        plans.append(replace(plan, warnings=(*plan.warnings, *extra)))
+        itl = fit_plan(partial(step_seconds, m), m.batches, context, plan.max_batch_by_memory)
+        plans.append(replace(plan, warnings=(*plan.warnings, *extra), itl_model=itl))
     return tuple(plans)

@@ -9,15 +9,30 @@ Pure module: no torch, no Kubernetes.
 
 from __future__ import annotations
 
+import unicodedata
+
+
+def printable(text: str) -> str:
+    """``text`` without the characters a terminal, a log viewer or a web page acts on rather
+    than shows: C0 and C1 controls (ESC sequences, OSC 8 hyperlinks, BEL), format characters
+    (bidi overrides such as U+202E, zero-width U+200B) and every other non-printing category;
+    a tab becomes a space. A failed pod's message reaches the status, Events and the log."""
+    return "".join(
+        " " if char == "\t" else char
+        for char in text
+        if char == "\t" or unicodedata.category(char)[0] != "C"
+    )
+
 
 def first_line(text: object, fallback: str = "", max_chars: int | None = None) -> str:
-    """The first non-empty line of ``text`` (a string or an exception), stripped.
+    """The first non-empty line of ``text`` (a string or an exception), stripped and
+    :func:`printable`.
 
     ``fallback`` when there is none (``None``, an empty message); longer than ``max_chars``, the
     line is cut and ends in ``...``.
     """
     for line in ("" if text is None else str(text)).splitlines():
-        line = line.strip()
+        line = printable(line).strip()
         if line:
             if max_chars is not None and len(line) > max_chars:
                 return line[: max_chars - 3] + "..."

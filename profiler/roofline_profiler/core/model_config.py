@@ -30,6 +30,7 @@ Pure module: no torch, no numpy. :mod:`roofline_profiler.core.models` re-exports
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 from importlib import resources
@@ -70,7 +71,25 @@ _ARCHITECTURES = {
 
 
 class ModelError(ValueError):
-    """A model or config that cannot be planned; ``str()`` is one line naming the field."""
+    """A model or config that cannot be planned; ``str()`` is one line naming the field.
+
+    ``redacted`` is the same line without any value of the config (``None`` when it shows
+    none): what the operator reports of a config read from a ConfigMap anyone in the namespace
+    may have written, whose values it never echoes into a status that tenants read.
+    """
+
+    def __init__(self, message: str, *, redacted: str | None = None) -> None:
+        super().__init__(message)
+        self.redacted = redacted
+
+    def without_values(self) -> str:
+        return self.redacted or str(self)
+
+
+def field_error(source: str, key: str, detail: str) -> ModelError:
+    """``{source}: {key} {detail}``, whose ``detail`` may show the field's value; redacted, the
+    field is named only."""
+    return ModelError(f"{source}: {key} {detail}", redacted=f"{source}: {key} is not valid")
 
 
 @dataclass(frozen=True)
@@ -129,14 +148,30 @@ def parse_config_text(text: str, source: str) -> dict[str, Any]:
     if size > MAX_CONFIG_BYTES:
         raise ModelError(f"{source}: the config has {size} bytes, at most {MAX_CONFIG_BYTES}")
     try:
-        config = json.loads(text)
+        config = json.loads(text, parse_int=bounded_int)
     except json.JSONDecodeError as exc:
         raise ModelError(f"{source}: not valid JSON (line {exc.lineno}: {exc.msg})") from None
     except RecursionError:
         raise ModelError(f"{source}: not valid JSON (nested too deeply)") from None
+    except ValueError as exc:  # an integer of more digits than any field may have
+        raise ModelError(f"{source}: not valid JSON ({exc})") from None
     if not isinstance(config, dict):
         raise ModelError(f"{source}: the config must be a JSON object")
     return config
+
+
+#: Digits of the longest integer a config may hold: a field's limit has at most 9
+#: (``limits.MODEL_FIELD_LIMITS``), so this is generous; Python itself refuses to parse more than
+#: 4300 digits with a bare ``ValueError``, and work on long integers grows with their length.
+MAX_CONFIG_INT_DIGITS = 100
+
+
+def bounded_int(text: str) -> int:
+    """``json.loads``' ``parse_int`` for a model config: a ``ValueError`` past
+    :data:`MAX_CONFIG_INT_DIGITS` digits, before any work on the digits."""
+    if len(text.lstrip("-")) > MAX_CONFIG_INT_DIGITS:
+        raise ValueError(f"an integer of {len(text)} digits")
+    return int(text)
 
 
 def check_config_size(config: Mapping[str, Any], source: str) -> None:
@@ -210,15 +245,17 @@ def _attention_heads(fields: _Fields, hidden: int, source: str) -> tuple[int, in
     heads = fields.positive("num_attention_heads")
     kv_heads = fields.positive("num_key_value_heads", default=heads)
     if heads % kv_heads:
-        raise ModelError(
-            f"{source}: num_key_value_heads ({kv_heads}) must divide num_attention_heads ({heads})"
+        raise field_error(
+            source, "num_key_value_heads", f"({kv_heads}) must divide num_attention_heads ({heads})"
         )
     head_dim = fields.positive("head_dim", default=0)
     if head_dim == 0:
         if hidden % heads:
-            raise ModelError(
-                f"{source}: head_dim is missing and hidden_size ({hidden}) is not a multiple of "
-                f"num_attention_heads ({heads})"
+            raise field_error(
+                source,
+                "hidden_size",
+                f"({hidden}) is not a multiple of num_attention_heads ({heads}) and head_dim "
+                "is missing",
             )
         head_dim = hidden // heads
     return heads, kv_heads, head_dim
@@ -242,8 +279,8 @@ def _experts(fields: _Fields, model_type: str, layers: int, source: str) -> _Exp
     count = fields.positive("num_local_experts" if model_type == "mixtral" else "num_experts")
     per_token = fields.positive("num_experts_per_tok")
     if per_token > count:
-        raise ModelError(
-            f"{source}: num_experts_per_tok ({per_token}) exceeds the experts ({count})"
+        raise field_error(
+            source, "num_experts_per_tok", f"({per_token}) exceeds the experts ({count})"
         )
     if model_type == "mixtral":
         intermediate = fields.positive("intermediate_size")
@@ -269,13 +306,14 @@ def _model_type(config: Mapping[str, Any], source: str) -> str:
         if not isinstance(architectures, list) or not architectures:
             raise ModelError(f"{source}: model_type is missing")
         if architectures[0] not in _ARCHITECTURES:
-            raise ModelError(
-                f"{source}: architectures {architectures[0]!r} is not supported "
-                f"({', '.join(_ARCHITECTURES)})"
+            raise field_error(
+                source,
+                "architectures",
+                f"{architectures[0]!r} is not supported ({', '.join(_ARCHITECTURES)})",
             )
         return _ARCHITECTURES[architectures[0]]
     if model_type not in SUPPORTED_MODEL_TYPES:
-        raise ModelError(f"{source}: model_type {model_type!r} is not supported ({supported})")
+        raise field_error(source, "model_type", f"{model_type!r} is not supported ({supported})")
     return str(model_type)
 
 
@@ -295,6 +333,15 @@ def _sliding_window(fields: _Fields, model_type: str, source: str) -> int | None
     return None
 
 
+def _shown(value: Any) -> str:
+    """A config value in a message: its ``repr`` cut to 40 characters (an integer of 4000
+    digits, a string of 64 KiB, a nested object are shown by their start)."""
+    if isinstance(value, int) and not isinstance(value, bool) and abs(value) >= 10**12:
+        return f"an integer of about {int(value.bit_length() * math.log10(2)) + 1} digits"
+    text = repr(value)
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
 class _Fields:
     """Typed reads of config fields with one-line errors that name the field."""
 
@@ -311,10 +358,10 @@ class _Fields:
                 raise ModelError(f"{self._source}: {key} is missing")
             return default
         if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-            raise ModelError(f"{self._source}: {key} must be a positive integer, got {value!r}")
+            raise field_error(self._source, key, f"must be a positive integer, got {_shown(value)}")
         upper = MODEL_FIELD_LIMITS[key]
         if value > upper:
-            raise ModelError(f"{self._source}: {key} must be at most {upper}, got {value}")
+            raise field_error(self._source, key, f"must be at most {upper}, got {_shown(value)}")
         return value
 
     def boolean(self, key: str, default: bool) -> bool:
@@ -322,7 +369,7 @@ class _Fields:
         if value is None:
             return default
         if not isinstance(value, bool):
-            raise ModelError(f"{self._source}: {key} must be true or false, got {value!r}")
+            raise field_error(self._source, key, f"must be true or false, got {_shown(value)}")
         return value
 
     def layer_list(self, key: str, layers: int) -> frozenset[int]:

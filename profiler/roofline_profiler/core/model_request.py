@@ -19,7 +19,7 @@ from typing import Any
 
 from roofline_profiler.core import limits
 from roofline_profiler.core.errors import UsageError
-from roofline_profiler.core.model_config import PRESETS, ModelArch, ModelError
+from roofline_profiler.core.model_config import PRESETS, ModelArch, ModelError, bounded_int
 from roofline_profiler.core.models import UnknownPreset, checked_model
 
 
@@ -92,13 +92,15 @@ def read_models_file(path: str) -> tuple[ModelEntry, ...]:
 def parse_models_json(text: str) -> tuple[ModelEntry, ...]:
     """Read and check every model; names must be unique (they name the plans)."""
     try:
-        raw = json.loads(text)
+        raw = json.loads(text, parse_int=bounded_int)
     except json.JSONDecodeError as exc:
         raise ModelsJsonError(
             f"--models-json is not JSON (column {exc.colno}: {exc.msg})"
         ) from None
     except RecursionError:
         raise ModelsJsonError("--models-json is not JSON (nested too deeply)") from None
+    except ValueError as exc:  # an integer longer than any field may hold
+        raise ModelsJsonError(f"--models-json is not JSON ({exc})") from None
     if not isinstance(raw, list) or not raw:
         raise ModelsJsonError("--models-json must be a non-empty list of models")
     if len(raw) > limits.MAX_MODELS:

@@ -37,7 +37,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NoReturn
 
 from roofline_profiler.core.model_config import PRESETS, ModelArch, ModelError, model_from_config
 
@@ -61,15 +61,10 @@ def check_tensor_parallel(arch: ModelArch, tensor_parallel: int) -> None:
     if isinstance(tp, bool) or not isinstance(tp, int) or tp < 1:
         raise ModelError(f"tensor parallel degree must be a positive integer, got {tp!r}")
     if arch.num_heads % tp:
-        raise ModelError(
-            f"{arch.name}: tensor parallel {tp} does not divide num_attention_heads "
-            f"({arch.num_heads})"
-        )
+        _refuse(arch, tp, "does not divide num_attention_heads", arch.num_heads)
     if arch.num_kv_heads % tp and tp % arch.num_kv_heads:
-        raise ModelError(
-            f"{arch.name}: tensor parallel {tp} neither divides nor is a multiple of "
-            f"num_key_value_heads ({arch.num_kv_heads})"
-        )
+        relation = "neither divides nor is a multiple of num_key_value_heads"
+        _refuse(arch, tp, relation, arch.num_kv_heads)
     widths = {
         "intermediate_size": arch.intermediate_size if arch.moe_layers < arch.num_layers else 0,
         "moe_intermediate_size": arch.moe_intermediate_size,
@@ -77,7 +72,13 @@ def check_tensor_parallel(arch: ModelArch, tensor_parallel: int) -> None:
     }
     for field, width in widths.items():
         if width % tp:
-            raise ModelError(f"{arch.name}: tensor parallel {tp} does not divide {field} ({width})")
+            _refuse(arch, tp, f"does not divide {field}", width)
+
+
+def _refuse(arch: ModelArch, tp: int, relation: str, width: int) -> NoReturn:
+    """A degree the config's ``width`` does not allow; redacted, the width is not shown."""
+    message = f"{arch.name}: tensor parallel {tp} {relation}"
+    raise ModelError(f"{message} ({width})", redacted=message)
 
 
 class UnknownPreset(ModelError):

@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from roofline_profiler.core import kv_budget, models, serving_flags, units
+from roofline_profiler.core.itl_model import ItlModel
 from roofline_profiler.core.model_config import ModelArch
 from roofline_profiler.core.roofline import dtype_bytes
 
@@ -70,6 +71,9 @@ class ModelPlan:
     cost_per_million_tokens: tuple[tuple[int, float], ...]
     engine_settings: Mapping[str, tuple[str, ...]]
     warnings: tuple[str, ...]
+    #: The predicted steps as ``α + β·B + γ·B·C`` (``itl_model.py``); ``None`` where they cannot
+    #: determine it (fewer than two batches or contexts).
+    itl_model: ItlModel | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -100,6 +104,7 @@ class ModelPlan:
             ],
             "engineSettings": {name: list(flags) for name, flags in self.engine_settings.items()},
             "warnings": list(self.warnings),
+            "itlModel": None if self.itl_model is None else self.itl_model.to_dict(),
         }
 
     @classmethod
@@ -130,6 +135,7 @@ class ModelPlan:
             ),
             engine_settings={k: tuple(v) for k, v in d.get("engineSettings", {}).items()},
             warnings=tuple(d.get("warnings", ())),
+            itl_model=None if d.get("itlModel") is None else ItlModel.from_dict(d["itlModel"]),
         )
 
 

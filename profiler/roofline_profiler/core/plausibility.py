@@ -52,6 +52,8 @@ class Range:
 
 
 DAY_SECONDS = float(SECONDS_PER_DAY)
+#: Most allocatable units of a GPU resource a node may advertise and be profiled with.
+MAX_GPU_UNITS = 1 << 16
 #: The table every reader checks against, keyed by quantity.
 RANGES: dict[str, Range] = {
     "bandwidth": Range(0.0, 100e12, "B/s", positive=True),
@@ -63,6 +65,11 @@ RANGES: dict[str, Range] = {
     # Batches a model's memory or latency bound allows; 0 when none fits.
     "batch bound": Range(0, 1 << 24, ""),
     "step": Range(0.0, 3600.0, "s", positive=True),
+    # A term of a plan's ITL model (seconds per step, per sequence, per sequence and context
+    # token); a non-negative fit may set one to exactly 0.
+    "itl term": Range(0.0, 3600.0, "s"),
+    # A fit's worst relative error (1 is 100%).
+    "relative error": Range(0.0, 100.0, ""),
     "duration": Range(0.0, 7 * DAY_SECONDS, "s"),
     "dimension": Range(1, MAX_DIMENSION, ""),
     "context": Range(1, MAX_CONTEXT_TOKENS, "tokens"),
@@ -74,6 +81,11 @@ RANGES: dict[str, Range] = {
     "width above": Range(-100.0, 10_000.0, "%"),
     "attempts": Range(0, 1_000, ""),
     "gpus": Range(0, MAX_GPUS_PER_POD, ""),
+    # Allocatable units of a node's GPU resource: time-slicing and MPS advertise each GPU
+    # several times over (replicas), so a node of 8 GPUs may show hundreds.
+    "gpu units": Range(0, MAX_GPU_UNITS, ""),
+    # A device's memory: 1 PiB, thousands of times today's largest GPU (141 GiB).
+    "memory": Range(0, 1 << 50, "B"),
     # Unix seconds up to the year 2286, whatever ``now`` is; :func:`timestamp` narrows it.
     "time": Range(0.0, 1e10, "s"),
 }
@@ -92,14 +104,15 @@ MAX_JSON_DEPTH = 8
 #: ``ValueError``); shorter absurd integers (10**400) reach the field checks, which name them.
 MAX_INT_DIGITS = 1000
 
+# The patterns below are matched whole (``text`` uses ``fullmatch``).
 #: A device name (``NVIDIA H200``): printable ASCII only.
-DEVICE_NAME = re.compile(r"^[ -~]{1,64}$")
+DEVICE_NAME = re.compile(r"[ -~]{1,64}")
 #: A warning code (``CpuContention``).
-WARNING_CODE = re.compile(r"^[A-Za-z][A-Za-z0-9]{0,39}$")
+WARNING_CODE = re.compile(r"[A-Za-z][A-Za-z0-9]{0,39}")
 #: A Kubernetes label value of at least one character (model names become label values).
-LABEL_VALUE = re.compile(r"^[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$")
+LABEL_VALUE = re.compile(r"[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?")
 #: A spec digest and similar tokens.
-TOKEN = re.compile(r"^[A-Za-z0-9._-]{1,64}$")
+TOKEN = re.compile(r"[A-Za-z0-9._-]{1,64}")
 
 
 def _bounded_int(text: str) -> int:
@@ -213,10 +226,11 @@ def timestamp(value: Any, field: str, now: float | None, max_age: float | None =
 
 
 def text(value: Any, pattern: re.Pattern[str], field: str) -> str:
-    """``value`` as a string matching ``pattern`` (which bounds its length)."""
+    """``value`` as a string ``pattern`` matches whole (which bounds its length): with
+    ``match``, a pattern ending in ``$`` accepted a trailing newline (``"CpuContention\n"``)."""
     if not isinstance(value, str):
         raise ImplausibleValue(f"field {field!r} is not a string")
-    if not pattern.match(value):
+    if not pattern.fullmatch(value):
         raise ImplausibleValue(f"field {field!r} = {value[:40]!r} is not an allowed string")
     return value
 

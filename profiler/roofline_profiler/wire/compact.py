@@ -35,11 +35,17 @@ from typing import Any
 from roofline_profiler.core.units import round_significant
 from roofline_profiler.wire import fields
 from roofline_profiler.wire.compact_fields import SIGNIFICANT_DIGITS, steps_to_wire
-from roofline_profiler.wire.compact_models import CompactModelPlan, models_to_wire, plans_to_wire
+from roofline_profiler.wire.compact_models import (
+    CompactModelPlan,
+    itl_on_one_gpu,
+    models_to_wire,
+    plans_to_wire,
+)
 
-COMPACT_VERSION = 2
+#: 3 adds each plan's ITL model to its array (``plan_fields.PLAN_ARRAY_VERSION``).
+COMPACT_VERSION = 3
 #: Older versions :func:`decode_compact` still reads.
-READABLE_VERSIONS = (1, COMPACT_VERSION)
+READABLE_VERSIONS = (1, 2, COMPACT_VERSION)
 MAX_COMPACT_BYTES = 4096
 #: Longest device name kept; GPU product strings are far shorter in practice.
 MAX_NAME_CHARS = 64
@@ -138,9 +144,15 @@ def _intervals_to_wire(device: CompactDevice) -> list[Any] | None:
 
 
 #: What is dropped, in order, when a result would not fit: first the models' predicted step
-#: times per batch, then the sweep's measured ones. The headline numbers and every model's plan
-#: numbers always stay.
-TRIM_LEVELS = ((True, True), (True, False), (False, False))
+#: times per batch, then every GPU's ITL model but the node's envelope on its first GPU
+#: (``compact_models.itl_on_one_gpu``), then the sweep's measured step times. The headline
+#: numbers and every model's plan numbers always stay.
+TRIM_LEVELS = (
+    (True, True, False),
+    (True, False, False),
+    (True, False, True),
+    (False, False, True),
+)
 
 
 def encode_compact(profile: CompactProfile) -> str:
@@ -152,7 +164,10 @@ def encode_compact(profile: CompactProfile) -> str:
     characters still fit (tested).
     """
     models = models_to_wire(d.models for d in profile.devices)
-    for with_steps, with_model_steps in TRIM_LEVELS:
+    for with_steps, with_model_steps, one_itl in TRIM_LEVELS:
+        plans = [d.models for d in profile.devices]
+        if one_itl:
+            plans = list(itl_on_one_gpu(plans))
         doc: dict[str, Any] = {
             "v": COMPACT_VERSION,
             "dt": profile.dtype,
@@ -172,7 +187,7 @@ def encode_compact(profile: CompactProfile) -> str:
             ]
         if models:
             doc["m"] = models
-            doc["p"] = [plans_to_wire(d.models, models, with_model_steps) for d in profile.devices]
+            doc["p"] = [plans_to_wire(p, models, with_model_steps) for p in plans]
         text = json.dumps(doc, separators=(",", ":"), ensure_ascii=True)
         if len(text.encode()) <= MAX_COMPACT_BYTES:
             return text

@@ -40,7 +40,7 @@ from roofline_profiler.wire.compact_models import decode_device_plans, decode_mo
 from roofline_profiler.wire.fields import Estimate
 
 #: The dtypes a result may name: those the profiler measures.
-_DTYPE = re.compile(f"^({'|'.join(DTYPE_NAMES)})$")
+_DTYPE = re.compile("|".join(DTYPE_NAMES))
 
 
 def _batches(raw: Any, name: str, where: str) -> tuple[int, ...]:
@@ -200,7 +200,7 @@ def _attach_warnings(
 
 
 def _attach_plans(
-    raw: dict[str, Any], batches: Sequence[int], devices: tuple[CompactDevice, ...]
+    raw: dict[str, Any], batches: Sequence[int], devices: tuple[CompactDevice, ...], version: int
 ) -> tuple[CompactDevice, ...]:
     """The devices with their model plans (``m`` and ``p``), when the result carries any."""
     if "m" not in raw:
@@ -210,7 +210,10 @@ def _attach_plans(
     if len(per_device) != len(devices):
         raise CompactDecodeError("result: model plans and devices differ in count")
     return tuple(
-        replace(device, models=decode_device_plans(plans, models, f"device #{i} plans", batches))
+        replace(
+            device,
+            models=decode_device_plans(plans, models, f"device #{i} plans", batches, version),
+        )
         for i, (device, plans) in enumerate(zip(devices, per_device, strict=True))
     )
 
@@ -264,7 +267,7 @@ def decode_compact(
     if version >= 2:
         devices = _attach_intervals(raw, devices)
         devices = _attach_warnings(raw, devices)
-    devices = _attach_plans(raw, batches, devices)
+    devices = _attach_plans(raw, batches, devices, version)
     return CompactProfile(
         dtype=string(field(raw, "dt", object, "result"), _DTYPE, "dt", "result"),
         shape_k=whole(field(raw, "k", object, "result"), "dimension", "k", "result"),

@@ -24,6 +24,9 @@ SIGNIFICANT_DIGITS = 4
 BANDWIDTH_UNIT = 1e9
 PEAK_UNIT = 1e12
 STEP_UNIT = 1e-6
+#: An ITL model's per-sequence-and-context-token term: nanoseconds (tens on a GPU, about a
+#: thousand on a CPU).
+ITL_CONTEXT_TERM_UNIT = 1e-9
 
 
 class CompactDecodeError(ValueError):

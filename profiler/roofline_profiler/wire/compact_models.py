@@ -14,7 +14,7 @@ Pure module: no torch, no Kubernetes.
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from roofline_profiler.core import plausibility
@@ -60,6 +60,12 @@ class CompactModelPlan:
     step_seconds_at_min_batch: float | None
     step_seconds_at_max_batch: float | None
     step_seconds: tuple[float, ...] = ()
+    #: The ITL model's terms and worst relative error (``itl_model.py``); ``None`` without one
+    #: (a result of compact version 2 or older, or predictions that cannot determine it).
+    itl_intercept_seconds: float | None = None
+    itl_per_sequence_seconds: float | None = None
+    itl_per_sequence_context_token_seconds: float | None = None
+    itl_max_relative_error: float | None = None
 
     @property
     def max_batch(self) -> int:
@@ -80,8 +86,22 @@ class CompactModelPlan:
 
     @property
     def tokens_per_second_at_min_batch(self) -> float | None:
+        """``None`` without a min batch too: there is no min batch to give tokens/s at."""
         step = self.step_seconds_at_min_batch
-        return None if step is None else self.range_low / step
+        return None if step is None or self.min_batch is None else self.min_batch / step
+
+    def itl_seconds(self, batch: float, context_tokens: float) -> float | None:
+        """The ITL model's step at ``batch`` sequences of ``context_tokens``; ``None`` without
+        one."""
+        terms = (
+            self.itl_intercept_seconds,
+            self.itl_per_sequence_seconds,
+            self.itl_per_sequence_context_token_seconds,
+        )
+        if any(t is None for t in terms):
+            return None
+        alpha, beta, gamma = (float(t) for t in terms if t is not None)
+        return alpha + beta * batch + gamma * batch * context_tokens
 
     @property
     def tokens_per_second_at_max_batch(self) -> float | None:
@@ -122,6 +142,34 @@ def compact_plan(plan: ModelPlan, batches: Sequence[int]) -> CompactModelPlan:
     )
 
 
+def itl_on_one_gpu(
+    plans_by_device: Sequence[Sequence[CompactModelPlan]],
+) -> tuple[tuple[CompactModelPlan, ...], ...]:
+    """The devices' plans with each model's ITL model kept on its first GPU only, as the line at
+    or above every GPU's (the largest of each term and of the error, the node's own fold), so
+    that a node of many GPUs and models still fits the termination message."""
+    itl = [f for f in plan_fields.travelling() if f.attribute.startswith("itl_")]
+    envelope: dict[str, dict[str, Any]] = {}
+    for plans in plans_by_device:
+        for plan in plans:
+            for f in itl:
+                value, largest = f.value_of(plan), envelope.setdefault(plan.name, {})
+                if value is not None:
+                    largest[f.attribute] = max(value, largest.get(f.attribute, value))
+    placed: set[str] = set()
+    result = []
+    for plans in plans_by_device:
+        trimmed = []
+        for plan in plans:
+            first = plan.name not in placed
+            placed.add(plan.name)
+            values = envelope[plan.name] if first else {}
+            kept: dict[str, Any] = {f.attribute: values.get(f.attribute) for f in itl}
+            trimmed.append(replace(plan, **kept))
+        result.append(tuple(trimmed))
+    return tuple(result)
+
+
 def models_to_wire(plans_by_device: Iterable[Sequence[CompactModelPlan]]) -> list[list[Any]]:
     """``m``: each model once, ``[name, context, tensor parallel]``, in order of appearance."""
     seen: dict[str, list[Any]] = {}
@@ -132,8 +180,18 @@ def models_to_wire(plans_by_device: Iterable[Sequence[CompactModelPlan]]) -> lis
     return list(seen.values())
 
 
+def _layout(plan: CompactModelPlan) -> tuple[plan_fields.PlanField, ...]:
+    """The rows a plan's array holds: all of them, or those of the layout before the newest
+    when the plan has none of the newest rows' numbers (no ITL model), which spares the wire a
+    ``null`` per missing number."""
+    newest = plan_fields.newest()
+    if newest and all(f.value_of(plan) is None for f in newest):
+        return plan_fields.travelling(plan_fields.PLAN_ARRAY_VERSION - 1)
+    return plan_fields.travelling()
+
+
 def _plan_to_wire(plan: CompactModelPlan, with_steps: bool) -> list[Any]:
-    wire: list[Any] = [f.to_wire(f.value_of(plan)) for f in plan_fields.travelling()]
+    wire: list[Any] = [f.to_wire(f.value_of(plan)) for f in _layout(plan)]
     if with_steps and plan.step_seconds:
         wire.append(steps_to_wire(plan.step_seconds))
     return wire
@@ -169,11 +227,17 @@ def decode_models(raw: Any) -> list[tuple[str, int, int]]:
 
 
 def _decode_plan(
-    raw: Any, model: tuple[str, int, int], where: str, batches: Sequence[int]
+    raw: Any, model: tuple[str, int, int], where: str, batches: Sequence[int], version: int
 ) -> CompactModelPlan:
-    numbers, names = plan_fields.travelling(), plan_fields.plan_positions()
-    if not isinstance(raw, list) or len(raw) not in (len(names) - 1, len(names)):
+    newest = version >= plan_fields.PLAN_ARRAY_VERSION
+    layouts = [plan_fields.travelling(None if newest else version)]
+    if newest:
+        layouts.append(plan_fields.travelling(plan_fields.PLAN_ARRAY_VERSION - 1))
+    names = plan_fields.plan_positions(None if newest else version)
+    fitting = [rows for rows in layouts if isinstance(raw, list) and len(raw) - len(rows) in (0, 1)]
+    if not fitting:
         raise CompactDecodeError(f"{where}: not an array of {len(names)} fields")
+    numbers = fitting[0]
     values, rest = raw[: len(numbers)], raw[len(numbers) :]
     steps = tuple(
         measured(s, "step", "step times", where, STEP_UNIT)
@@ -191,13 +255,18 @@ def _decode_plan(
 
 
 def decode_device_plans(
-    raw: Any, models: Sequence[tuple[str, int, int]], where: str, batches: Sequence[int]
+    raw: Any,
+    models: Sequence[tuple[str, int, int]],
+    where: str,
+    batches: Sequence[int],
+    version: int = plan_fields.PLAN_ARRAY_VERSION,
 ) -> tuple[CompactModelPlan, ...]:
-    """One GPU's entry of ``p``: its plans, in the order of ``m``, skipping the ``null`` ones."""
+    """One GPU's entry of ``p`` in a result of compact ``version``: its plans, in the order of
+    ``m``, skipping the ``null`` ones; rows newer than ``version`` are unknown (``None``)."""
     if not isinstance(raw, list) or len(raw) != len(models):
         raise CompactDecodeError(f"{where}: not one entry per model")
     return tuple(
-        _decode_plan(plan, model, f"{where}, model #{i}", batches)
+        _decode_plan(plan, model, f"{where}, model #{i}", batches, version)
         for i, (plan, model) in enumerate(zip(raw, models, strict=True))
         if plan is not None
     )

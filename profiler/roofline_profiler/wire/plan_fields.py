@@ -28,14 +28,23 @@ from dataclasses import dataclass
 from typing import Any
 
 from roofline_profiler.core import plausibility
+from roofline_profiler.core.itl_model import stated_error
 from roofline_profiler.core.planning import ModelPlan
 from roofline_profiler.wire.compact_fields import (
+    ITL_CONTEXT_TERM_UNIT,
     SIGNIFICANT_DIGITS,
     STEP_UNIT,
     in_unit,
     measured,
     whole,
 )
+
+#: The compact version whose plan arrays hold every row of :data:`MODEL_PLAN`; a row says from
+#: which version on it travels (:attr:`PlanField.since`), so the reader of an older result takes
+#: the positions it had and leaves the later rows unknown.
+PLAN_ARRAY_VERSION = 3
+#: Significant digits of a fit's worst relative error: a bound, rounded up.
+ERROR_SIGNIFICANT_DIGITS = 2
 
 
 def largest_or_none(values: Sequence[Any]) -> Any:
@@ -95,6 +104,9 @@ class PlanField:
     #: Its gauge, and the value of the gauge's extra label that names this row.
     gauge: PlanGauge | None = None
     gauge_label: str | None = None
+    #: The first compact version whose plan arrays carry it (a number that travels); ``None``:
+    #: only the newest layout (a row being added, which makes a new compact version).
+    since: int | None = None
 
     @property
     def travels(self) -> bool:
@@ -144,10 +156,26 @@ class PlanField:
 
 def _step_at_range_end(plan: ModelPlan, end: int) -> float | None:
     """The predicted step at one end of the recommended range: ``batch / tokens per second``
-    there, as the plan computed them; ``None`` when the range is empty."""
+    there, as the plan computed them; ``None`` when the range is empty, and at the low end when
+    no batch reaches the efficiency threshold (the range is then its high end alone, and a step
+    "at the min batch" would publish a min batch there is not)."""
     if plan.recommended_range is None or plan.tokens_per_second_at_range is None:
         return None
+    if end == 0 and plan.min_batch is None:
+        return None
     return plan.recommended_range[end] / plan.tokens_per_second_at_range[end]
+
+
+def _itl_term(plan: ModelPlan, term: int) -> float | None:
+    """One term of the plan's ITL model (``itl_model.TERMS``); ``None`` without one."""
+    return None if plan.itl_model is None else plan.itl_model.coefficients[term]
+
+
+def _itl_error(plan: ModelPlan) -> float | None:
+    """The ITL model's worst relative error, rounded *up* to its digits: a bound stays one."""
+    if plan.itl_model is None:
+        return None
+    return stated_error(plan.itl_model.max_relative_error, ERROR_SIGNIFICANT_DIGITS)
 
 
 MIN_BATCH_GAUGE = PlanGauge(
@@ -165,6 +193,19 @@ TOKENS_GAUGE = PlanGauge(
     "Predicted decode tokens/s of one replica at the recommended range's low and high end.",
     label="range_end",
 )
+ITL_INTERCEPT_GAUGE = PlanGauge(
+    "roofline_model_itl_intercept_seconds",
+    "α of the model's ITL model step(B, C) ≈ α + β·B + γ·B·C: seconds of a decode step "
+    "whatever the batch.",
+)
+ITL_PER_SEQUENCE_GAUGE = PlanGauge(
+    "roofline_model_itl_per_sequence_seconds",
+    "β of the model's ITL model: seconds each sequence of the batch adds, attention aside.",
+)
+ITL_CONTEXT_GAUGE = PlanGauge(
+    "roofline_model_itl_per_sequence_context_token_seconds",
+    "γ of the model's ITL model: seconds each sequence adds per token of its context.",
+)
 
 #: The published numbers of a model's plan, in the order of every form.
 MODEL_PLAN: tuple[PlanField, ...] = (
@@ -172,6 +213,7 @@ MODEL_PLAN: tuple[PlanField, ...] = (
         attribute="min_batch",
         key="minBatch",
         wire_name="min batch",
+        since=1,
         quantity="min batch",
         bound=True,
         gauge=MIN_BATCH_GAUGE,
@@ -180,6 +222,7 @@ MODEL_PLAN: tuple[PlanField, ...] = (
         attribute="max_batch_by_memory",
         key="maxBatchByMemory",
         wire_name="max batch by memory",
+        since=1,
         quantity="batch bound",
         optional=False,
         fold=smallest_known,
@@ -191,6 +234,7 @@ MODEL_PLAN: tuple[PlanField, ...] = (
         attribute="max_batch_by_latency",
         key="maxBatchByLatency",
         wire_name="max batch by latency",
+        since=1,
         quantity="batch bound",
         fold=smallest_known,
         bound=True,
@@ -217,6 +261,7 @@ MODEL_PLAN: tuple[PlanField, ...] = (
         attribute="step_seconds_at_min_batch",
         key="stepSecondsAtMinBatch",
         wire_name="step at min",
+        since=1,
         quantity="step",
         digits=SIGNIFICANT_DIGITS,
         wire_unit=STEP_UNIT,
@@ -227,24 +272,85 @@ MODEL_PLAN: tuple[PlanField, ...] = (
         attribute="step_seconds_at_max_batch",
         key="stepSecondsAtMaxBatch",
         wire_name="step at max",
+        since=1,
         quantity="step",
         digits=SIGNIFICANT_DIGITS,
         wire_unit=STEP_UNIT,
         of_plan=lambda plan: _step_at_range_end(plan, 1),
         summarized=False,
     ),
+    # The ITL model travels in full, so that the operator publishes it per GPU; a node's is the
+    # largest of each term over its GPUs (a line at or above every GPU's at any batch and
+    # context) and the largest error.
+    PlanField(
+        attribute="itl_intercept_seconds",
+        key="itlInterceptSeconds",
+        wire_name="itl intercept",
+        since=3,
+        quantity="itl term",
+        digits=SIGNIFICANT_DIGITS,
+        wire_unit=STEP_UNIT,
+        of_plan=lambda plan: _itl_term(plan, 0),
+        summarized=False,
+        gauge=ITL_INTERCEPT_GAUGE,
+    ),
+    PlanField(
+        attribute="itl_per_sequence_seconds",
+        key="itlPerSequenceSeconds",
+        wire_name="itl per sequence",
+        since=3,
+        quantity="itl term",
+        digits=SIGNIFICANT_DIGITS,
+        wire_unit=STEP_UNIT,
+        of_plan=lambda plan: _itl_term(plan, 1),
+        summarized=False,
+        gauge=ITL_PER_SEQUENCE_GAUGE,
+    ),
+    PlanField(
+        attribute="itl_per_sequence_context_token_seconds",
+        key="itlPerSequenceContextTokenSeconds",
+        wire_name="itl per context token",
+        since=3,
+        quantity="itl term",
+        digits=SIGNIFICANT_DIGITS,
+        wire_unit=ITL_CONTEXT_TERM_UNIT,
+        of_plan=lambda plan: _itl_term(plan, 2),
+        summarized=False,
+        gauge=ITL_CONTEXT_GAUGE,
+    ),
+    PlanField(
+        attribute="itl_max_relative_error",
+        key="itlMaxRelativeError",
+        wire_name="itl error",
+        since=3,
+        quantity="relative error",
+        digits=ERROR_SIGNIFICANT_DIGITS,
+        of_plan=_itl_error,
+        summarized=False,
+    ),
 )
 
 
-def travelling() -> tuple[PlanField, ...]:
-    """The rows that travel in a plan's compact array, in its order."""
-    return tuple(f for f in MODEL_PLAN if f.travels)
+def travelling(version: int | None = None) -> tuple[PlanField, ...]:
+    """The rows that travel in a plan's compact array of ``version`` (``None``: the newest
+    layout, every row), in its order."""
+    return tuple(
+        f
+        for f in MODEL_PLAN
+        if f.travels and (version is None or (f.since is not None and f.since <= version))
+    )
 
 
-def plan_positions() -> tuple[str, ...]:
-    """The positions of a plan's array under ``p``, named as the reader's messages name them:
-    the travelling numbers, then the optional step times."""
-    return (*(f.wire_name for f in travelling() if f.wire_name is not None), "step times")
+def newest() -> tuple[PlanField, ...]:
+    """The rows the newest layout adds to the one before it."""
+    return tuple(f for f in travelling() if f.since is None or f.since >= PLAN_ARRAY_VERSION)
+
+
+def plan_positions(version: int | None = None) -> tuple[str, ...]:
+    """The positions of a plan's array under ``p`` in ``version``, named as the reader's
+    messages name them: the travelling numbers, then the optional step times."""
+    named = (f.wire_name for f in travelling(version) if f.wire_name is not None)
+    return (*named, "step times")
 
 
 def required_keys() -> tuple[str, ...]:

@@ -34,9 +34,9 @@ from roofline_profiler.wire.measurement_records import (
     measurement_to_dict,
 )
 
-SCHEMA_VERSION = 2
-#: Versions :meth:`ProfileResult.from_dict` reads (version 1 has no model plans).
-READABLE_SCHEMA_VERSIONS = (1, 2)
+SCHEMA_VERSION = 3
+#: Versions :meth:`ProfileResult.from_dict` reads (version 1 has no model plans, 2 no ITL model).
+READABLE_SCHEMA_VERSIONS = (1, 2, 3)
 SCHEMA_RESOURCE = "roofline-result.schema.json"
 
 

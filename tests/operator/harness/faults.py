@@ -104,8 +104,11 @@ def synthetic_profile(
         peak = gpu.peak_flops_per_second
         weight_bytes = k * n * element_bytes
         steps = tuple(max(weight_bytes / bandwidth, 2 * b * k * n / peak) for b in batches)
-        ridge = peak * element_bytes / (2 * bandwidth)
-        min_batch = next((b for b in batches if b >= ridge * efficiency), batches[-1])
+        # The ridge point is peak over bandwidth; a decode GEMM of batch B reaches an intensity
+        # of 2B / element_bytes FLOP per byte, so it meets the ridge at the knee batch.
+        ridge = peak / bandwidth
+        knee = ridge * element_bytes / 2
+        min_batch = next((b for b in batches if b >= knee * efficiency), batches[-1])
         models = synthetic_plans(command, gpu, bandwidth, batches, min_batch)
         devices.append(
             CompactDevice(

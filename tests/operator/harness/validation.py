@@ -31,7 +31,7 @@ def label_key_problem(key: str) -> str | None:
 def label_value_problem(value: Any) -> str | None:
     if not isinstance(value, str):
         return f"label value {value!r} must be a string"
-    if len(value) > MAX_LABEL_CHARS or not _LABEL_VALUE.match(value):
+    if len(value) > MAX_LABEL_CHARS or not _LABEL_VALUE.fullmatch(value):
         return f"label value {value!r} must be 63 characters or less, alphanumeric, '-', '_' or '.'"
     return None
 

@@ -78,7 +78,7 @@ def test_applying_the_example_profiles_every_node_with_the_real_profiler(
         assert labels["roofline.dev/profile"] == "h200-decode"
         assert float(labels["roofline.dev/ridge-point"]) > 0
         assert int(labels["roofline.dev/min-batch"]) == entries[node]["recommendedMinBatch"]
-        assert all(LABEL_VALUE.match(v) for v in labels.values())
+        assert all(LABEL_VALUE.fullmatch(v) for v in labels.values())
     assert our_labels(cluster, "cpu-only") == {}
     selected = kubectl.json("get", "nodes", "-l", "roofline.dev/profile=h200-decode")
     assert sorted(n["metadata"]["name"] for n in selected["items"]) == NODES

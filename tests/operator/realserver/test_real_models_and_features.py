@@ -118,3 +118,46 @@ def test_the_node_feature_backend_writes_one_node_feature_per_node_and_deletes_t
 
     kubectl("delete", "rooflineprofile", "real-nfd", "--wait=true", "--timeout=60s")
     assert features() == {}, "deleting the profile deletes its NodeFeatures"
+
+
+def test_a_node_feature_loses_the_labels_its_profile_stops_owning(
+    real_cluster: RealCluster,
+    nfd_release: Release,
+    real_operators: RealOperators,
+) -> None:
+    """The stored ``spec.labels`` equal the intended set: with ``labelNodes: false`` none of
+    ours, while the object stays for the node's record. A merge patch of the smaller set had
+    removed nothing, so nfd-master kept every ``roofline.dev/*`` label on the node."""
+    real_cluster.add_gpu_node("real-nfd-unlabel")
+    real_operators.start(nfd_release)
+    real_cluster.create(
+        "rooflineprofiles", example_profile("real-nfd-unlabel"), group="roofline.dev"
+    )
+    wait_for_nodes(real_cluster, "real-nfd-unlabel", profiled, ["real-nfd-unlabel"], timeout=60)
+
+    def stored() -> dict[str, Any] | None:
+        found = real_cluster.list("nodefeatures", NFD_NAMESPACE, group=NFD_GROUP)
+        mine = [
+            f
+            for f in found
+            if f["metadata"]["labels"]["roofline.dev/profile"] == "real-nfd-unlabel"
+        ]
+        return mine[0] if mine else None
+
+    labelled = wait_for(
+        lambda: (f := stored()) and f["spec"]["labels"] and f, timeout=30, what="labels written"
+    )
+    assert labelled["spec"]["labels"]["roofline.dev/profile"] == "real-nfd-unlabel"
+    real_cluster.patch(
+        "rooflineprofiles",
+        "real-nfd-unlabel",
+        {"spec": {"labelNodes": False}},
+        group="roofline.dev",
+    )
+    unlabelled = wait_for(
+        lambda: (f := stored()) and f["spec"].get("labels") == {} and f,
+        timeout=30,
+        what="a NodeFeature without our labels",
+    )
+    key = "record.roofline.dev/real-nfd-unlabel"
+    assert key in unlabelled["metadata"]["annotations"], "the record stays"

@@ -13,7 +13,7 @@ import math
 from dataclasses import replace
 from typing import Any
 
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 from prometheus_client import CollectorRegistry
 from tests.operator.unit.model_builders import plan
@@ -41,13 +41,6 @@ from roofline_profiler.wire.compact import encode_compact
 
 NOW = 1_800_000_000.0
 SPEC = spec()
-#: 200 examples each keep the suite fast; no example database, so nothing is written to the tree.
-PROPERTIES = settings(
-    max_examples=200,
-    deadline=None,
-    database=None,
-    suppress_health_check=[HealthCheck.too_slow],
-)
 
 
 def _sound_wire() -> dict[str, Any]:
@@ -93,7 +86,7 @@ def assert_valid_publication(record: NodeRecord) -> None:
     assert record.result is not None
     for value in node_labels_for(record.result.worst_gpu(), "fleet").values():
         assert len(value) <= MAX_LABEL_VALUE_CHARS
-        assert LABEL_VALUE.match(value)
+        assert LABEL_VALUE.fullmatch(value)
     status = build_status(
         records={record.name: record},
         spec_hash="h",
@@ -129,7 +122,6 @@ def test_the_sound_result_the_properties_tamper_with_is_published() -> None:
     assert_valid_publication(_published(outcome))
 
 
-@PROPERTIES
 @given(message=st.one_of(st.text(max_size=300), json_values.map(json.dumps)))
 def test_any_termination_message_is_a_valid_result_or_an_invalid_result_failure(
     message: str,
@@ -142,7 +134,6 @@ def test_any_termination_message_is_a_valid_result_or_an_invalid_result_failure(
         assert_valid_publication(_published(outcome))
 
 
-@PROPERTIES
 @given(message=tampered_documents(SOUND_WIRE))
 def test_a_result_with_any_field_replaced_is_published_validly_or_fails_its_node(
     message: str,
@@ -168,7 +159,6 @@ def _sound_annotation() -> dict[str, Any]:
 SOUND_ANNOTATION = _sound_annotation()
 
 
-@PROPERTIES
 @given(text=st.one_of(tampered_documents(SOUND_ANNOTATION), json_values.map(json.dumps)))
 def test_any_record_annotation_restores_as_a_valid_publication_or_none(text: str) -> None:
     node_facts = NodeFacts(name="a", records={record_annotation_key("fleet"): text})
@@ -177,7 +167,6 @@ def test_any_record_annotation_restores_as_a_valid_publication_or_none(text: str
         assert_valid_publication(restored["a"])
 
 
-@PROPERTIES
 @given(
     bandwidth=st.floats(allow_nan=True, allow_infinity=True),
     peak=st.floats(allow_nan=True, allow_infinity=True),
@@ -207,7 +196,6 @@ def test_any_numbers_a_profiler_encodes_end_as_a_publication_or_a_node_failure(
         assert outcome.reason is FailureReason.INVALID_RESULT
 
 
-@PROPERTIES
 @given(message=st.one_of(tampered_documents(SOUND_WIRE), st.text(max_size=100)))
 def test_a_round_with_any_result_goes_on_for_the_other_nodes(message: str) -> None:
     nodes = {n: node(n, gpus=2) for n in ("a", "b")}

@@ -8,7 +8,7 @@ import math
 from pathlib import Path
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import example, given
 from hypothesis import strategies as st
 
 from roofline_profiler.cli import arguments, commands
@@ -148,9 +148,6 @@ def test_a_flag_type_turns_a_limit_error_into_argparses_message() -> None:
 
 #: A saved result of two model plans, as ``roofline profile --json`` writes it.
 SAVED_RESULT = planned_result().to_dict()
-SAVED_PROPERTIES = settings(
-    max_examples=200, deadline=None, database=None, suppress_health_check=[HealthCheck.too_slow]
-)
 
 
 def read_as_plan_would(folder: Path, text: str) -> ProfileResult | None:
@@ -178,6 +175,13 @@ def test_a_saved_result_reads_back_as_it_was_written(tmp_path: Path) -> None:
             "not a JSON result document",
             id="nan",
         ),
+        pytest.param(
+            json.dumps(SAVED_RESULT).replace(
+                '"samplesSeconds": [', '"samplesSeconds": [' + "1" * 400 + ", ", 1
+            ),
+            "samplesSeconds/0: a number out of range",
+            id="a-sample-beyond-a-float",
+        ),
     ],
 )
 def test_a_saved_result_that_breaks_the_schema_is_one_usage_error_naming_where(
@@ -189,8 +193,20 @@ def test_a_saved_result_that_breaks_the_schema_is_one_usage_error_naming_where(
         arguments.read_result(path)
 
 
-@SAVED_PROPERTIES
+def _saved_with(kind: str, key: str, value: object) -> str:
+    """:data:`SAVED_RESULT` with a field of the read bandwidth's measurement replaced."""
+    device = {**SAVED_RESULT["devices"][0]}
+    bandwidth = {**device["bandwidth"], "read": {**device["bandwidth"][kind], key: value}}
+    return json.dumps({**SAVED_RESULT, "devices": [{**device, "bandwidth": bandwidth}]})
+
+
+# What the fuzz profile found here: an integer of 401 digits where a float is read
+# (``OverflowError`` in ``Measurement``), and finite numbers whose rates overflow to infinity
+# (``to_dict`` then refused to write them).
 @given(text=st.one_of(tampered_documents(SAVED_RESULT), json_values.map(json.dumps)))
+@example(text=_saved_with("read", "samplesSeconds", [10**400]))
+@example(text=_saved_with("read", "bytes", 1.7e308))
+@example(text=_saved_with("read", "samplesSeconds", [5e-324] * 16))
 def test_any_saved_result_reads_as_a_valid_result_or_one_usage_error(
     tmp_path_factory: pytest.TempPathFactory, text: str
 ) -> None:

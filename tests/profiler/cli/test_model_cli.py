@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from roofline_profiler.wire.result import ProfileResult, validate_document
+from roofline_profiler.wire.result import SCHEMA_VERSION, ProfileResult, validate_document
 from tests.profiler.cli_process import assert_refused, run_cli
 
 TINY = {
@@ -45,7 +45,7 @@ def test_a_profile_with_a_model_plans_it_per_context(profiled) -> None:  # type:
     assert proc.returncode == 0, proc.stderr
     document = json.loads((out / "result.json").read_text())
     validate_document(document)
-    assert document["schemaVersion"] == 2
+    assert document["schemaVersion"] == SCHEMA_VERSION
     (device,) = document["devices"]
     plans = device["models"]
     assert [p["contextTokens"] for p in plans] == [64, 256]
@@ -60,6 +60,11 @@ def test_a_profile_with_a_model_plans_it_per_context(profiled) -> None:  # type:
         assert [c["batch"] for c in plan["costPerMillionTokens"]] == [1, 2, 4]
         assert set(plan["engineSettings"]) == {"vllm", "sglang", "tgi", "tensorrtLlm"}
         assert any(f.startswith("--max-num-seqs=") for f in plan["engineSettings"]["vllm"])
+        itl = plan["itlModel"]
+        assert itl["batches"] == [1, 2, 4]
+        context = plan["contextTokens"]
+        assert itl["contexts"] == [context // 4, context // 2, 3 * context // 4, context]
+        assert 0 <= itl["maxRelativeError"] < 1
     (measured,) = device["modelMeasurements"]
     assert measured["architecture"]["hiddenSize"] == 128
     assert {a["contextTokens"] for a in measured["attention"]} == {64, 256}
@@ -118,6 +123,14 @@ def _bad_config(tmp_path: Path) -> str:
     return str(path)
 
 
+def _long_integer(tmp_path: Path) -> str:
+    """A config whose vocabulary size has 5000 digits: Python's ``json`` refuses to parse it
+    with a bare ``ValueError`` (which exited 1)."""
+    path = tmp_path / "long.json"
+    path.write_text(json.dumps(TINY).replace('"vocab_size": 1000', '"vocab_size": ' + "9" * 5000))
+    return str(path)
+
+
 def _unknown_arch(tmp_path: Path) -> str:
     path = tmp_path / "gpt2.json"
     path.write_text(json.dumps({"model_type": "gpt2", "n_embd": 768}))
@@ -131,6 +144,17 @@ def _unknown_arch(tmp_path: Path) -> str:
         pytest.param(["--model", "missing/config.json"], "cannot read", id="unreadable-config"),
         pytest.param(["--model", "BAD"], "num_key_value_heads", id="malformed-config"),
         pytest.param(["--model", "GPT2"], "model_type 'gpt2' is not supported", id="unknown-arch"),
+        pytest.param(
+            ["--model", "LONG"], "not valid JSON (an integer of 5000 digits)", id="long-integer"
+        ),
+        pytest.param(
+            [
+                "--models-json",
+                '[{"name": "m", "preset": "qwen3-8b", "contextTokens": 1' + "0" * 5000 + "}]",
+            ],
+            "--models-json is not JSON (an integer of 5001 digits)",
+            id="models-json-long-integer",
+        ),
         pytest.param(["--model", "qwen3-8b", "--context", "0"], "--context", id="context-zero"),
         pytest.param(["--model", "qwen3-8b", "--context", "-5"], "--context", id="context-neg"),
         pytest.param(["--model", "qwen3-8b", "--itl-slo", "fast"], "--itl-slo", id="bad-slo"),
@@ -151,10 +175,8 @@ def _unknown_arch(tmp_path: Path) -> str:
 def test_bad_model_input_exits_2_with_one_line_and_writes_nothing(
     tmp_path: Path, extra: list[str], message: str
 ) -> None:
-    extra = [
-        _bad_config(tmp_path) if e == "BAD" else _unknown_arch(tmp_path) if e == "GPT2" else e
-        for e in extra
-    ]
+    files = {"BAD": _bad_config, "GPT2": _unknown_arch, "LONG": _long_integer}
+    extra = [files[e](tmp_path) if e in files else e for e in extra]
     out = tmp_path / "result.json"
     proc = run_cli("profile", "--device", "cpu", "--quick", *extra, "--json", str(out))
     assert_refused(proc, message)

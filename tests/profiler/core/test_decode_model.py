@@ -209,3 +209,19 @@ def test_passes_and_cpu_waits_survive_a_json_round_trip() -> None:
     }
     m = replace(m, layer_bodies=waited)
     assert measurements_from_dict(json.loads(json.dumps(measurements_to_dict(m)))) == m
+
+
+def test_each_plan_carries_the_itl_model_of_its_predicted_steps() -> None:
+    """The synthetic parts compose into a step that is exactly α + β·B + γ·B·C, so the fit over
+    quarters of each plan's context recovers the composition's own terms."""
+    m = synthetic()
+    layers = LLAMA_8B.num_layers
+    for plan in plan_models(m, (1024, 4096), 141 << 30, 9.9e14, PlanOptions()):
+        itl = plan.itl_model
+        assert itl is not None
+        assert itl.coefficients == pytest.approx(
+            (layers * (1e-3 + 5e-6) + 2e-3, layers * 1e-4, layers * 1e-9), rel=1e-9
+        )
+        assert itl.max_relative_error < 1e-9
+        assert itl.batches == BATCHES
+        assert itl.contexts[-1] == plan.context_tokens

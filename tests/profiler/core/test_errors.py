@@ -20,3 +20,8 @@ def test_a_long_line_is_cut_to_the_limit() -> None:
     line = first_line("a" * 5000, "", max_chars=300)
     assert len(line) == 300
     assert line.endswith("...")
+
+
+def test_a_line_keeps_no_control_or_bidi_character() -> None:
+    text = "\x1b[1mbold\x1b[0m\t\u202eevil\u200b\x07\r\nsecond line"
+    assert first_line(text) == "[1mbold[0m evil"

@@ -5,6 +5,7 @@ from dataclasses import replace
 
 import pytest
 
+from roofline_profiler.core.itl_model import ItlModel
 from roofline_profiler.core.planning import ModelPlan, StepPrediction
 from roofline_profiler.wire.compact import (
     MAX_COMPACT_BYTES,
@@ -31,8 +32,24 @@ def _plan(name: str, **changes: object) -> CompactModelPlan:
         step_seconds_at_min_batch=0.01234567,
         step_seconds_at_max_batch=0.2345678,
         step_seconds=tuple(0.0123456 * (i + 1) for i in range(len(BATCHES))),
+        itl_intercept_seconds=0.008123456,
+        itl_per_sequence_seconds=1.2345678e-5,
+        itl_per_sequence_context_token_seconds=3.1234567e-8,
+        itl_max_relative_error=0.091,
     )
     return replace(plan, **changes)  # type: ignore[arg-type]
+
+
+def _slower(plan: CompactModelPlan, gpu: int) -> CompactModelPlan:
+    """GPU ``gpu``'s copy of ``plan``: each ITL term a little larger on later GPUs, and the
+    intercept larger on the first, so that no one GPU's line is above all the others."""
+    return replace(
+        plan,
+        itl_intercept_seconds=0.008123456 * (1.1 if gpu == 0 else 1.0),
+        itl_per_sequence_seconds=1.2345678e-5 * (1 + gpu / 100),
+        itl_per_sequence_context_token_seconds=3.1234567e-8 * (1 + gpu / 50),
+        itl_max_relative_error=0.09 + gpu / 100,
+    )
 
 
 def _profile(gpus: int, models: int, name_chars: int = 63) -> CompactProfile:
@@ -43,7 +60,7 @@ def _profile(gpus: int, models: int, name_chars: int = 63) -> CompactProfile:
             name="G" * 64,
             numbers=headline_numbers(4.812345e12, 989.4321e12, 205.6789, 65536),
             step_seconds=tuple(1.2345678e-4 * (k + 1) for k in range(len(BATCHES))),
-            models=plans,
+            models=tuple(_slower(p, i) for p in plans),
         )
         for i in range(gpus)
     )
@@ -79,16 +96,80 @@ def test_eight_gpus_with_eight_models_of_the_longest_names_arrive_whole() -> Non
             assert plan.step_seconds_at_max_batch == pytest.approx(0.2346, rel=1e-9)
 
 
+def test_in_the_largest_result_the_itl_travels_once_per_model_as_the_gpus_envelope() -> None:
+    """The ITL terms of every GPU do not fit beside 8 × 8 plans: the first GPU carries each
+    model's line at or above every GPU's (the largest of each term and of the error), the others
+    none, and the node's fold of them is that line."""
+    decoded = decode_compact(encode_compact(_profile(gpus=8, models=8)))
+    first, *others = decoded.devices
+    for plan in first.models:
+        assert plan.itl_intercept_seconds == pytest.approx(0.008123456 * 1.1, rel=1e-3)
+        assert plan.itl_per_sequence_seconds == pytest.approx(1.2345678e-5 * 1.07, rel=1e-3)
+        assert plan.itl_per_sequence_context_token_seconds == pytest.approx(
+            3.1234567e-8 * 1.14, rel=1e-3
+        )
+        assert plan.itl_max_relative_error == pytest.approx(0.16)
+    assert all(p.itl_intercept_seconds is None for d in others for p in d.models)
+
+
+def test_a_small_result_keeps_every_gpus_itl_model() -> None:
+    decoded = decode_compact(encode_compact(_profile(gpus=2, models=2, name_chars=8)))
+    second = decoded.devices[1].models[0]
+    assert second.itl_per_sequence_context_token_seconds == pytest.approx(
+        3.1234567e-8 * 1.02, rel=1e-3
+    )
+    assert second.itl_max_relative_error == pytest.approx(0.1)
+    assert second.itl_seconds(8, 4096) == pytest.approx(
+        0.008123 + 8 * 1.247e-5 + 8 * 4096 * 3.186e-8, rel=1e-3
+    )
+
+
+def test_a_plan_without_an_itl_model_travels_in_the_shorter_layout() -> None:
+    profile = _profile(gpus=1, models=1, name_chars=4)
+    bare = replace(
+        profile.devices[0].models[0],
+        itl_intercept_seconds=None,
+        itl_per_sequence_seconds=None,
+        itl_per_sequence_context_token_seconds=None,
+        itl_max_relative_error=None,
+    )
+    profile = replace(profile, devices=(replace(profile.devices[0], models=(bare,)),))
+    text = encode_compact(profile)
+    assert len(json.loads(text)["p"][0][0]) == 6
+    decoded = decode_compact(text).devices[0].models[0]
+    assert (decoded.min_batch, decoded.itl_intercept_seconds) == (1234, None)
+
+
+def test_a_version_2_result_reads_with_no_itl_model() -> None:
+    raw = json.loads(_wire())
+    raw["v"] = 2
+    raw["p"] = [[raw["p"][0][0][:5] + raw["p"][0][0][9:]]]
+    plan = decode_compact(json.dumps(raw)).devices[0].models[0]
+    assert plan.min_batch == 1234
+    assert plan.itl_intercept_seconds is None
+
+
+def test_a_version_2_result_with_the_itl_positions_is_refused() -> None:
+    raw = json.loads(_wire())
+    raw["v"] = 2
+    with pytest.raises(CompactDecodeError, match="not an array of 6 fields"):
+        decode_compact(json.dumps(raw))
+
+
 def test_model_names_are_written_once_not_per_gpu() -> None:
     text = encode_compact(_profile(gpus=8, models=1, name_chars=40))
     assert text.count("m" * 39) == 1
 
 
-def test_model_step_times_are_dropped_before_the_sweeps_step_times() -> None:
-    decoded = decode_compact(encode_compact(_profile(gpus=8, models=8)))
+def test_model_step_times_then_per_gpu_itl_go_before_the_sweeps_step_times() -> None:
+    decoded = decode_compact(encode_compact(_profile(gpus=8, models=7)))
     assert decoded.batches == BATCHES
     assert all(d.step_seconds for d in decoded.devices)
     assert not any(p.step_seconds for d in decoded.devices for p in d.models)
+    assert decoded.devices[1].models[0].itl_intercept_seconds is None
+    largest = decode_compact(encode_compact(_profile(gpus=8, models=8)))
+    assert not largest.batches
+    assert largest.devices[0].models[0].itl_intercept_seconds is not None
 
 
 def test_a_small_profile_keeps_every_models_step_times() -> None:
@@ -110,6 +191,12 @@ def test_without_an_efficient_batch_the_range_starts_at_its_high_end() -> None:
     assert plan.range_low == plan.max_batch == 40
 
 
+def test_without_an_efficient_batch_there_are_no_tokens_per_second_at_a_min_batch() -> None:
+    plan = _plan("m", min_batch=None, max_batch_by_latency=None, max_batch_by_memory=40)
+    assert plan.tokens_per_second_at_min_batch is None
+    assert plan.tokens_per_second_at_max_batch == pytest.approx(40 / 0.2345678)
+
+
 def test_a_gpu_without_a_plan_for_a_model_keeps_the_others() -> None:
     profile = _profile(gpus=2, models=2, name_chars=4)
     first = profile.devices[0]
@@ -127,6 +214,10 @@ def test_optional_numbers_survive_as_null() -> None:
         step_seconds_at_min_batch=None,
         step_seconds_at_max_batch=None,
         step_seconds=(),
+        itl_intercept_seconds=0.008123,
+        itl_per_sequence_seconds=None,
+        itl_per_sequence_context_token_seconds=3.123e-8,
+        itl_max_relative_error=0.09,
     )
     profile = _profile(gpus=1, models=0)
     profile = replace(profile, devices=(replace(profile.devices[0], models=(plan,)),))
@@ -156,6 +247,11 @@ def _wire(**changes: object) -> str:
         pytest.param(_wire(p=[[[1, 2, None, 0, 1]]]), "step at min", id="zero-step"),
         pytest.param(_wire(p=[[[1, 2, None, 1, 1, [1] * 11]]]), "more step times", id="long-steps"),
         pytest.param(_wire(p=[[[True, 2, None, 1, 1]]]), "min batch", id="boolean-min"),
+        pytest.param(
+            _wire(p=[[[1, 2, None, 1, 1, -1, 1, 1, 0.1]]]), "itl intercept", id="negative-itl"
+        ),
+        pytest.param(_wire(p=[[[1, 2, None, 1, 1, 1, 1, 1, "x"]]]), "itl error", id="string-error"),
+        pytest.param(_wire(p=[[[1, 2, None, 1, 1, 1, 1]]]), "10 fields", id="half-an-itl"),
     ],
 )
 def test_malformed_model_plans_are_rejected_with_a_reason(text: str, reason: str) -> None:
@@ -184,6 +280,21 @@ def _planned(**changes: object) -> ModelPlan:
         warnings=(),
     )
     return replace(base, **changes)  # type: ignore[arg-type]
+
+
+def test_the_itl_model_travels_with_its_error_rounded_up() -> None:
+    itl = ItlModel(0.0081234, 1.2e-5, 3.1e-8, 0.09131, (1, 4), (1024, 4096))
+    compact = compact_plan(_planned(itl_model=itl), (1, 4, 16, 64))
+    assert compact.itl_intercept_seconds == 0.0081234
+    assert compact.itl_per_sequence_context_token_seconds == 3.1e-8
+    assert compact.itl_max_relative_error == 0.092
+    assert compact_plan(_planned(), (1,)).itl_max_relative_error is None
+
+
+def test_without_an_efficient_batch_no_step_at_a_min_batch_travels() -> None:
+    compact = compact_plan(_planned(min_batch=None, recommended_range=(16, 16)), (1,))
+    assert compact.step_seconds_at_min_batch is None
+    assert compact.step_seconds_at_max_batch == pytest.approx(0.0125)
 
 
 def test_a_plan_becomes_the_compact_numbers_with_steps_up_to_the_memory_bound() -> None:

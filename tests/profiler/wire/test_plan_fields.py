@@ -56,6 +56,18 @@ def test_the_compact_positions_are_those_of_the_published_contract() -> None:
         "max batch by latency",
         "step at min",
         "step at max",
+        "itl intercept",
+        "itl per sequence",
+        "itl per context token",
+        "itl error",
+        "step times",
+    )
+    assert plan_fields.plan_positions(2) == (
+        "min batch",
+        "max batch by memory",
+        "max batch by latency",
+        "step at min",
+        "step at max",
         "step times",
     )
 
@@ -65,11 +77,15 @@ def test_the_gauges_are_those_of_the_published_contract_each_once() -> None:
         "roofline_model_recommended_min_batch",
         "roofline_model_max_batch",
         "roofline_model_tokens_per_second",
+        "roofline_model_itl_intercept_seconds",
+        "roofline_model_itl_per_sequence_seconds",
+        "roofline_model_itl_per_sequence_context_token_seconds",
     ]
 
 
 def test_a_batch_travels_exactly_a_step_in_microseconds_and_none_as_null() -> None:
-    min_batch, *_, step_at_min, _ = MODEL_PLAN
+    by_key = {f.key: f for f in MODEL_PLAN}
+    min_batch, step_at_min = by_key["minBatch"], by_key["stepSecondsAtMinBatch"]
     assert min_batch.to_wire(96) == 96
     assert min_batch.to_wire(None) is None
     assert step_at_min.to_wire(0.012345678) == 12350
@@ -96,8 +112,14 @@ def test_the_steps_at_the_range_ends_are_batch_over_tokens_per_second_there() ->
     assert plan.tokens_per_second_at_range is not None
     compact = compact_plan(plan, ())
     low, high = plan.recommended_range
-    assert compact.step_seconds_at_min_batch == low / plan.tokens_per_second_at_range[0]
     assert compact.step_seconds_at_max_batch == high / plan.tokens_per_second_at_range[1]
+    # This plan has no min batch (its range is its high end alone): no step at a min batch.
+    assert plan.min_batch is None
+    assert compact.step_seconds_at_min_batch is None
+    efficient = dataclasses.replace(plan, min_batch=low)
+    assert compact_plan(efficient, ()).step_seconds_at_min_batch == (
+        low / plan.tokens_per_second_at_range[0]
+    )
 
 
 @pytest.mark.parametrize(
@@ -126,14 +148,13 @@ def test_one_more_row_reaches_the_compact_text_and_its_round_trip(
         dataclasses.replace(compact, devices=(dataclasses.replace(device, models=(plan,)),))
     )
     ((plan_array,),) = json.loads(text)["p"]
-    assert len(plan_array) == 7
-    assert plan_array[5] == 96
+    rows = len(plan_fields.travelling())
+    assert len(plan_array) == rows + 1
+    assert plan_array[rows - 1] == 96
     ((decoded,),) = (d.models for d in decode_compact(text).devices)
-    assert decoded == dataclasses.replace(
-        plan,
-        step_seconds_at_min_batch=decoded.step_seconds_at_min_batch,
-        step_seconds_at_max_batch=decoded.step_seconds_at_max_batch,
-    )
+    rounded = ("step_seconds_at_min_batch", "step_seconds_at_max_batch")
+    rounded += tuple(f.attribute for f in plan_fields.travelling() if f.digits is not None)
+    assert decoded == dataclasses.replace(plan, **{a: getattr(decoded, a) for a in rounded})
     assert decoded.step_seconds_at_max_batch == pytest.approx(plan.step_seconds_at_max_batch, 5e-4)
 
 
@@ -142,6 +163,7 @@ def test_a_plan_array_of_the_layout_before_the_new_row_is_refused(
 ) -> None:
     """The plan array grows with the table: a new row is a new compact version."""
     wire = json.loads(encode_compact(planned_result().to_compact()))
-    wire["p"][0][0] = wire["p"][0][0][:5]
-    with pytest.raises(CompactDecodeError, match="not an array of 7 fields"):
+    rows = len(plan_fields.travelling())
+    wire["p"][0][0] = wire["p"][0][0][: rows - 1]
+    with pytest.raises(CompactDecodeError, match=f"not an array of {rows + 1} fields"):
         decode_compact(json.dumps(wire))

@@ -21,7 +21,7 @@ def test_every_code_is_a_distinct_name() -> None:
 
 @pytest.mark.parametrize("code", sorted(CODES.values()))
 def test_every_code_passes_the_operators_reader_whole(code: str) -> None:
-    assert plausibility.WARNING_CODE.match(code)
+    assert plausibility.WARNING_CODE.fullmatch(code)
     assert len(code) <= MAX_WARNING_CHARS
 
 

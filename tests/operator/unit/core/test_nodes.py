@@ -5,7 +5,8 @@ from typing import Any
 import pytest
 from tests.operator.unit.operator_builders import GPU, node, spec
 
-from roofline_operator.core.nodes import Taint, node_facts, select_nodes
+from roofline_operator.core.nodes import NodeFacts, Taint, node_facts, select_nodes
+from roofline_profiler.core.plausibility import MAX_GPU_UNITS
 
 
 def test_node_facts_read_labels_taints_readiness_and_gpus_from_a_node_object() -> None:
@@ -133,3 +134,17 @@ def test_each_selector_operator_matches_like_kubernetes(
         expression["values"] = values  # type: ignore[assignment]
     chosen = spec(nodeSelectorTerms=[{"matchExpressions": [expression]}])
     assert set(select_nodes(nodes, chosen.selection)) == expected
+
+
+@pytest.mark.parametrize(
+    ("allocatable", "count"),
+    [
+        pytest.param("80", 80, id="time-sliced"),
+        pytest.param(str(MAX_GPU_UNITS + 1), 0, id="beyond-any-node"),
+        pytest.param("9" * 4000, 0, id="thousands-of-digits"),
+        pytest.param("1k", 0, id="not-whole"),
+    ],
+)
+def test_allocatable_gpu_units_beyond_any_node_count_as_none(allocatable: str, count: int) -> None:
+    facts = NodeFacts(name="n", allocatable={"nvidia.com/gpu": allocatable})
+    assert facts.gpu_count("nvidia.com/gpu") == count

@@ -30,7 +30,7 @@ from roofline_operator.decide.labels import (
 )
 def test_numbers_become_label_safe_strings(value: float, decimals: int, text: str) -> None:
     assert format_label_value(value, decimals) == text
-    assert LABEL_VALUE.match(text)
+    assert LABEL_VALUE.fullmatch(text)
     assert len(text) <= 63
 
 
@@ -49,7 +49,7 @@ def test_node_labels_describe_the_given_device_and_name_the_owner() -> None:
         "roofline.dev/peak-tflops": "768.3",
         "roofline.dev/profile": "fleet",
     }
-    assert all(LABEL_VALUE.match(v) for v in labels.values())
+    assert all(LABEL_VALUE.fullmatch(v) for v in labels.values())
 
 
 def test_a_label_patch_touches_only_what_differs() -> None:
@@ -88,7 +88,7 @@ LONG_NODE = "ip-10-0-0-1." + "eu-west-1.compute.internal." * 6 + "example"
 def test_a_name_too_long_for_a_label_becomes_a_short_valid_distinct_value(name: str) -> None:
     value = label_safe(name)
     assert len(value) <= 63
-    assert LABEL_VALUE.match(value)
+    assert LABEL_VALUE.fullmatch(value)
     assert value == label_safe(name)
     assert value != label_safe(name[:-1] + "z")
 
@@ -101,7 +101,7 @@ def test_a_name_that_is_a_valid_label_value_stays_as_it_is() -> None:
 def test_a_long_profile_name_owns_labels_by_its_label_safe_form() -> None:
     labels = node_labels_for(gpu(), "p" * 100)
     assert labels["roofline.dev/profile"] == label_safe("p" * 100)
-    assert all(LABEL_VALUE.match(v) and len(v) <= 63 for v in labels.values())
+    assert all(LABEL_VALUE.fullmatch(v) and len(v) <= 63 for v in labels.values())
 
 
 def test_the_oldest_profile_owns_a_shared_node_then_the_first_by_name() -> None:
@@ -141,3 +141,9 @@ def test_only_a_valid_labelling_profile_claims_nodes(body: dict[str, object], cl
     claim = label_claim("p", {**body, "metadata": metadata})
     assert claim.created_at == 1767225600.0
     assert (claim.selection is not None) is claims
+
+
+def test_a_name_with_a_trailing_newline_is_not_a_label_value_as_it_is() -> None:
+    safe = label_safe("fleet\n")
+    assert safe != "fleet\n"
+    assert LABEL_VALUE.fullmatch(safe)

@@ -63,9 +63,61 @@ def test_config_map_failures_say_what_is_missing() -> None:
         == "spec.models[0].configMapRef.name: ConfigMap ns/absent not found"
     )
     assert failures["nokey"].reason == "ConfigMapKeyNotFound"
-    assert "keys: other" in failures["nokey"].message
+    assert failures["nokey"].message == (
+        "spec.models[1].configMapRef.key: ConfigMap ns/cfg has no key 'config.json'"
+    ), "the ConfigMap's other keys are not the profile's to list"
     assert failures["notjson"].reason == "InvalidModel"
     assert "not valid JSON" in failures["notjson"].message
+
+
+SECRET = "s3cr3t-token-value"
+
+
+@pytest.mark.parametrize(
+    ("config", "field"),
+    [
+        pytest.param({**TINY_LLAMA, "hidden_size": SECRET}, "hidden_size", id="string-field"),
+        pytest.param({**TINY_LLAMA, "model_type": SECRET}, "model_type", id="model-type"),
+        pytest.param(
+            {**TINY_LLAMA, "model_type": None, "architectures": [SECRET]},
+            "architectures",
+            id="architectures",
+        ),
+        pytest.param(
+            {**TINY_LLAMA, "tie_word_embeddings": SECRET}, "tie_word_embeddings", id="bool"
+        ),
+        pytest.param({**TINY_LLAMA, "num_key_value_heads": 3}, "num_key_value_heads", id="gqa"),
+        pytest.param({**TINY_LLAMA, "vocab_size": 10**90}, "vocab_size", id="too-large"),
+    ],
+)
+def test_a_config_map_config_is_refused_naming_the_field_without_its_value(
+    config: dict[str, Any], field: str
+) -> None:
+    """A ``configMapRef`` may name any ConfigMap of the namespace, and tenants read the status:
+    a refused value is never echoed (it was: ``got 's3cr3t-token-value'``)."""
+    models = (ModelSpec("m", config_map=("cfg", "config.json")),)
+    text = json.dumps(config)
+    (failure,) = (
+        resolve_models(models, "ns", {("ns", "cfg"): {"config.json": text}}).failures or {}
+    ).values()
+    assert failure.reason == "InvalidModel"
+    assert f"{field} is not valid" in failure.message
+    for value in (SECRET, "3", str(10**90)):
+        assert value not in failure.message.replace("spec.models[0]", "")
+
+
+def test_a_config_map_holding_an_integer_of_5000_digits_fails_its_model_alone() -> None:
+    """``json.loads`` refused it with a bare ``ValueError``, which left the round."""
+    text = json.dumps(TINY_LLAMA).replace('"vocab_size": 256', '"vocab_size": ' + "9" * 5000)
+    models = (
+        ModelSpec("long", config_map=("cfg", "config.json")),
+        ModelSpec("fine", config=TINY_LLAMA),
+    )
+    resolution = resolve_models(models, "ns", {("ns", "cfg"): {"config.json": text}})
+    assert [m.spec.name for m in resolution.valid] == ["fine"]
+    failure = (resolution.failures or {})["long"]
+    assert failure.reason == "InvalidModel"
+    assert "not valid JSON (an integer of 5000 digits)" in failure.message
 
 
 def test_each_config_map_is_read_once() -> None:

@@ -145,3 +145,20 @@ def test_a_model_the_node_could_not_measure_fails_alone_and_the_roofline_publish
     assert (failed["name"], failed["reason"]) == ("b", "ModelFailed")
     assert "out of GPU memory" in failed["message"]
     assert node["ridgePoint"] > 0, "the roofline is published"
+
+
+def test_a_model_without_a_min_batch_says_why_and_publishes_no_rate_at_one() -> None:
+    records = {"n1": planned_node("n1", (plan("a", min_batch=None),))}
+    (entry,) = status_with(records, ModelsView(MODELS[:1]))["nodes"][0]["models"]
+    assert "minBatch" not in entry
+    assert "efficiency threshold at 4096 tokens" in entry["minBatchReason"]
+    assert "maxBatch (128)" in entry["minBatchReason"]
+    assert "tokensPerSecondAtMinBatch" not in entry
+    assert entry["tokensPerSecondAtMaxBatch"] == pytest.approx(128 / 0.04)
+
+
+def test_a_model_with_a_min_batch_has_no_reason_for_one() -> None:
+    records = {"n1": planned_node("n1", (plan("a", min_batch=16),))}
+    (entry,) = status_with(records, ModelsView(MODELS[:1]))["nodes"][0]["models"]
+    assert "minBatchReason" not in entry
+    assert entry["tokensPerSecondAtMinBatch"] == pytest.approx(16 / 0.01)

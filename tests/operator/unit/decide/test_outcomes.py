@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 from tests.operator.unit.model_builders import plan
 from tests.operator.unit.operator_builders import device, profile, spec, succeeded_pod
+from tests.profiler.headline_builders import with_values
 
 from roofline_operator.core.names import FailureReason
 from roofline_operator.decide.outcomes import (
@@ -205,3 +206,40 @@ def test_a_result_with_batches_the_spec_did_not_ask_for_is_invalid() -> None:
     outcome = classify_pod(pod(terminated=Terminated(0, "Completed", message)), asked, 2000.0)
     assert isinstance(outcome, Failed)
     assert "'b'" in outcome.message
+
+
+def test_a_result_measured_47_hours_before_its_pod_existed_fails_its_node() -> None:
+    """A copied old result passed: only the operator's clock bounded its time."""
+    message = encode_compact(profile(created_at=1000.0))
+    late = pod(created_at=1000.0 + 47 * 3600, terminated=Terminated(0, "Completed", message))
+    outcome = classify_pod(late, SPEC, now=1000.0 + 47 * 3600 + 60)
+    assert isinstance(outcome, Failed)
+    assert outcome.reason is FailureReason.INVALID_RESULT
+    assert "before its pod was created" in outcome.message
+
+
+def test_a_ridge_point_that_is_not_peak_over_bandwidth_fails_its_node() -> None:
+    forged = with_values(device(), ridge_point=1.0)
+    message = encode_compact(profile(forged, created_at=1001.0))
+    outcome = classify_pod(pod(terminated=Terminated(0, "Completed", message)), SPEC, 2000.0)
+    assert isinstance(outcome, Failed)
+    assert outcome.reason is FailureReason.INVALID_RESULT
+    assert "is not peak over bandwidth" in outcome.message
+
+
+@pytest.mark.parametrize(
+    ("changed", "field"),
+    [
+        pytest.param({"name": "NVIDIA H200\n"}, "'name'", id="device-name"),
+        pytest.param({"warnings": ("CpuContention\n",)}, "'warning'", id="warning-code"),
+        pytest.param({"models": (plan("llama\n"),)}, "name", id="model-name"),
+    ],
+)
+def test_a_string_with_a_trailing_newline_is_refused(changed: dict[str, Any], field: str) -> None:
+    """``^...$`` checked with ``match`` accepted a trailing newline; ``"CpuContention\\n"`` then
+    evaded the interference hold-back, which looks for the code itself."""
+    message = encode_compact(profile(replace(device(), **changed), created_at=1001.0))
+    outcome = classify_pod(pod(terminated=Terminated(0, "Completed", message)), SPEC, 2000.0)
+    assert isinstance(outcome, Failed)
+    assert outcome.reason is FailureReason.INVALID_RESULT
+    assert field in outcome.message

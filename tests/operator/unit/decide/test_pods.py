@@ -144,7 +144,7 @@ def test_names_longer_than_a_label_value_get_label_safe_labels_and_are_read_back
     labels = pod["metadata"]["labels"]
     assert labels["roofline.dev/node"] == label_safe(LONG_NODE) != LONG_NODE
     assert labels["roofline.dev/profile"] == label_safe(LONG_PROFILE) != LONG_PROFILE
-    assert all(len(v) <= 63 and LABEL_VALUE.match(v) for v in labels.values())
+    assert all(len(v) <= 63 and LABEL_VALUE.fullmatch(v) for v in labels.values())
     affinity = pod["spec"]["affinity"]["nodeAffinity"]
     term = affinity["requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"][0]
     assert term["matchFields"][0]["values"] == [LONG_NODE]
@@ -175,7 +175,10 @@ def collected_by(collections: Any, pod: dict[str, Any]) -> bool:
 def test_a_collection_deletes_finished_pods_of_the_read_nodes_and_nothing_else() -> None:
     owner = ProfileRef(name=LONG_PROFILE, uid="u")
     done = build(owner, LONG_NODE, attempt=1)
-    collections = finished_pod_collections(LONG_PROFILE, [pod_facts(with_phase(done, "Failed"))])
+    collections, singles = finished_pod_collections(
+        LONG_PROFILE, [pod_facts(with_phase(done, "Failed"))]
+    )
+    assert singles == []
     assert [c.pods for c in collections] == [(done["metadata"]["name"],)]
     assert collected_by(collections, with_phase(done, "Succeeded"))
     assert collected_by(collections, with_phase(done, "Failed"))
@@ -200,7 +203,7 @@ def test_collections_hold_at_most_a_hundred_nodes_per_namespace() -> None:
         )
 
     pods = [finished(f"gpu-{i:03d}", "a") for i in range(250)] + [finished("gpu-0", "b")]
-    collections = finished_pod_collections("fleet", pods)
+    collections, _ = finished_pod_collections("fleet", pods)
     assert [(c.namespace, len(c.pods)) for c in collections] == [
         ("a", MAX_NODES_PER_COLLECTION),
         ("a", MAX_NODES_PER_COLLECTION),
@@ -208,6 +211,20 @@ def test_collections_hold_at_most_a_hundred_nodes_per_namespace() -> None:
         ("b", 1),
     ]
     assert sorted(n for c in collections for n in c.pods) == sorted(p.name for p in pods)
+
+
+def test_a_node_where_a_look_alike_carries_our_labels_is_left_out_of_every_collection() -> None:
+    """The collection selects by labels alone: a foreign pod with our labels, finished, was
+    deleted with ours, against the rule that foreign pods are never deleted."""
+    owner = ProfileRef(name="fleet", uid="u")
+    ours = [pod_facts(with_phase(build(owner, node), "Succeeded")) for node in ("gpu-1", "gpu-2")]
+    forged = with_phase(build(ProfileRef("fleet", "someone-else"), "gpu-1", attempt=7), "Failed")
+    forged["metadata"]["annotations"]["roofline.dev/profile"] = "not-fleet-at-all"
+    look_alike = pod_facts(forged)
+    collections, singles = finished_pod_collections("fleet", ours, [*ours, look_alike])
+    assert [p.node for p in singles] == ["gpu-1"], "ours on that node goes by name"
+    assert not collected_by(collections, forged)
+    assert [c.pods for c in collections] == [(ours[1].name,)]
 
 
 def test_pod_deadline_is_the_profile_timeout() -> None:
@@ -221,7 +238,7 @@ def test_pod_names_are_deterministic_short_and_distinct_per_attempt() -> None:
     assert first != profiler_pod_name("fleet", long_node, "abc", 2)
     assert first != profiler_pod_name("fleet", long_node, "def", 1)
     assert len(first) <= 63
-    assert LABEL_VALUE.match(first)
+    assert LABEL_VALUE.fullmatch(first)
 
 
 def test_pod_facts_read_back_what_the_kubelet_wrote() -> None:

@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 from tests.operator.unit.model_builders import plan
 from tests.operator.unit.operator_builders import device, profile
+from tests.operator.unit.round_builders import with_intervals
 from tests.profiler.headline_builders import with_values
 
 from roofline_operator.core.names import NodeState
@@ -125,6 +126,30 @@ def test_a_publication_round_trips_through_its_node_annotation() -> None:
     assert (restored.state, restored.cycle_hash, restored.pod) == (NodeState.PROFILED, "h", None)
 
 
+def test_an_attempts_fields_written_into_a_record_annotation_are_ignored() -> None:
+    text = record_to_annotation(published_record())
+    assert text is not None
+    attempt = {
+        "pod": "roofline-fleet-gpu-1-0badc0de",
+        "podNamespace": "tenant-a",
+        "attempts": 7,
+        "reason": "PodFailed",
+        "message": "forged",
+        "nextAttemptTime": "2023-11-14T22:13:20Z",
+    }
+    restored = record_from_annotation("gpu-1", 2, json.dumps({**json.loads(text), **attempt}))
+    assert restored is not None
+    assert (restored.pod, restored.pod_namespace, restored.attempts) == (None, None, 0)
+    assert (restored.reason, restored.message, restored.next_attempt_at) == (None, None, None)
+
+
+def test_a_status_entry_names_its_pod_but_not_where_to_believe_pods() -> None:
+    entry = {**record_to_status(published_record()), "pod": "p", "podNamespace": "tenant-a"}
+    restored = record_from_status(entry)
+    assert restored is not None
+    assert (restored.pod, restored.pod_namespace) == ("p", None)
+
+
 def test_a_record_without_a_result_has_no_annotation_and_a_damaged_one_is_ignored() -> None:
     assert record_to_annotation(NodeRecord(name="a", gpus=1)) is None
     assert record_from_annotation("a", 1, "{not json") is None
@@ -226,3 +251,69 @@ def test_a_sound_record_annotation_restores_with_the_plausibility_checks_on() ->
     assert restored is not None
     assert restored.result is not None
     assert restored.result.worst_gpu().ridge_point == 180.0
+
+
+def _with_intervals(entry: dict[str, Any], **intervals: tuple[float, float]) -> dict[str, Any]:
+    return {**entry, **{key: {"low": lo, "high": hi} for key, (lo, hi) in intervals.items()}}
+
+
+def test_a_record_whose_interval_excludes_its_value_restores_as_none() -> None:
+    record = replace(
+        published_record(), result=from_compact(profile(with_intervals(device())), "h")
+    )
+    text = record_to_annotation(record)
+    assert text is not None
+    sound = json.loads(text)
+    assert record_from_annotation("gpu-1", 1, json.dumps(sound)) is not None
+    for forged in (
+        _with_intervals(sound, bandwidthInterval=(0.0, 2.15e12)),
+        _with_intervals(sound, recommendedMinBatchInterval=(1, 2)),
+    ):
+        assert record_from_annotation("gpu-1", 1, json.dumps(forged)) is None
+
+
+def test_every_warning_list_the_writer_keeps_restores_from_both_copies() -> None:
+    """2 GPUs × 12 codes: the record kept 24, both restores refused more than 16, and the node
+    lost its labels after a restart."""
+    devices = tuple(
+        replace(device(i), warnings=tuple(f"Code{i}x{n}" for n in range(12))) for i in range(2)
+    )
+    result = from_compact(profile(*devices), "h")
+    record = replace(published_record(), result=result, warnings=result.warnings())
+    assert len(record.warnings) == 24
+    restored = record_from_status(record_to_status(record))
+    assert restored is not None
+    assert restored.warnings == record.warnings
+    text = record_to_annotation(record)
+    assert text is not None
+    annotated = record_from_annotation("gpu-1", 2, text)
+    assert annotated is not None
+    assert annotated.result is not None
+
+
+@pytest.mark.parametrize(
+    "profiled", [pytest.param("yesterday", id="garbage"), pytest.param(None, id="missing")]
+)
+def test_a_record_annotation_without_a_real_profiled_time_is_dropped(profiled: Any) -> None:
+    """It restored as measured in 1970: never due again without ``reprofileInterval``, and
+    the stale alert fired for good."""
+    text = record_to_annotation(published_record())
+    assert text is not None
+    damaged = {**json.loads(text), "profiledTime": profiled}
+    assert record_from_annotation("gpu-1", 2, json.dumps(damaged)) is None
+    entry = {**record_to_status(published_record()), "profiledTime": profiled}
+    assert record_from_status(entry) is None
+    previous = {
+        **json.loads(text),
+        "previous": {**json.loads(text)["previous"], "profiledTime": "x"},
+    }
+    assert record_from_annotation("gpu-1", 2, json.dumps(previous)) is None
+
+
+def test_a_node_with_more_than_64_gpu_units_restores() -> None:
+    """Time-slicing advertises each GPU several times over: 8 GPUs × 10 replicas wrote a status
+    entry whose restore refused ``gpus: 80``."""
+    record = replace(published_record(), gpus=80)
+    restored = record_from_status(record_to_status(record))
+    assert restored is not None
+    assert restored.gpus == 80

@@ -46,6 +46,10 @@ def _gpu(index: int) -> CompactDevice:
                 max_batch_by_memory=12345,
                 step_seconds_at_min_batch=0.0123456,
                 step_seconds_at_max_batch=0.0456789,
+                itl_intercept_seconds=0.01234567,
+                itl_per_sequence_seconds=1.234567e-5,
+                itl_per_sequence_context_token_seconds=3.123456e-8,
+                itl_max_relative_error=0.34,
             )
             for name in MODEL_NAMES
         ),

@@ -10,6 +10,7 @@ import aiohttp
 import pytest
 import pytest_asyncio
 from aiohttp import web
+from tests.operator.harness.patching import apply_patch
 
 from roofline_operator.decide.node_features import (
     build_node_feature,
@@ -187,3 +188,26 @@ async def test_a_profiles_node_features_are_listed_by_its_selector_with_their_re
         (node_feature_name("fleet", "b"), "b", {}),
     ]
     assert fake.queries[-1]["labelSelector"] == profile_selector("fleet")
+
+
+@pytest.mark.asyncio
+async def test_rewriting_a_node_feature_leaves_exactly_the_intended_labels_and_annotations(
+    api: tuple[FakeApi, KubeClient],
+) -> None:
+    """A merge patch of a smaller ``spec.labels`` removed nothing: the labels a profile stopped
+    owning (``labelNodes: false``, another profile taking the node) stayed, through nfd-master,
+    on the node. The patch sent on a conflict leaves the stored object equal to the new one."""
+    fake, client = api
+    path = "/apis/nfd.k8s-sigs.io/v1alpha1/namespaces/op/nodefeatures"
+    key = record_annotation_key("fleet")
+    labels = {"roofline.dev/min-batch": "128", "roofline.dev/profile": "fleet"}
+    stored = build_node_feature("a", labels, "fleet", "op", {key: '{"old":1}'})
+    fake.answer[("POST", path)] = 409
+    wanted = build_node_feature("a", {}, "fleet", "op")
+    await client.write_node_feature(wanted)
+    method, sent_path, content_type, patch = fake.requests[-1]
+    assert (method, sent_path) == ("PATCH", f"{path}/{node_feature_name('fleet', 'a')}")
+    written = apply_patch(content_type, stored, patch)
+    assert written["spec"] == {"labels": {}}
+    assert written["metadata"]["labels"] == wanted["metadata"]["labels"]
+    assert written["metadata"].get("annotations") == {}

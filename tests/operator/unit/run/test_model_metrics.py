@@ -85,3 +85,30 @@ def test_after_a_restart_the_nodes_plan_is_published_under_its_worst_gpu(
     assert restored is not None
     metrics.collector.update(snapshot_from_records("fleet", {"n1": restored}, "h", ("a",)))
     assert registry.get_sample_value("roofline_model_recommended_min_batch", labels("0", "a")) == 64
+
+
+def test_each_gpu_publishes_its_itl_model_and_no_rate_at_a_min_batch_it_lacks(
+    registry: CollectorRegistry, metrics: OperatorMetrics
+) -> None:
+    itl = {
+        "itl_intercept_seconds": 0.008,
+        "itl_per_sequence_seconds": 2e-5,
+        "itl_per_sequence_context_token_seconds": 3e-8,
+        "itl_max_relative_error": 0.07,
+    }
+    records = {
+        "n1": planned_node(
+            "n1",
+            (plan("a", min_batch=None, **itl),),
+            (plan("a", **{**itl, "itl_intercept_seconds": 0.01}),),
+        )
+    }
+    metrics.collector.update(snapshot_from_records("fleet", records, "h", ("a",)))
+    get = registry.get_sample_value
+    assert get("roofline_model_itl_intercept_seconds", labels("0", "a")) == 0.008
+    assert get("roofline_model_itl_intercept_seconds", labels("1", "a")) == 0.01
+    assert get("roofline_model_itl_per_sequence_seconds", labels("0", "a")) == 2e-5
+    assert get("roofline_model_itl_per_sequence_context_token_seconds", labels("0", "a")) == 3e-8
+    low = {**labels("0", "a"), "range_end": "low"}
+    assert get("roofline_model_tokens_per_second", low) is None
+    assert get("roofline_model_tokens_per_second", {**low, "gpu": "1"}) == pytest.approx(3200)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import logging
 import time
 from collections.abc import Mapping
@@ -429,3 +430,96 @@ async def test_a_look_alike_pod_in_a_tenant_namespace_cannot_move_a_nodes_labels
     warnings = [m for reason, m in quiet_events if reason == "ForeignPodIgnored"]
     assert len(warnings) == 1
     assert "tenant-a/" in warnings[0]
+
+
+@pytest.mark.asyncio
+async def test_a_record_annotation_naming_a_pod_namespace_never_widens_the_trusted_ones(
+    quiet_events: list[tuple[str, str]],
+) -> None:
+    """Whoever may patch a Node wrote ``podNamespace`` (and ``pod``) into its record annotation;
+    after a restart the profile believed pods there, and a look-alike in that namespace
+    published 9,999 GB/s and a ridge point of 1."""
+    client = RecordingClient()
+    loop = loop_with(client, {"reprofileInterval": "1h"})
+    await loop.round({"a": node("a")}, [], {})
+    await loop.round({"a": node("a")}, [succeeded(client)], {})
+    labelled = as_patched(node("a"), client)
+    key = "record.roofline.dev/fleet"
+    record = loop.records["a"]
+    name = profiler_pod_name("fleet", "a", record.cycle_hash, 99)
+    tampered = {**json.loads(labelled.records[key]), "podNamespace": "tenant-a", "pod": name}
+    tampered_node = replace(labelled, records={key: json.dumps(tampered)})
+
+    restarted_client = RecordingClient()
+    restarted = loop_with(restarted_client, {"reprofileInterval": "1h"}, status={"nodes": []})
+    restarted.runtime.caches.nodes.start_priming()
+    restarted.runtime.caches.nodes.finish_priming([("a", tampered_node)])
+    await restarted.restore(restarted_client)  # type: ignore[arg-type]
+    assert restarted.records["a"].pod_namespace is None
+    forged_result = encode_compact(
+        profile(device(ridge=1.0, bandwidth=9.999e12), created_at=time.time())
+    )
+    forged = fresh_succeeded_pod(
+        name, "a", record.cycle_hash, 99, namespace="tenant-a", message=forged_result
+    )
+    for _ in range(2):
+        await restarted.round({"a": tampered_node}, [forged], {})
+    assert restarted.pod_namespaces(restarted.valid_spec()) == {"default"}
+    assert restarted_client.labelled == [], "the forged result moved no label"
+    assert ("tenant-a", name) not in restarted_client.deleted
+    result = restarted.records["a"].result
+    assert result is not None
+    assert result.worst_gpu().ridge_point == 180.0
+    assert [r for r, _ in quiet_events].count("ForeignPodIgnored") == 1
+
+
+#: What a failed pod may write to its termination message to act on whoever reads it: an ANSI
+#: colour, an OSC 8 hyperlink ended by BEL, a right-to-left override and a zero-width space.
+HOSTILE_MESSAGE = (
+    "\x1b[31mCUDA\x1b[0m error: \x1b]8;;https://evil.example\x07click\x1b]8;;\x07 "
+    "\u202egnp.exe\u202c\u200b done\x00\x7f\x9b"
+)
+
+
+@pytest.mark.asyncio
+async def test_control_and_bidi_characters_of_a_pod_message_reach_no_reader(
+    caplog: pytest.LogCaptureFixture, quiet_events: list[tuple[str, str]]
+) -> None:
+    client = RecordingClient()
+    loop = loop_with(client, {"retryBackoffSeconds": 60})
+    await loop.round({"a": node("a")}, [], {})
+    pod = pod_facts(client.created[0])
+    failed = replace(pod, phase="Failed", terminated=Terminated(1, "Error", HOSTILE_MESSAGE))
+    with caplog.at_level(logging.WARNING, logger="roofline_operator.run.round_events"):
+        await loop.round({"a": node("a")}, [failed], {})
+    shown = client.statuses[-1]["nodes"][0]["message"]
+    assert shown == "[31mCUDA[0m error: ]8;;https://evil.exampleclick]8;; gnp.exe done"
+    (event,) = [message for reason, message in quiet_events if reason == "PodFailed"]
+    (line,) = [r.getMessage() for r in caplog.records]
+    for text in (shown, event, line):
+        assert all(ch.isprintable() for ch in text), repr(text)
+
+
+@pytest.mark.asyncio
+async def test_a_look_alike_pod_with_our_labels_is_never_caught_by_a_collection() -> None:
+    """The collection selects by labels alone: a finished pod with our labels that is not ours
+    (no owner reference to the profile) was deleted with ours."""
+    client = RecordingClient()
+    loop = loop_with(client, {"maxParallel": 2})
+    nodes = {n: node(n) for n in ("a", "b")}
+    await loop.round(nodes, [], {})
+    now = time.time()
+    result = Terminated(0, "Completed", encode_compact(profile(created_at=now)))
+    done = [
+        replace(pod_facts(body), phase="Succeeded", created_at=now - 1, terminated=result)
+        for body in client.created
+    ]
+    a = done[0]
+    look_alike = replace(a, name="not-ours", owner_uids=("theirs",), phase="Failed")
+    pods = loop.runtime.caches.pods
+    pods.start_priming()
+    pods.finish_priming([((p.namespace, p.name), p) for p in (*done, look_alike)])
+    await loop.round(nodes, [*done, look_alike], {})
+    ((_, selector, _),) = client.collections
+    assert selector.endswith("roofline.dev/node in (b)"), "node a is left out"
+    assert client.deleted == [("default", a.name)], "ours on node a goes by name"

@@ -3,107 +3,28 @@
 from __future__ import annotations
 
 import json
-import logging
 import time
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import Mapping
 from dataclasses import replace
 from typing import Any
 
-import kopf
 import pytest
-from prometheus_client import CollectorRegistry
 from tests.model_configs import TINY_LLAMA
 from tests.operator.unit.model_builders import plan
+from tests.operator.unit.model_client import ENV, ModelClient, loop_with
 from tests.operator.unit.operator_builders import device, fresh_succeeded_pod, node, profile
-from tests.operator.unit.recording_client import RecordingClient
 
 from roofline_operator.core.names import LABEL_PROFILE
 from roofline_operator.decide.labels import label_claim
 from roofline_operator.decide.node_features import build_node_feature, node_feature_name
 from roofline_operator.decide.pods import pod_facts
 from roofline_operator.run import model_delivery
-from roofline_operator.run.config import load_config
 from roofline_operator.run.kubeapi import ApiError
-from roofline_operator.run.metrics import OperatorMetrics
 from roofline_operator.run.reconcile import ProfileLoop
 from roofline_operator.run.release import release_profile
-from roofline_operator.run.runtime import Runtime
 from roofline_profiler.wire.compact import encode_compact
 
 pytestmark = pytest.mark.usefixtures("quiet_events")
-
-
-class ModelClient(RecordingClient):
-    def __init__(self, config_maps: Mapping[tuple[str, str], dict[str, str]]) -> None:
-        super().__init__()
-        self.config_maps = dict(config_maps)
-        self.config_map_reads: list[tuple[str, str]] = []
-        self.config_map_writes: list[str] = []
-        self.config_map_deletes: list[str] = []
-        #: ConfigMaps whose read fails with this error.
-        self.refused: dict[tuple[str, str], ApiError] = {}
-        self.features: dict[str, dict[str, Any]] = {}
-        self.feature_deletes: list[str] = []
-
-    async def get_config_map(self, namespace: str, name: str) -> dict[str, str] | None:
-        self.config_map_reads.append((namespace, name))
-        if (namespace, name) in self.refused:
-            raise self.refused[(namespace, name)]
-        return self.config_maps.get((namespace, name))
-
-    async def create_config_map(self, body: Mapping[str, Any]) -> None:
-        metadata = body["metadata"]
-        self.config_maps[(metadata["namespace"], metadata["name"])] = dict(body["data"])
-        self.config_map_writes.append(metadata["name"])
-
-    async def delete_config_map(self, namespace: str, name: str) -> None:
-        self.config_maps.pop((namespace, name), None)
-        self.config_map_deletes.append(name)
-
-    def models_of(self, pod: Mapping[str, Any]) -> list[dict[str, Any]]:
-        """The models a pod reads: the ConfigMap it mounts, as the kubelet would."""
-        namespace = pod["metadata"]["namespace"]
-        (volume,) = [v for v in pod["spec"]["volumes"] if "configMap" in v]
-        data = self.config_maps[(namespace, volume["configMap"]["name"])]
-        models: list[dict[str, Any]] = json.loads(data["models.json"])
-        return models
-
-    async def write_node_feature(self, body: Mapping[str, Any]) -> None:
-        self.features[body["metadata"]["name"]] = dict(body)
-
-    async def delete_node_feature(self, namespace: str, name: str) -> None:
-        self.feature_deletes.append(name)
-        self.features.pop(name, None)
-
-    def node_features_path(self, namespace: str) -> str:
-        return f"/apis/nfd.k8s-sigs.io/v1alpha1/namespaces/{namespace}/nodefeatures"
-
-    async def list_pages(
-        self, path: str, label_selector: str | None = None
-    ) -> AsyncIterator[list[dict[str, Any]]]:
-        if path.startswith("/api/v1/"):  # the caches' priming lists
-            yield []
-            return
-        assert path == self.node_features_path("op")
-        assert label_selector is not None
-        profile = label_selector.split("roofline.dev/profile=")[1]
-        yield [
-            f
-            for f in self.features.values()
-            if f["metadata"]["labels"]["roofline.dev/profile"] == profile
-        ]
-
-
-def loop_with(client: RecordingClient, spec: Mapping[str, Any], env: dict[str, str]) -> ProfileLoop:
-    runtime = Runtime(config=load_config([], env), metrics=OperatorMetrics(CollectorRegistry()))
-    runtime.api.connection = kopf.ConnectionInfo(server="http://cluster.invalid")
-    runtime.api.built_from = runtime.api.connection
-    runtime.api.client = client  # type: ignore[assignment]
-    body = {
-        "metadata": {"name": "fleet", "uid": "u", "generation": 1},
-        "spec": {"nodeSelector": {"pool": "h200"}, **spec},
-    }
-    return ProfileLoop(runtime, "fleet", body, logging.getLogger("test"))
 
 
 MODELS = [
@@ -111,7 +32,6 @@ MODELS = [
     {"name": "mapped", "configMapRef": {"name": "cfg"}},
     {"name": "lost", "configMapRef": {"name": "gone"}},
 ]
-ENV = {"ROOFLINE_NAMESPACE": "ns"}
 
 
 @pytest.mark.asyncio
@@ -408,3 +328,37 @@ async def test_a_config_over_the_size_limit_fails_its_model_alone() -> None:
     (entry,) = [m for m in client.statuses[-1]["models"] if m["name"] == "big"]
     assert entry["reason"] == "InvalidModel"
     assert "bytes, at most 65536" in entry["message"]
+
+
+@pytest.mark.asyncio
+async def test_a_squatted_models_config_map_fails_the_models_and_is_never_mounted() -> None:
+    """The ConfigMap of the name the profile derives, created by someone else first: its
+    models are refused with the conflict in status, its pods run without models (the roofline
+    goes on), and once the name is free the nodes are profiled again with them."""
+    client = ModelClient({})
+    loop = loop_with(client, {"models": MODELS[:1]}, ENV)
+    squatter = {
+        "metadata": {"name": "", "namespace": "ns", "uid": "theirs"},
+        "data": {"models.json": "[]"},
+    }
+    original = client.create_config_map
+
+    async def squatted(body: Mapping[str, Any]) -> dict[str, Any] | None:
+        squatter["metadata"]["name"] = body["metadata"]["name"]
+        return squatter
+
+    client.create_config_map = squatted  # type: ignore[method-assign]
+    await loop.round({"a": node("a")}, [], {})
+    (pod,) = client.created
+    assert not [v for v in pod["spec"]["volumes"] if "configMap" in v], "nothing foreign mounted"
+    ready = {c["type"]: c for c in client.statuses[-1]["conditions"]}["ModelsReady"]
+    assert ready["reason"] == "ModelsConfigMapConflict"
+    assert "exists and is not this profile's" in ready["message"]
+    assert client.config_map_deletes == []
+
+    client.create_config_map = original  # type: ignore[method-assign]
+    await loop.round({"a": node("a"), "b": node("b")}, [], {})
+    later = client.created[-1]
+    assert pod_facts(later).node == "b"
+    assert [m["name"] for m in client.models_of(later)] == ["tiny"]
+    assert pod_facts(later).spec_hash != pod_facts(pod).spec_hash, "a re-profile with models"

@@ -77,12 +77,12 @@ def pod_body(node: str, uid: str) -> dict[str, Any]:
                 "spec": {"dtype": "int3"},
                 "status": {"nodes": [{"name": "a", "pod": "p", "podNamespace": "old"}]},
             },
-            {"default", "old"},
+            {"default"},
             id="invalid-spec-and-status",
         ),
     ],
 )
-def test_a_released_profile_may_have_pods_in_its_configured_spec_and_status_namespaces(
+def test_a_released_profile_deletes_pods_in_its_configured_and_spec_namespaces_only(
     body: dict[str, Any], expected: set[str]
 ) -> None:
     assert release_namespaces(runtime_with(), body) == expected

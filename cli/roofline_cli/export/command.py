@@ -1,0 +1,381 @@
+"""``roofline export``: a profile's plans as ready-to-apply YAML for one target.
+
+Exit codes: 0 success; 2 bad input (one ``roofline: error:`` line on stderr, nothing written):
+an unknown target, engine, model or class, a file that is neither a saved result nor a
+RooflineProfile, a status with no profiled node, a plan that gives no threshold, a profile
+kubectl cannot read.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Callable, Sequence
+from dataclasses import replace
+from pathlib import Path
+from typing import Any, NoReturn
+
+from roofline_cli.export import (
+    cluster,
+    engine_args,
+    gateway,
+    itl_configmap,
+    keda,
+    kueue,
+    options,
+    thresholds,
+    wva,
+)
+from roofline_cli.export.commented import render
+from roofline_cli.export.from_result import source_of_result
+from roofline_cli.export.from_status import SourceError, source_of_profile
+from roofline_cli.export.plans import ExportSource
+from roofline_profiler.core.errors import UsageError, first_line
+
+PROG = "roofline export"
+Builder = Callable[[ExportSource, options.ExportOptions], list[tuple[str, Any]]]
+#: The targets, in the order ``--help`` lists them.
+TARGETS: dict[str, Builder] = {
+    "engine-args": engine_args.build,
+    "keda": keda.build,
+    "gateway": gateway.build,
+    "wva": wva.build,
+    "kueue": kueue.build,
+    "itl-configmap": itl_configmap.build,
+}
+#: The largest file read with --from.
+MAX_SOURCE_BYTES = 64 * 1024 * 1024
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> NoReturn:
+        raise UsageError(message)
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{value} must be at least 1")
+    return value
+
+
+def _count(text: str) -> int:
+    if text.strip() == "0":
+        return 0
+    return _positive_int(text)
+
+
+def _port(text: str) -> int:
+    value = _positive_int(text)
+    if value > 65535:
+        raise argparse.ArgumentTypeError(f"{value} is not a port")
+    return value
+
+
+def _positive_number(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    if not 0 < value < float("inf"):
+        raise argparse.ArgumentTypeError(f"{text} must be a positive number")
+    return value
+
+
+def _share(text: str) -> float:
+    value = _positive_number(text)
+    if value > 1:
+        raise argparse.ArgumentTypeError(f"{text} must lie in (0, 1]")
+    return value
+
+
+def _selector(text: str) -> dict[str, str]:
+    pairs = {}
+    for part in text.split(","):
+        key, sep, value = part.partition("=")
+        if not sep or not key.strip():
+            raise argparse.ArgumentTypeError(f"{part!r} is not KEY=VALUE")
+        pairs[key.strip()] = value.strip()
+    return pairs
+
+
+def build_parser() -> _Parser:
+    p = _Parser(prog=PROG, description=(__doc__ or "").split("\n\n")[0])
+    p.add_argument(
+        "--target", required=True, choices=tuple(TARGETS), help="what to write (required)"
+    )
+    source = p.add_mutually_exclusive_group(required=True)
+    source.add_argument(
+        "--from",
+        dest="source",
+        metavar="FILE",
+        help="a saved result (roofline profile --json) or a RooflineProfile as kubectl get -o "
+        "yaml/json writes it (or its bare status); - reads stdin",
+    )
+    source.add_argument("--profile", metavar="NAME", help="read RooflineProfile NAME with kubectl")
+    p.add_argument(
+        "--kubeconfig", metavar="PATH", help="kubectl's --kubeconfig (default: kubectl's)"
+    )
+    p.add_argument("--context", metavar="NAME", help="kubectl's --context (default: current)")
+    p.add_argument("--kubectl", default="kubectl", help="the kubectl to run (default kubectl)")
+    p.add_argument(
+        "--model",
+        action="append",
+        metavar="NAME",
+        help="only this model; repeatable (default: every planned model)",
+    )
+    p.add_argument(
+        "--class",
+        dest="classes",
+        action="append",
+        metavar="PRODUCT",
+        help="only this GPU class, e.g. 'NVIDIA H200'; repeatable (default: every class, and "
+        "a per-replica threshold holds on all)",
+    )
+    p.add_argument(
+        "--output", "-o", default="-", metavar="FILE", help="where to write (default -: stdout)"
+    )
+    p.add_argument(
+        "--namespace",
+        "-n",
+        default="default",
+        help="namespace of the serving objects (default default)",
+    )
+    p.add_argument(
+        "--engine",
+        default="vllm",
+        choices=tuple(options.ENGINES),
+        help="serving engine (default vllm; keda: vllm or sglang)",
+    )
+    p.add_argument(
+        "--form",
+        default="configmap",
+        choices=("configmap", "patch"),
+        help="engine-args as a ConfigMap or a Deployment JSON patch (default configmap)",
+    )
+    p.add_argument(
+        "--deployment", metavar="NAME", help="the serving Deployment (default: the model's name)"
+    )
+    p.add_argument(
+        "--container-index",
+        type=_count,
+        default=0,
+        metavar="N",
+        help="the engine's container in the Deployment (default 0)",
+    )
+    p.add_argument(
+        "--model-id",
+        metavar="NAME",
+        help="the model's served name, if not the plan's name (default: the plan's)",
+    )
+    p.add_argument(
+        "--prometheus",
+        default=options.DEFAULT_PROMETHEUS,
+        metavar="URL",
+        help=f"keda: Prometheus address (default {options.DEFAULT_PROMETHEUS})",
+    )
+    p.add_argument(
+        "--min-replicas",
+        type=_count,
+        default=1,
+        metavar="N",
+        help="keda: minReplicaCount (default 1)",
+    )
+    p.add_argument(
+        "--max-replicas",
+        type=_positive_int,
+        default=10,
+        metavar="N",
+        help="keda: maxReplicaCount (default 10)",
+    )
+    p.add_argument(
+        "--pool-selector",
+        type=_selector,
+        default={},
+        metavar="K=V[,K=V]",
+        help="gateway: the serving pods' labels (default app=<model>)",
+    )
+    p.add_argument(
+        "--target-port",
+        type=_port,
+        default=options.DEFAULT_TARGET_PORT,
+        metavar="PORT",
+        help=f"gateway: the engines' port (default {options.DEFAULT_TARGET_PORT})",
+    )
+    p.add_argument(
+        "--epp-port",
+        type=_port,
+        default=options.DEFAULT_EPP_PORT,
+        metavar="PORT",
+        help=f"gateway: the endpoint picker's port (default {options.DEFAULT_EPP_PORT})",
+    )
+    p.add_argument(
+        "--wva-namespace",
+        default=options.DEFAULT_WVA_NAMESPACE,
+        metavar="NS",
+        help=f"wva: the autoscaler's namespace (default {options.DEFAULT_WVA_NAMESPACE})",
+    )
+    p.add_argument(
+        "--tokens-per-second",
+        type=_positive_number,
+        metavar="T",
+        help="kueue: decode tokens/s the queue must sustain (required for kueue)",
+    )
+    p.add_argument(
+        "--utilization",
+        type=_share,
+        default=options.DEFAULT_UTILIZATION,
+        metavar="U",
+        help=f"kueue: planned share of the decode ceiling (default {options.DEFAULT_UTILIZATION})",
+    )
+    p.add_argument(
+        "--resource",
+        default=options.DEFAULT_RESOURCE,
+        help=f"kueue: the quota's resource (default {options.DEFAULT_RESOURCE})",
+    )
+    p.add_argument(
+        "--cohort",
+        default=options.DEFAULT_COHORT,
+        help=f"kueue: the Cohort (default {options.DEFAULT_COHORT})",
+    )
+    return p  # fmt: skip
+
+
+def _read_document(path: str) -> tuple[Any, str]:
+    """The document in ``path`` (``-``: stdin), JSON or YAML."""
+    try:
+        if path == "-":
+            text = sys.stdin.read(MAX_SOURCE_BYTES + 1)
+        else:
+            with open(path, encoding="utf-8") as handle:
+                text = handle.read(MAX_SOURCE_BYTES + 1)
+    except OSError as exc:
+        raise UsageError(f"--from {path}: cannot read it ({exc.strerror})") from None
+    except UnicodeDecodeError:
+        raise UsageError(f"--from {path}: not a text file") from None
+    if len(text) > MAX_SOURCE_BYTES:
+        raise UsageError(f"--from {path}: larger than {MAX_SOURCE_BYTES} bytes")
+    try:
+        return json.loads(text), "json"
+    except ValueError:
+        pass
+    try:
+        import yaml
+    except ImportError:  # pragma: no cover - the operator extra brings PyYAML
+        raise UsageError(f"--from {path}: not JSON, and YAML needs PyYAML") from None
+    try:
+        return yaml.safe_load(text), "yaml"
+    except yaml.YAMLError:
+        raise UsageError(f"--from {path}: neither JSON nor YAML") from None
+
+
+def read_source(args: argparse.Namespace) -> ExportSource:
+    """The source the flags name, read and checked once."""
+    if args.profile is not None:
+        try:
+            document = cluster.read_profile(
+                args.profile, args.kubectl, args.kubeconfig, args.context
+            )
+        except cluster.ClusterError as exc:
+            raise UsageError(f"--profile {args.profile}: {exc}") from None
+        where = f"RooflineProfile {args.profile}"
+    else:
+        document, _ = _read_document(args.source)
+        where = "stdin" if args.source == "-" else Path(args.source).name
+        if isinstance(document, dict) and document.get("kind") == "RooflineResult":
+            from roofline_profiler.cli.arguments import read_result
+
+            if args.source == "-":
+                raise UsageError("--from -: read a saved result from a file")
+            return source_of_result(read_result(Path(args.source)), where)
+    try:
+        return source_of_profile(document, where)
+    except SourceError as exc:
+        flag = f"--profile {args.profile}" if args.profile else f"--from {args.source}"
+        raise UsageError(f"{flag}: {exc}") from None
+
+
+def _selected(
+    source: ExportSource, models: Sequence[str] | None, classes: Sequence[str] | None
+) -> ExportSource:
+    plans = source.plans
+    for flag, wanted, have in (
+        ("--model", models, source.models()),
+        ("--class", classes, source.classes()),
+    ):
+        for name in wanted or ():
+            if name not in have:
+                raise UsageError(f"{flag} {name!r}: the source plans {', '.join(have)}")
+    if models:
+        plans = tuple(p for p in plans if p.model in models)
+    if classes:
+        plans = tuple(p for p in plans if p.gpu_class in classes)
+    if not plans:
+        raise UsageError("no model is planned on the selected classes")
+    return replace(source, plans=plans)  # fmt: skip
+
+
+def export_options(args: argparse.Namespace) -> options.ExportOptions:
+    if args.target == "keda" and args.engine not in options.METRIC_ENGINES:
+        raise UsageError(f"--target keda reads vLLM's or SGLang's metrics, not {args.engine}'s")
+    if args.min_replicas > args.max_replicas:
+        raise UsageError(
+            f"--min-replicas {args.min_replicas} exceeds --max-replicas {args.max_replicas}"
+        )
+    return options.ExportOptions(
+        namespace=args.namespace, engine=args.engine, form=args.form, deployment=args.deployment,
+        container_index=args.container_index, prometheus=args.prometheus,
+        min_replicas=args.min_replicas, max_replicas=args.max_replicas,
+        pool_selector=args.pool_selector, target_port=args.target_port, epp_port=args.epp_port,
+        tokens_per_second=args.tokens_per_second, utilization=args.utilization,
+        resource=args.resource, cohort=args.cohort, wva_namespace=args.wva_namespace,
+        model_id=args.model_id,
+    )  # fmt: skip
+
+
+def _write(text: str, output: str) -> None:
+    if output == "-":
+        sys.stdout.write(text)
+        return
+    path = Path(output)
+    if not path.parent.is_dir():
+        raise UsageError(f"--output {output}: directory {path.parent} does not exist")
+    try:
+        path.write_text(text, encoding="utf-8")
+    except OSError as exc:
+        raise UsageError(f"--output {output}: cannot write it ({exc.strerror})") from None
+
+
+def run(argv: Sequence[str]) -> int:
+    args = build_parser().parse_args(argv)
+    chosen = export_options(args)
+    source = _selected(read_source(args), args.model, args.classes)
+    try:
+        documents = TARGETS[args.target](source, chosen)
+    except (
+        thresholds.NoThreshold,
+        kueue.NoDemand,
+        engine_args.OneModelOnly,
+        itl_configmap.NoItlModel,
+    ) as exc:
+        raise UsageError(str(exc)) from None
+    _write(render(documents), args.output)
+    return 0
+
+
+def main(argv: Sequence[str]) -> int:
+    try:
+        return run(argv)
+    except UsageError as exc:
+        print(f"roofline: error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("roofline: interrupted", file=sys.stderr)
+        return 130
+    except Exception as exc:  # a bug or an environment problem: still one line, never a trace
+        print(f"roofline: error: {type(exc).__name__}: {first_line(exc)}", file=sys.stderr)
+        return 1

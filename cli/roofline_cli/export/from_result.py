@@ -1,0 +1,116 @@
+"""A saved result (``roofline profile --json``, ``roofline plan --json``) as an export source.
+
+A result is one machine: its devices of one name are one GPU class, and the machine is one
+measured class of nodes, labelled (once the operator profiles it) with its worst device's
+recommended min batch, as the operator labels a node. A model planned at several contexts is
+exported at the first, as the operator publishes it; ``roofline plan --context`` re-plans a
+saved result at another. Pure module.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from roofline_cli.export.plans import ClassPlan, ExportSource, Itl, NodeClass
+from roofline_profiler.core.itl_model import stated_error
+from roofline_profiler.core.planning import ModelPlan
+from roofline_profiler.core.units import round_significant
+from roofline_profiler.wire.compact_fields import SIGNIFICANT_DIGITS
+from roofline_profiler.wire.result import DeviceResult, ProfileResult
+
+
+def _max_batch(plan: ModelPlan) -> int:
+    by_latency = plan.max_batch_by_latency
+    if by_latency is None:
+        return plan.max_batch_by_memory
+    return min(plan.max_batch_by_memory, by_latency)
+
+
+def _high_rate(plan: ModelPlan) -> float | None:
+    return None if plan.tokens_per_second_at_range is None else plan.tokens_per_second_at_range[1]
+
+
+def _itl(plans: Sequence[tuple[DeviceResult, ModelPlan]], batch: int, where: str) -> Itl | None:
+    """The slowest device's ITL model at ``batch`` sequences of the planned context."""
+    fitted = [(d, p, p.itl_model) for d, p in plans if p.itl_model is not None]
+    if not fitted:
+        return None
+    device, _, model = max(
+        fitted, key=lambda f: (f[2].step_seconds(max(batch, 1), f[1].context_tokens), -f[0].index)
+    )
+    return Itl(
+        float(round_significant(model.intercept_seconds, digits=SIGNIFICANT_DIGITS)),
+        float(round_significant(model.per_sequence_seconds, digits=SIGNIFICANT_DIGITS)),
+        float(
+            round_significant(model.per_sequence_context_token_seconds, digits=SIGNIFICANT_DIGITS)
+        ),
+        stated_error(model.max_relative_error),
+        f"{where} device {device.index}",
+    )
+
+
+def _class_plan(
+    name: str, gpu_class: str, plans: Sequence[tuple[DeviceResult, ModelPlan]], where: str
+) -> ClassPlan:
+    """One model on one class of devices: the numbers that hold on each of them."""
+    first = plans[0][1]
+    mins = [p.min_batch for _, p in plans]
+    by_memory = min(p.max_batch_by_memory for _, p in plans)
+    latencies = [p.max_batch_by_latency for _, p in plans if p.max_batch_by_latency is not None]
+    by_latency = min(latencies) if latencies else None
+    worst = min(plans, key=lambda dp: (_max_batch(dp[1]), dp[0].index))
+    rates = [_high_rate(p) for _, p in plans]
+    max_batch = by_memory if by_latency is None else min(by_memory, by_latency)
+    devices = ", ".join(str(d.index) for d, _ in plans)
+    return ClassPlan(
+        model=name,
+        gpu_class=gpu_class,
+        context_tokens=first.context_tokens,
+        tensor_parallel=first.tensor_parallel,
+        min_batch=None if any(m is None for m in mins) else max(m for m in mins if m is not None),
+        max_batch=max_batch,
+        max_batch_by_memory=by_memory,
+        max_batch_by_latency=by_latency,
+        kv_cache_tokens=by_memory * first.context_tokens,
+        tokens_per_second_at_max_batch=(
+            None if any(r is None for r in rates) else min(r for r in rates if r is not None)
+        ),
+        nodes=1,
+        source=f"{where}, {gpu_class} (device {devices}), plan at {first.context_tokens} tokens",
+        itl=_itl(plans, max_batch, where),
+        engine_flags=dict(worst[1].engine_settings),
+    )
+
+
+def _first_plans(device: DeviceResult) -> dict[str, ModelPlan]:
+    """Each model's first plan on a device (its first context)."""
+    plans: dict[str, ModelPlan] = {}
+    for plan in device.models:
+        plans.setdefault(plan.name, plan)
+    return plans
+
+
+def source_of_result(result: ProfileResult, where: str) -> ExportSource:
+    """The export source of a saved result read from ``where``."""
+    by_class: dict[str, dict[str, list[tuple[DeviceResult, ModelPlan]]]] = {}
+    for device in result.devices:
+        for name, plan in _first_plans(device).items():
+            by_class.setdefault(device.name, {}).setdefault(name, []).append((device, plan))
+    plans = tuple(
+        _class_plan(name, gpu_class, found, where)
+        for gpu_class, models in by_class.items()
+        for name, found in models.items()
+    )
+    rates: dict[str, float] = {}
+    for class_plan in plans:
+        rate = class_plan.tokens_per_second_at_max_batch
+        if rate is not None:
+            rates[class_plan.model] = min(rate, rates.get(class_plan.model, rate))
+    node = NodeClass(
+        min_batch_label=max(d.recommended_min_batch for d in result.devices),
+        products=tuple(dict.fromkeys(d.name for d in result.devices)),
+        nodes=(where,),
+        gpus=len(result.devices),
+        tokens_per_second=rates,
+    )
+    return ExportSource(description=where, plans=plans, node_classes=(node,))

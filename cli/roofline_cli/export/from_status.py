@@ -1,0 +1,221 @@
+"""A RooflineProfile (``kubectl get rp NAME -o yaml``) or its bare status as an export source.
+
+The status is read like anything that crosses a boundary: once, here, into bounded typed values,
+every defect one :class:`SourceError` that names the field. Each model's plan per GPU product
+class comes from ``status.models[].classes`` (the operator's worst-of-class numbers and its
+slowest node's ITL model); the measured classes of nodes (for Kueue flavors) from the listed
+``status.nodes[]``, grouped by the recommended min batch their ``roofline.dev/min-batch`` label
+carries. Pure module.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from roofline_cli.export.plans import ClassPlan, ExportSource, Itl, NodeClass
+from roofline_profiler.core import limits, plausibility
+
+#: A node's name: a DNS subdomain.
+NODE_NAME = re.compile(r"^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$")
+#: Most classes per model and nodes read: the CRD's own bound, and far more nodes than the
+#: operator lists by default.
+MAX_CLASSES = 16
+MAX_NODES = 10_000
+#: The largest KV-cache token count and tokens/s taken as real.
+MAX_TOKENS = float(1 << 48)
+
+
+class SourceError(ValueError):
+    """A document that is not a usable RooflineProfile status; ``str()`` is one line."""
+
+
+def _list(value: Any, where: str, most: int) -> list[Any]:
+    if value is None:
+        return []
+    if not isinstance(value, list):
+        raise SourceError(f"{where} is not a list")
+    if len(value) > most:
+        raise SourceError(f"{where} has more than {most} entries")
+    return value
+
+
+def _mapping(value: Any, where: str) -> Mapping[str, Any]:
+    if not isinstance(value, Mapping):
+        raise SourceError(f"{where} is not an object")
+    return value
+
+
+def _checked(read: Any, where: str) -> Any:
+    try:
+        return read()
+    except plausibility.ImplausibleValue as exc:
+        raise SourceError(f"{where}: {exc}") from None
+
+
+def _whole(entry: Mapping[str, Any], key: str, quantity: str, where: str) -> int | None:
+    if entry.get(key) is None:
+        return None
+    return int(_checked(lambda: plausibility.integer(entry[key], quantity, key), where))
+
+
+def _rate(entry: Mapping[str, Any], key: str, where: str) -> float | None:
+    value = entry.get(key)
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise SourceError(f"{where}: {key} is not a number")
+    if not 0 < value <= MAX_TOKENS or not math.isfinite(value):
+        raise SourceError(f"{where}: {key} {value!r} is not a positive rate")
+    return float(value)
+
+
+def _itl(entry: Mapping[str, Any], where: str) -> Itl | None:
+    keys = ("itlInterceptSeconds", "itlPerSequenceSeconds", "itlPerSequenceContextTokenSeconds")
+    if any(entry.get(k) is None for k in keys):
+        return None
+    terms = [
+        float(_checked(lambda k=k: plausibility.number(entry[k], "itl term", k), where))
+        for k in keys
+    ]
+    error = entry.get("itlMaxRelativeError", 0.0)
+    error = _checked(
+        lambda: plausibility.number(error, "relative error", "itlMaxRelativeError"), where
+    )
+    node = entry.get("slowestNode")
+    measured_on = f"node {node}" if isinstance(node, str) and NODE_NAME.match(node) else where
+    return Itl(terms[0], terms[1], terms[2], float(error), measured_on)
+
+
+def _class_plan(model: Mapping[str, Any], name: str, raw: Any, where: str) -> ClassPlan:
+    entry = _mapping(raw, where)
+    product = _checked(
+        lambda: plausibility.text(entry.get("product"), plausibility.DEVICE_NAME, "product"), where
+    )
+    by_memory = _whole(entry, "maxBatchByMemory", "batch bound", where)
+    max_batch = _whole(entry, "maxBatch", "batch bound", where)
+    if by_memory is None or max_batch is None:
+        raise SourceError(f"{where}: maxBatch and maxBatchByMemory are required")
+    context = _whole(model, "contextTokens", "context", f"status.models[{name}]") or 1
+    kv_tokens = entry.get("kvCacheTokens", by_memory * context)
+    if isinstance(kv_tokens, bool) or not isinstance(kv_tokens, int) or kv_tokens < 0:
+        raise SourceError(f"{where}: kvCacheTokens is not a non-negative integer")
+    nodes = entry.get("nodes", 0)
+    if isinstance(nodes, bool) or not isinstance(nodes, int) or not 0 <= nodes <= MAX_NODES:
+        raise SourceError(f"{where}: nodes is not a count of nodes")
+    return ClassPlan(
+        model=name,
+        gpu_class=product,
+        context_tokens=context,
+        tensor_parallel=_whole(model, "tensorParallel", "tensor parallel", where) or 1,
+        min_batch=_whole(entry, "minBatch", "min batch", where),
+        max_batch=max_batch,
+        max_batch_by_memory=by_memory,
+        max_batch_by_latency=_whole(entry, "maxBatchByLatency", "batch bound", where),
+        kv_cache_tokens=kv_tokens,
+        tokens_per_second_at_max_batch=_rate(entry, "tokensPerSecondAtMaxBatch", where),
+        nodes=nodes,
+        source=f"{where} ({nodes} node(s))",
+        itl=_itl(entry, where),
+    )
+
+
+def _model_plans(status: Mapping[str, Any]) -> list[ClassPlan]:
+    plans = []
+    for i, raw in enumerate(_list(status.get("models"), "status.models", limits.MAX_MODELS)):
+        model = _mapping(raw, f"status.models[{i}]")
+        name = _checked(
+            lambda m=model: plausibility.text(m.get("name"), plausibility.LABEL_VALUE, "name"),
+            f"status.models[{i}]",
+        )
+        where = f"status.models[{name}].classes"
+        for raw_class in _list(model.get("classes"), where, MAX_CLASSES):
+            product = raw_class.get("product") if isinstance(raw_class, Mapping) else None
+            plans.append(_class_plan(model, name, raw_class, f"{where}[{product}]"))
+    return plans
+
+
+def _node_classes(status: Mapping[str, Any], plans: Sequence[ClassPlan]) -> list[NodeClass]:
+    """The listed nodes grouped by the min batch their label carries."""
+    groups: dict[int, list[tuple[str, str, int, Mapping[str, Any]]]] = {}
+    for i, raw in enumerate(_list(status.get("nodes"), "status.nodes", MAX_NODES)):
+        entry = _mapping(raw, f"status.nodes[{i}]")
+        label = _whole(entry, "recommendedMinBatch", "min batch", f"status.nodes[{i}]")
+        name, product = entry.get("name"), entry.get("product")
+        if label is None or not isinstance(name, str) or not NODE_NAME.match(name):
+            continue
+        if not isinstance(product, str) or not plausibility.DEVICE_NAME.match(product):
+            product = "unknown"
+        gpus = _whole(entry, "gpus", "gpus", f"status.nodes[{name}]") or 1
+        groups.setdefault(label, []).append((name, product, gpus, entry))
+    classes = []
+    for label in sorted(groups):
+        members = groups[label]
+        products = tuple(dict.fromkeys(p for _, p, _, _ in members))
+        rates: dict[str, float] = {}
+        for plan in plans:
+            node_rates = [_node_rate(e, plan.model, n) for n, _, _, e in members]
+            known = [r for r in node_rates if r is not None]
+            fallback = plan.tokens_per_second_at_max_batch
+            if len(known) < len(node_rates) and plan.gpu_class in products and fallback:
+                known.append(fallback)
+            if known:
+                rates[plan.model] = min(
+                    known + ([rates[plan.model]] if plan.model in rates else [])
+                )
+        classes.append(
+            NodeClass(
+                min_batch_label=label,
+                products=products,
+                nodes=tuple(n for n, _, _, _ in members),
+                gpus=sum(g for _, _, g, _ in members),
+                tokens_per_second=rates,
+            )
+        )
+    return classes
+
+
+def _node_rate(entry: Mapping[str, Any], model: str, node: str) -> float | None:
+    for raw in _list(entry.get("models"), f"status.nodes[{node}].models", limits.MAX_MODELS):
+        if isinstance(raw, Mapping) and raw.get("name") == model:
+            return _rate(raw, "tokensPerSecondAtMaxBatch", f"status.nodes[{node}].models[{model}]")
+    return None
+
+
+def source_of_profile(document: Any, where: str) -> ExportSource:
+    """The export source of a RooflineProfile object, or of its bare ``status``, read from
+    ``where``; :class:`SourceError` when it holds no planned model."""
+    if not isinstance(document, Mapping):
+        raise SourceError("not a RooflineProfile or a status object")
+    profile: str | None = None
+    slo: str | None = None
+    if document.get("kind") == "RooflineProfile":
+        metadata = document.get("metadata")
+        name = metadata.get("name") if isinstance(metadata, Mapping) else None
+        profile = name if isinstance(name, str) and NODE_NAME.match(name) else None
+        spec = document.get("spec")
+        slo_spec = spec.get("slo") if isinstance(spec, Mapping) else None
+        latency = slo_spec.get("interTokenLatency") if isinstance(slo_spec, Mapping) else None
+        slo = latency if isinstance(latency, str) and len(latency) <= 32 else None
+        raw_status = document.get("status")
+        status = {} if raw_status is None else _mapping(raw_status, "status")
+    elif any(key in document for key in ("models", "nodes", "summary")):
+        status = document
+    else:
+        raise SourceError("not a RooflineProfile or a status object")
+    plans = _model_plans(status)
+    if not plans:
+        raise SourceError(
+            "its status has no planned model (status.models[].classes): no node is profiled "
+            "with spec.models yet, or the operator that wrote it predates per-class plans"
+        )
+    described = f"RooflineProfile {profile}" if profile else where
+    return ExportSource(
+        description=described,
+        plans=tuple(plans),
+        node_classes=tuple(_node_classes(status, plans)),
+        profile=profile,
+        itl_slo=slo,
+    )

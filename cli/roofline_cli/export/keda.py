@@ -1,0 +1,116 @@
+"""``--target keda``: a KEDA ScaledObject (``keda.sh/v1alpha1``, KEDA v2.21) per model whose
+Prometheus triggers hold each replica of a vLLM or SGLang Deployment at the plan's batch.
+
+Two triggers, each ``metricType: AverageValue`` (the HPA divides the query by the replicas):
+
+* the requests in the engines, running plus waiting, against the plan's ``maxBatch`` per
+  replica: ``⌈requests / maxBatch⌉`` replicas run every request within the memory and the ITL
+  SLO (running requests alone cannot exceed the engine's cap, ``--max-num-seqs``, so they could
+  never ask for more replicas);
+* the waiting queue against the queue depth a replica may hold (``thresholds.queue_depth``),
+  whose ``activationThreshold`` of 0 wakes a Deployment scaled to zero as soon as a request
+  waits (with ``--min-replicas 0`` and a queue in front of the engines, e.g. the gateway's).
+
+The Prometheus scaler's metadata keys are KEDA v2.21.1's (``pkg/scalers/prometheus_scaler.go``:
+``serverAddress``, ``query``, ``threshold``, ``activationThreshold``); every metadata value is a
+string, as the CRD requires. The engines' series are those of docs/sizing.md: vLLM's
+``vllm:num_requests_running``/``vllm:num_requests_waiting`` and SGLang's
+``sglang:num_running_reqs``/``sglang:num_queue_reqs``, labelled with the served ``model_name``.
+Pure module.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from roofline_cli.export import thresholds
+from roofline_cli.export.commented import Note
+from roofline_cli.export.options import ExportOptions, by_model, classes_note, object_name, safest
+from roofline_cli.export.plans import ExportSource
+
+#: Each engine's running and waiting request gauges.
+SERIES = {
+    "vllm": ("vllm:num_requests_running", "vllm:num_requests_waiting"),
+    "sglang": ("sglang:num_running_reqs", "sglang:num_queue_reqs"),
+}
+
+
+def _queries(engine: str, model: str, namespace: str) -> tuple[str, str]:
+    running, waiting = SERIES[engine]
+    selector = f'{{model_name="{model}",namespace="{namespace}"}}'
+    demand = f"sum({running}{selector}) + sum({waiting}{selector})"
+    return demand, f"sum({waiting}{selector})"
+
+
+def _scaled_object(model: str, options: ExportOptions, source: ExportSource) -> dict[str, Any]:
+    plans = by_model(source.plans)[model]
+    plan = safest(plans)
+    batch, batch_how = thresholds.requests_per_replica(plan)
+    depth, depth_how = thresholds.queue_depth(plan)
+    served = options.model_id or model
+    demand, waiting = _queries(options.engine, served, options.namespace)
+    where = f"{plan.source}; {classes_note(plans, plan)}"
+    server = Note(
+        options.prometheus, "triggers[].metadata.serverAddress: the Prometheus that scrapes them"
+    )
+    requests = {
+        "type": "prometheus",
+        "name": "requests-per-replica",
+        "metricType": Note(
+            "AverageValue", "the HPA divides the query by the replicas: requests per replica"
+        ),
+        "metadata": {
+            "serverAddress": server,
+            "query": Note(
+                demand,
+                f"the requests in the {options.engine} engines serving {served}, running and "
+                "waiting: running alone stays at the engines' cap and would never scale up",
+            ),
+            "threshold": Note(
+                str(batch),
+                f"triggers[].metadata.threshold, requests per replica: {batch_how}; from {where}",
+            ),
+        },
+    }
+    queue = {
+        "type": "prometheus",
+        "name": "waiting-queue",
+        "metricType": "AverageValue",
+        "metadata": {
+            "serverAddress": server,
+            "query": Note(waiting, f"the requests waiting in the {options.engine} engines"),
+            "threshold": Note(
+                str(depth), f"triggers[].metadata.threshold, waiting per replica: {depth_how}"
+            ),
+            "activationThreshold": Note(
+                "0",
+                "triggers[].metadata.activationThreshold: any waiting request wakes a "
+                "Deployment scaled to zero (--min-replicas 0)",
+            ),
+        },
+    }
+    spec = {
+        "scaleTargetRef": {"name": options.deployment or object_name(model)},
+        "minReplicaCount": Note(
+            options.min_replicas,
+            "spec.minReplicaCount (--min-replicas): scaling from zero needs a queue in front of "
+            "the engines, since a Deployment at zero exports no engine metrics",
+        ),
+        "maxReplicaCount": Note(options.max_replicas, "spec.maxReplicaCount (--max-replicas)"),
+        "triggers": [requests, queue],
+    }
+    metadata = {"name": object_name(model), "namespace": options.namespace}
+    return {"apiVersion": "keda.sh/v1alpha1", "kind": "ScaledObject", "metadata": metadata,
+            "spec": spec}  # fmt: skip
+
+
+def build(source: ExportSource, options: ExportOptions) -> list[tuple[str, Any]]:
+    """One ScaledObject per model."""
+    documents = []
+    for model in source.models():
+        header = (
+            f"KEDA ScaledObject for {model} served by {options.engine}, from {source.description}"
+            f": each replica is held at the plan's batch within the ITL SLO."
+        )
+        documents.append((header, _scaled_object(model, options, source)))
+    return documents

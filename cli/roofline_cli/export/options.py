@@ -1,0 +1,81 @@
+"""What the user chooses beside the plan: names, namespaces, the engine, the demand. Each field's
+default is the one ``roofline export --help`` shows. Pure module."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+
+from roofline_cli.export.plans import ClassPlan
+
+#: The engines, as ``--engine`` names them, and their key in a plan's engine flags.
+ENGINES = {"vllm": "vllm", "sglang": "sglang", "tgi": "tgi", "tensorrt-llm": "tensorrtLlm"}
+#: Engines whose Prometheus metrics name the served model (KEDA's query needs that).
+METRIC_ENGINES = ("vllm", "sglang")
+DEFAULT_PROMETHEUS = "http://prometheus-operated.monitoring.svc:9090"
+DEFAULT_TARGET_PORT = 8000
+#: The endpoint picker's gRPC port in the inference gateway's charts.
+DEFAULT_EPP_PORT = 9002
+DEFAULT_UTILIZATION = 0.75
+DEFAULT_RESOURCE = "nvidia.com/gpu"
+DEFAULT_COHORT = "roofline"
+DEFAULT_WVA_NAMESPACE = "workload-variant-autoscaler-system"
+#: The ConfigMap llm-d's autoscaler v0.5.1 reads (``internal/config/helpers.go``).
+WVA_CONFIGMAP = "wva-saturation-scaling-config"
+
+
+@dataclass(frozen=True)
+class ExportOptions:
+    namespace: str = "default"
+    engine: str = "vllm"
+    #: ``configmap`` or ``patch`` (engine-args).
+    form: str = "configmap"
+    #: The serving Deployment (KEDA's target, the patch's object); default: the model's name.
+    deployment: str | None = None
+    container_index: int = 0
+    prometheus: str = DEFAULT_PROMETHEUS
+    min_replicas: int = 1
+    max_replicas: int = 10
+    #: The serving pods' labels (InferencePool selector); default ``app: <model>``.
+    pool_selector: Mapping[str, str] = field(default_factory=dict)
+    target_port: int = DEFAULT_TARGET_PORT
+    epp_port: int = DEFAULT_EPP_PORT
+    #: Decode tokens/s the queue must sustain (kueue).
+    tokens_per_second: float | None = None
+    utilization: float = DEFAULT_UTILIZATION
+    resource: str = DEFAULT_RESOURCE
+    cohort: str = DEFAULT_COHORT
+    wva_namespace: str = DEFAULT_WVA_NAMESPACE
+    #: The model's served name where it differs from its plan's name (llm-d's ``model_id``).
+    model_id: str | None = None
+
+
+def object_name(text: str) -> str:
+    """``text`` as a Kubernetes object name (an RFC 1123 label): lower case, other characters
+    as ``-``, at most 63."""
+    name = re.sub(r"[^a-z0-9-]+", "-", text.lower()).strip("-")[:63].rstrip("-")
+    return name or "model"
+
+
+def by_model(plans: Sequence[ClassPlan]) -> dict[str, list[ClassPlan]]:
+    grouped: dict[str, list[ClassPlan]] = {}
+    for plan in plans:
+        grouped.setdefault(plan.model, []).append(plan)
+    return grouped
+
+
+def safest(plans: Sequence[ClassPlan]) -> ClassPlan:
+    """The class whose SLO batch is smallest: a per-replica threshold from it holds on every
+    class (pick one with ``--class`` for a Deployment pinned to one)."""
+    return min(plans, key=lambda p: (p.max_batch, p.max_batch_by_memory, p.gpu_class))
+
+
+def classes_note(plans: Sequence[ClassPlan], chosen: ClassPlan) -> str:
+    if len(plans) == 1:
+        return f"GPU class {chosen.gpu_class}"
+    others = ", ".join(p.gpu_class for p in plans if p is not chosen)
+    return (
+        f"GPU class {chosen.gpu_class}, the smallest SLO batch of the classes that serve it "
+        f"(also {others}), so that it holds on every one; --class picks one"
+    )

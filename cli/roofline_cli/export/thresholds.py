@@ -1,0 +1,118 @@
+"""The thresholds the targets write, each derived from a plan and explained in words.
+
+Every function returns ``(value, derivation)``: the number, and the sentence a comment carries
+(the measured numbers it came from, and the arithmetic). The upstream defaults these replace
+are named where a derivation keeps their proportion.
+
+* **KV-cache utilisation at the SLO batch**: the plan's ``maxBatch`` sequences of the planned
+  context take ``maxBatch / maxBatchByMemory`` of the KV cache the engine has (the plan's
+  ``maxBatchByMemory`` is that cache in sequences of the context). Above it, a replica runs
+  more (or longer) sequences than its latency bound allows: saturated. Rounded down to 0.01.
+* **Queue depth**: a tenth of the SLO batch, at least one request: the "10% local queue buffer"
+  the Gateway API Inference Extension's flow-control guide recommends above a server's active
+  batch (``maxConcurrency`` at 110% of it), so the engine always has the next requests to
+  admit as sequences finish, and no more.
+* **Spare triggers** (llm-d's autoscaler): its defaults scale up when the spare KV share falls
+  below 0.1 of a 0.8 threshold and the spare queue below 3 of 5; the same proportions of the
+  derived thresholds keep its behaviour and move its operating point to the plan's.
+* **Replicas and quotas**: a replica serves ``tokensPerSecondAtMaxBatch`` at its SLO batch;
+  ``⌈T / (rate × u)⌉`` replicas sustain ``T`` tokens/s at a planned utilisation ``u``, each
+  ``tensorParallel`` GPUs.
+
+Pure module.
+"""
+
+from __future__ import annotations
+
+import math
+
+from roofline_cli.export.plans import ClassPlan
+
+#: Share of the SLO batch a replica's engine may queue (GAIE flow control: 110% of the batch).
+QUEUE_SHARE = 0.1
+#: llm-d's autoscaler defaults (v0.5.1 ``deploy/configmap-saturation-scaling.yaml``).
+WVA_DEFAULT_KV_THRESHOLD = 0.8
+WVA_DEFAULT_QUEUE_THRESHOLD = 5
+WVA_DEFAULT_KV_SPARE = 0.1
+WVA_DEFAULT_QUEUE_SPARE = 3
+
+
+class NoThreshold(ValueError):
+    """A plan that gives no threshold (no sequence fits, or no batch meets the SLO)."""
+
+
+def _usable(plan: ClassPlan) -> None:
+    if plan.max_batch_by_memory < 1:
+        raise NoThreshold(
+            f"model {plan.model} on {plan.gpu_class}: no sequence of {plan.context_tokens} tokens "
+            "fits in memory beside the weights, so no replica can run"
+        )
+    if plan.max_batch < 1:
+        raise NoThreshold(
+            f"model {plan.model} on {plan.gpu_class}: no batch meets the ITL SLO, so no "
+            "replica can serve within it"
+        )
+
+
+def _floor_hundredths(value: float) -> float:
+    return math.floor(value * 100 + 1e-9) / 100
+
+
+def kv_cache_threshold(plan: ClassPlan) -> tuple[float, str]:
+    """The KV-cache utilisation of the SLO batch at the planned context."""
+    _usable(plan)
+    share = plan.max_batch / plan.max_batch_by_memory
+    value = min(1.0, max(0.01, _floor_hundredths(share)))
+    return value, (
+        f"maxBatch {plan.max_batch} (bound by {plan.bound_by}) of maxBatchByMemory "
+        f"{plan.max_batch_by_memory} sequences of {plan.context_tokens} tokens = {share:.4f} of "
+        f"the KV cache, rounded down (upstream default {WVA_DEFAULT_KV_THRESHOLD})"
+    )
+
+
+def queue_depth(plan: ClassPlan) -> tuple[int, str]:
+    """Requests a replica's engine may queue: a tenth of its SLO batch, at least one."""
+    _usable(plan)
+    value = max(1, math.ceil(QUEUE_SHARE * plan.max_batch))
+    return value, (
+        f"⌈{QUEUE_SHARE:g} × maxBatch {plan.max_batch}⌉ = {value}: the 10% queue above the active "
+        f"batch that the inference gateway's flow-control guide recommends (upstream default "
+        f"{WVA_DEFAULT_QUEUE_THRESHOLD})"
+    )
+
+
+def kv_spare_trigger(plan: ClassPlan) -> tuple[float, str]:
+    threshold, _ = kv_cache_threshold(plan)
+    ratio = WVA_DEFAULT_KV_SPARE / WVA_DEFAULT_KV_THRESHOLD
+    value = max(0.01, _floor_hundredths(threshold * ratio))
+    return value, (
+        f"kvCacheThreshold {threshold:g} × {WVA_DEFAULT_KV_SPARE:g}/{WVA_DEFAULT_KV_THRESHOLD:g} "
+        f"(the upstream defaults' proportion) = {value:g}"
+    )
+
+
+def queue_spare_trigger(plan: ClassPlan) -> tuple[int, str]:
+    depth, _ = queue_depth(plan)
+    ratio = WVA_DEFAULT_QUEUE_SPARE / WVA_DEFAULT_QUEUE_THRESHOLD
+    value = max(1, round(depth * ratio))
+    return value, (
+        f"queueLengthThreshold {depth} × {WVA_DEFAULT_QUEUE_SPARE}/{WVA_DEFAULT_QUEUE_THRESHOLD} "
+        f"(the upstream defaults' proportion), rounded, at least 1 = {value}"
+    )
+
+
+def requests_per_replica(plan: ClassPlan) -> tuple[int, str]:
+    """The running requests one replica holds within the SLO: the plan's batch."""
+    _usable(plan)
+    step = plan.itl.step_seconds(plan.max_batch, plan.context_tokens) if plan.itl else None
+    at = f"; its ITL model predicts {step * 1e3:.3g} ms per step there" if step else ""
+    return plan.max_batch, (
+        f"maxBatch {plan.max_batch}: min(maxBatchByMemory {plan.max_batch_by_memory}, "
+        f"maxBatchByLatency {plan.max_batch_by_latency}), the largest batch within the memory "
+        f"and the ITL SLO at {plan.context_tokens} tokens{at}"
+    )
+
+
+def replicas_for(rate: float, tokens_per_second: float, utilization: float) -> int:
+    """Replicas that sustain ``tokens_per_second`` at ``rate`` each, used to ``utilization``."""
+    return max(1, math.ceil(tokens_per_second / (rate * utilization) - 1e-9))

@@ -1,0 +1,76 @@
+"""A saved result as an export source: a class's numbers hold on each of its devices."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import pytest
+
+from roofline_cli.export.from_result import source_of_result
+from roofline_profiler.core.itl_model import ItlModel
+from roofline_profiler.wire.result import ProfileResult
+from tests.profiler.synthetic import planned_result
+
+
+def _two_devices() -> ProfileResult:
+    """The synthetic result with a second, slower H200: a smaller latency bound, fewer tokens/s,
+    a larger intercept, and no min batch of its own."""
+    result = planned_result()
+    first = result.devices[0]
+    plan = first.models[0]
+    assert plan.tokens_per_second_at_range is not None
+    assert plan.itl_model is not None
+    slower = replace(
+        plan,
+        min_batch=None,
+        max_batch_by_latency=120,
+        tokens_per_second_at_range=(4000.0, 6000.0),
+        itl_model=replace(plan.itl_model, intercept_seconds=0.009, max_relative_error=0.123),
+    )
+    second = replace(first, index=1, models=(slower,))
+    return replace(result, devices=(first, second))
+
+
+def test_one_device_is_one_class_whose_numbers_are_its_plan() -> None:
+    result = planned_result()
+    (plan,) = source_of_result(result, "result.json").plans
+    original = result.devices[0].models[0]
+    assert (plan.model, plan.gpu_class, plan.context_tokens) == (
+        "llama-3.1-8b",
+        "NVIDIA H200",
+        4096,
+    )
+    assert (plan.max_batch, plan.max_batch_by_memory, plan.max_batch_by_latency) == (164, 218, 164)
+    assert plan.kv_cache_tokens == 218 * 4096
+    assert plan.engine_flags == dict(original.engine_settings)
+    assert plan.itl is not None
+    assert original.itl_model is not None
+    assert plan.itl.intercept_seconds == pytest.approx(original.itl_model.intercept_seconds, 1e-3)
+    assert plan.itl.max_relative_error >= original.itl_model.max_relative_error
+
+
+def test_devices_of_one_name_fold_into_the_numbers_that_hold_on_each() -> None:
+    source = source_of_result(_two_devices(), "result.json")
+    (plan,) = source.plans
+    assert plan.min_batch is None
+    assert (plan.max_batch, plan.max_batch_by_latency) == (120, 120)
+    assert plan.tokens_per_second_at_max_batch == 6000.0
+    assert plan.itl is not None
+    assert plan.itl.measured_on == "result.json device 1"
+    assert plan.itl.max_relative_error == 0.13
+    assert "device 0, 1" in plan.source
+
+
+def test_the_machine_is_one_measured_class_labelled_with_its_worst_min_batch() -> None:
+    (node,) = source_of_result(_two_devices(), "result.json").node_classes
+    assert node.min_batch_label == 128
+    assert node.gpus == 2
+    assert node.tokens_per_second == {"llama-3.1-8b": 6000.0}
+
+
+def test_a_plan_without_an_itl_model_exports_none() -> None:
+    result = planned_result()
+    bare = tuple(replace(p, itl_model=None) for p in result.devices[0].models)
+    result = replace(result, devices=(replace(result.devices[0], models=bare),))
+    assert source_of_result(result, "r").plans[0].itl is None
+    assert isinstance(ItlModel, type)

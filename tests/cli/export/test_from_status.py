@@ -1,0 +1,112 @@
+"""A RooflineProfile's status as an export source, read once into bounded values."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, example, given, settings
+from hypothesis import strategies as st
+
+from roofline_cli.export.from_status import SourceError, source_of_profile
+from tests.cli.export_sources import H100, L40S, MODEL, PROFILE, status_profile
+from tests.tampering import json_values, tampered_documents
+
+
+def test_each_class_of_the_status_is_a_plan_with_its_slowest_nodes_itl() -> None:
+    source = source_of_profile(status_profile(), "profile.json")
+    assert (source.profile, source.itl_slo, source.description) == (
+        PROFILE,
+        "50ms",
+        f"RooflineProfile {PROFILE}",
+    )
+    h100, l40s = source.plans
+    assert (h100.gpu_class, h100.nodes, h100.max_batch, h100.min_batch) == (H100, 2, 104, 64)
+    assert h100.itl is not None
+    assert (h100.itl.intercept_seconds, h100.itl.measured_on) == (0.0131, "node gpu-b")
+    assert (l40s.gpu_class, l40s.min_batch, l40s.max_batch) == (L40S, None, 24)
+    assert h100.engine_flags is None
+
+
+def test_nodes_group_into_measured_classes_by_their_min_batch_label() -> None:
+    low, high = source_of_profile(status_profile(), "p").node_classes
+    assert (low.min_batch_label, low.nodes, low.products) == (64, ("gpu-c",), (L40S,))
+    assert (high.min_batch_label, high.nodes, high.gpus) == (128, ("gpu-a", "gpu-b"), 2)
+    assert high.tokens_per_second[MODEL] == pytest.approx(104 / 0.049, rel=1e-3)
+
+
+def test_a_bare_status_is_read_without_a_profile_label() -> None:
+    source = source_of_profile(status_profile()["status"], "status.json")
+    assert source.profile is None
+    assert len(source.plans) == 2
+
+
+def test_a_node_whose_rate_was_trimmed_takes_its_classs() -> None:
+    document = status_profile()
+    for node in document["status"]["nodes"]:
+        for model in node["models"]:
+            model.pop("tokensPerSecondAtMaxBatch", None)
+    (_, high) = source_of_profile(document, "p").node_classes
+    assert high.tokens_per_second[MODEL] == pytest.approx(2122)
+
+
+def _with(path: tuple[Any, ...], value: Any) -> dict[str, Any]:
+    document = status_profile()
+    target: Any = document
+    for key in path[:-1]:
+        target = target[key]
+    target[path[-1]] = value
+    return document
+
+
+CLASS = ("status", "models", 0, "classes", 0)
+
+
+@pytest.mark.parametrize(
+    ("document", "reason"),
+    [
+        pytest.param(_with((*CLASS, "maxBatch"), "96"), "maxBatch", id="string-batch"),
+        pytest.param(_with((*CLASS, "maxBatch"), True), "maxBatch", id="boolean-batch"),
+        pytest.param(_with((*CLASS, "product"), "\x00"), "product", id="product"),
+        pytest.param(_with((*CLASS, "nodes"), -1), "count of nodes", id="nodes"),
+        pytest.param(_with((*CLASS, "kvCacheTokens"), 1.5), "kvCacheTokens", id="kv"),
+        pytest.param(
+            _with((*CLASS, "tokensPerSecondAtMaxBatch"), float("inf")), "positive rate", id="rate"
+        ),
+        pytest.param(_with((*CLASS, "tokensPerSecondAtMaxBatch"), 10**400), "rate", id="huge"),
+        pytest.param(_with((*CLASS, "itlInterceptSeconds"), -1), "itlInterceptSeconds", id="itl"),
+        pytest.param(_with((*CLASS, "itlPerSequenceSeconds"), 10**400), "itlPer", id="huge-itl"),
+        pytest.param(_with(("status", "models", 0, "classes"), {}), "not a list", id="classes"),
+        pytest.param(_with(("status", "models"), [{}] * 9), "more than 8", id="models"),
+        pytest.param(_with(("status", "models", 0, "name"), "a/b"), "name", id="model-name"),
+        pytest.param({"kind": "RooflineProfile", "status": []}, "status is not", id="status"),
+        pytest.param({"kind": "ConfigMap"}, "not a RooflineProfile", id="kind"),
+        pytest.param({"kind": "RooflineProfile"}, "no planned model", id="empty"),
+    ],
+)
+def test_a_defect_is_one_error_that_names_the_field(document: Any, reason: str) -> None:
+    with pytest.raises(SourceError, match=reason.replace("(", r"\(")):
+        source_of_profile(document, "p")
+
+
+STATUS = status_profile()
+
+
+@settings(
+    max_examples=150, deadline=None, database=None, suppress_health_check=[HealthCheck.too_slow]
+)
+@given(text=st.one_of(tampered_documents(STATUS), json_values.map(json.dumps)))
+@example(text=json.dumps(_with((*CLASS, "maxBatchByMemory"), 10**400)))
+def test_any_tampered_status_reads_as_a_source_or_one_source_error(text: str) -> None:
+    """A status from a cluster or a file may hold anything: it reads into a source, or into
+    one :class:`SourceError`, never another exception."""
+    message = ""
+    try:
+        source = source_of_profile(json.loads(text), "p")
+    except SourceError as exc:
+        message = str(exc)
+    else:
+        assert source.plans
+        assert all(plan.max_batch_by_memory >= 0 for plan in source.plans)
+    assert "\n" not in message
