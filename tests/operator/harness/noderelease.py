@@ -102,7 +102,17 @@ def install_crds(kubectl: Kubectl, workdir: Path) -> None:
     path.write_text(json.dumps({"apiVersion": "v1", "kind": "List", "items": crds}))
     kubectl("apply", "-f", str(path))
     for crd in crds:
-        kubectl("wait", "--for=condition=Established", f"crd/{crd['metadata']['name']}")
+        # Polled: `kubectl wait` errors out on a CRD whose status has no conditions yet.
+        name = crd["metadata"]["name"]
+        wait_for(
+            lambda name=name: any(
+                (c["type"], c["status"]) == ("Established", "True")
+                for c in kubectl.json("get", "crd", name).get("status", {}).get("conditions") or []
+            ),
+            60,
+            f"CRD {name} to be established",
+            interval=0.5,
+        )
 
 
 def install(
