@@ -13,6 +13,7 @@ needed. tests/deploy fail when the committed files differ from a fresh rendering
 from __future__ import annotations
 
 import argparse
+import re
 import sys
 from collections.abc import Mapping
 from pathlib import Path
@@ -45,6 +46,22 @@ HEADER = (
 )
 
 
+def render_texts(
+    values: Mapping[str, Any] | None = None,
+    *,
+    release: str = RELEASE_NAME,
+    namespace: str = NAMESPACE,
+) -> dict[str, str]:
+    """The YAML text of each chart template (keyed by file name), as `helm template` prints it."""
+    with helm_python.Chart.load(CHART_DIR) as chart:
+        rendered = chart.render(dict(values or {}), name=release, namespace=namespace)
+    return {
+        path.rsplit("/", 1)[-1]: text
+        for path, text in sorted(rendered.items())
+        if path.endswith((".yaml", ".yml"))
+    }
+
+
 def render_templates(
     values: Mapping[str, Any] | None = None,
     *,
@@ -52,15 +69,11 @@ def render_templates(
     namespace: str = NAMESPACE,
 ) -> dict[str, list[dict[str, Any]]]:
     """Objects of each chart template (keyed by file name), rendered like `helm template`."""
-    with helm_python.Chart.load(CHART_DIR) as chart:
-        rendered = chart.render(dict(values or {}), name=release, namespace=namespace)
     objects: dict[str, list[dict[str, Any]]] = {}
-    for path, text in sorted(rendered.items()):
-        if not path.endswith((".yaml", ".yml")):
-            continue
+    for name, text in render_texts(values, release=release, namespace=namespace).items():
         documents = [doc for doc in yaml.safe_load_all(text) if doc]
         if documents:
-            objects[path.rsplit("/", 1)[-1]] = documents
+            objects[name] = documents
     return objects
 
 
@@ -71,8 +84,23 @@ def chart_crds() -> list[dict[str, Any]]:
     return [doc for crd in crds for doc in yaml.safe_load_all(crd["data"]) if doc]
 
 
+#: Every scalar a YAML 1.1 reader takes for a boolean (the spec's y|Y|yes|Yes|YES|n|N|no|No|NO|
+#: true|True|TRUE|false|False|FALSE|on|On|ON|off|Off|OFF, here in any case). kubectl, Helm and
+#: every Go reader built on go-yaml v2 read YAML 1.1; PyYAML leaves out y and n, so a string
+#: "n" (the CRD's shape key) would be written bare and read back by kubectl as false.
+YAML11_BOOLEAN = re.compile(r"^(?:y|n|yes|no|true|false|on|off)$", re.IGNORECASE)
+
+
 class _BlockStyleDumper(yaml.SafeDumper):
-    """Writes multi-line strings (the dashboard JSON, alert expressions) as literal blocks."""
+    """Writes multi-line strings (the dashboard JSON, alert expressions) as literal blocks, and
+    quotes every string a YAML 1.1 reader would take for a boolean, keys included."""
+
+
+# The emitter writes a string plain only when the resolver reads the plain scalar back as a
+# string; resolving these as booleans makes it quote them.
+_BlockStyleDumper.add_implicit_resolver(
+    "tag:yaml.org,2002:bool", YAML11_BOOLEAN, list("yYnNtTfFoO")
+)
 
 
 def _represent_str(dumper: yaml.SafeDumper, value: str) -> yaml.ScalarNode:
@@ -117,17 +145,75 @@ def _document_stream(objects: list[dict[str, Any]]) -> str:
     return header + "---\n" + body
 
 
+#: Helm's install order by kind (``InstallOrder`` of helm/helm ``pkg/releaseutil/kind_sorter.go``):
+#: namespaces, service accounts and RBAC come before the Deployment whose pods use them, so a
+#: plain ``kubectl apply -f`` creates no pod before its service account exists.
+HELM_INSTALL_ORDER = (
+    "Namespace",
+    "NetworkPolicy",
+    "ResourceQuota",
+    "LimitRange",
+    "PodSecurityPolicy",
+    "PodDisruptionBudget",
+    "ServiceAccount",
+    "Secret",
+    "ConfigMap",
+    "StorageClass",
+    "PersistentVolume",
+    "PersistentVolumeClaim",
+    "CustomResourceDefinition",
+    "ClusterRole",
+    "ClusterRoleList",
+    "ClusterRoleBinding",
+    "ClusterRoleBindingList",
+    "Role",
+    "RoleList",
+    "RoleBinding",
+    "RoleBindingList",
+    "Service",
+    "DaemonSet",
+    "Pod",
+    "ReplicationController",
+    "ReplicaSet",
+    "Deployment",
+    "HorizontalPodAutoscaler",
+    "StatefulSet",
+    "Job",
+    "CronJob",
+    "Ingress",
+    "APIService",
+)
+
+
+def helm_ordered(rendered: Mapping[str, list[dict[str, Any]]]) -> list[dict[str, Any]]:
+    """The objects of ``rendered`` (by template file) in the order Helm installs them: by kind
+    as :data:`HELM_INSTALL_ORDER` lists them, kinds it does not list last and alphabetically,
+    and within a kind by template file, as Helm's kind sorter does."""
+    rank = {kind: index for index, kind in enumerate(HELM_INSTALL_ORDER)}
+
+    def key(item: tuple[str, int, dict[str, Any]]) -> tuple[int, str, str, int]:
+        source, position, obj = item
+        kind = str(obj.get("kind", ""))
+        known = kind in rank
+        return (rank.get(kind, len(rank)), "" if known else kind, source, position)
+
+    items = [(source, i, obj) for source, objs in rendered.items() for i, obj in enumerate(objs)]
+    return [obj for _, _, obj in sorted(items, key=key)]
+
+
 def manifest_files() -> dict[str, str]:
     """Every generated file under manifests/, keyed by its path relative to manifests/.
 
     The numeric prefixes order a plain `kubectl apply -f manifests/`: the namespace, then the
-    CRD, then what uses them. monitoring/ needs the Prometheus Operator CRDs and is applied on
-    its own.
+    CRD, then what uses them, each file's objects in Helm's install order. monitoring/ needs the
+    Prometheus Operator CRDs and is applied on its own.
     """
     core = render_templates()
     monitoring = render_templates(MONITORING_VALUES)
-    operator_objects = [obj for name, objs in core.items() for obj in objs]
-    monitoring_objects = [obj for name in MONITORING_TEMPLATES for obj in monitoring.get(name, [])]
+    operator_objects = helm_ordered(core)
+    monitoring_objects = helm_ordered(
+        {name: monitoring[name] for name in MONITORING_TEMPLATES if name in monitoring}
+    )
     return {
         "00-namespace.yaml": _document_stream([_namespace()]),
         "01-crds.yaml": _document_stream(chart_crds()),

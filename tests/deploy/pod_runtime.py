@@ -18,8 +18,9 @@ from __future__ import annotations
 
 import json
 import subprocess
+import time
 import uuid
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -47,6 +48,8 @@ class ContainerRun:
     argv: tuple[str, ...]
     uid: int
     gid: int
+    #: Seconds from the SIGTERM the run sent (``terminate_when``) to the container's exit.
+    stopped_in: float | None = None
 
 
 def _numeric_user(image_user: str) -> tuple[int | None, int | None]:
@@ -209,6 +212,32 @@ def runtime_spec(
     }
 
 
+def _init_pid(runc: list[str], name: str) -> int | None:
+    """The host PID of the container's first process (PID 1 inside), once it runs."""
+    state = subprocess.run(
+        [*runc, "state", name], capture_output=True, text=True, check=False, timeout=30
+    )
+    if state.returncode != 0:
+        return None
+    pid = json.loads(state.stdout).get("pid")
+    return int(pid) if pid else None
+
+
+def _terminate_when(
+    runc: list[str], name: str, process: subprocess.Popen[str], ready: Callable[[int], bool]
+) -> float | None:
+    """Send SIGTERM to the container's PID 1 (``runc kill``, as the kubelet's runtime does) once
+    ``ready(host pid)`` holds; the time it was sent, or ``None`` if the container ended first."""
+    while process.poll() is None:
+        pid = _init_pid(runc, name)
+        if pid is not None and ready(pid):
+            sent = time.monotonic()
+            subprocess.run([*runc, "kill", name, "TERM"], check=False, timeout=30)
+            return sent
+        time.sleep(0.2)
+    return None
+
+
 def run_pod_container(
     *,
     pod_spec: Mapping[str, Any],
@@ -218,8 +247,13 @@ def run_pod_container(
     node: str = "image-test-node",
     argv: Sequence[str] | None = None,
     timeout: float = 600,
+    terminate_when: Callable[[int], bool] | None = None,
 ) -> ContainerRun:
-    """Run the pod's first container to completion; :class:`PodRefused` if it would not start."""
+    """Run the pod's first container to completion; :class:`PodRefused` if it would not start.
+
+    With ``terminate_when``, the container's PID 1 gets SIGTERM once that holds for its host
+    PID, as when the pod is deleted; the run then reports how long the container took to stop.
+    """
     container = pod_spec["containers"][0]
     argv = list(argv) if argv is not None else container_argv(container, image)
     bundle = scratch / "bundle"
@@ -240,15 +274,26 @@ def run_pod_container(
     # runc rather than crun: crun refuses hosts whose cgroups are half v1, half v2 ("hybrid").
     runc = ["runc", "--root", str(scratch / "runc-state")]
     name = f"roofline-image-test-{uuid.uuid4().hex[:12]}"
+    stopped_in = None
     try:
-        result = subprocess.run(
+        process = subprocess.Popen(
             [*runc, "run", "--bundle", str(bundle), name],
-            capture_output=True,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
             text=True,
-            timeout=timeout,
-            check=False,
             stdin=subprocess.DEVNULL,
         )
+        try:
+            sent = None
+            if terminate_when is not None:
+                sent = _terminate_when(runc, name, process, terminate_when)
+            stdout, stderr = process.communicate(timeout=timeout)
+            if sent is not None:
+                stopped_in = time.monotonic() - sent
+        finally:
+            if process.poll() is None:
+                process.kill()
+                process.communicate()
     finally:
         subprocess.run(
             [*runc, "delete", "--force", name], capture_output=True, check=False, timeout=60
@@ -258,11 +303,12 @@ def run_pod_container(
     message = termination_message(message_file.read_bytes(), policy, result.returncode, log)
     user = spec["process"]["user"]
     return ContainerRun(
-        exit_code=result.returncode,
-        stdout=result.stdout,
-        stderr=result.stderr,
+        exit_code=process.returncode,
+        stdout=stdout,
+        stderr=stderr,
         termination_message=message,
         argv=tuple(argv),
         uid=user["uid"],
         gid=user["gid"],
+        stopped_in=stopped_in,
     )

@@ -137,11 +137,14 @@ def test_default_images_are_tagged_with_the_app_version() -> None:
     assert argv[argv.index("--profiler-image") + 1].endswith(f":{app_version}")
 
 
-def test_probes_ask_the_metrics_port_for_healthz() -> None:
+def test_probes_ask_the_metrics_port_readiness_on_readyz_and_liveness_on_healthz() -> None:
+    """Ready means the operator can list its profiles (``/readyz``); alive does not depend on
+    the API server (``/healthz``), so an outage does not restart the operator."""
     container = the_one(render_objects(), "Deployment")["spec"]["template"]["spec"]["containers"][0]
     port_names = {port["name"] for port in container["ports"]}
-    for probe in ("livenessProbe", "readinessProbe"):
-        assert container[probe]["httpGet"]["path"] == "/healthz"
+    paths = {"livenessProbe": "/healthz", "readinessProbe": "/readyz"}
+    for probe, path in paths.items():
+        assert container[probe]["httpGet"]["path"] == path
         assert container[probe]["httpGet"]["port"] in port_names
 
 

@@ -24,9 +24,9 @@ from typing import Any
 
 import pytest
 
-from roofline_operator.core.names import CONTAINER_NAME
+from roofline_operator.core.names import CONTAINER_NAME, FailureReason
 from roofline_operator.core.spec import parse_spec
-from roofline_operator.decide.outcomes import Succeeded, classify_pod
+from roofline_operator.decide.outcomes import Failed, Succeeded, classify_pod
 from roofline_operator.decide.pods import PROFILER_UID, ProfileRef, build_profiler_pod, pod_facts
 
 from . import images as img
@@ -43,6 +43,9 @@ from .rendering import ROOT, render_objects, the_one
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(img.BUILD_TIMEOUT_SECONDS + 600)]
 
 NODE = "image-test-node"
+#: Longest wait for the profiler to stop after SIGTERM: the current kernel and the interpreter's
+#: exit (about a second on an idle machine), with room for a loaded one.
+STOP_WITHIN_SECONDS = 10.0
 VERSION = re.search(r'^version = "(.+)"$', (ROOT / "pyproject.toml").read_text(), re.M)
 #: Host tools that build native code, and installers a user of the image could run.
 COMPILERS = ("gcc", "cc", "c++", "g++", "clang", "ld", "as", "make")
@@ -91,8 +94,14 @@ def deployment_pod_spec() -> dict[str, Any]:
     return spec
 
 
-def profiler_pod() -> dict[str, Any]:
-    spec = parse_spec({"nodeSelector": {"pool": "cpu"}, "quick": True})
+#: A CPU profile: what the profiler in the image can measure on this machine, which has no GPU.
+CPU_PROFILE = {"nodeSelector": {"pool": "cpu"}, "quick": True, "device": "cpu"}
+
+
+def profiler_pod(**spec_fields: Any) -> dict[str, Any]:
+    """The pod the operator would create for a profile of ``spec_fields`` (a quick CPU profile
+    by default)."""
+    spec = parse_spec({**CPU_PROFILE, **spec_fields})
     return build_profiler_pod(
         profile=ProfileRef(name="image-test", uid="00000000-0000-0000-0000-000000000001"),
         spec=spec,
@@ -103,17 +112,6 @@ def profiler_pod() -> dict[str, Any]:
         namespace="roofline-system",
         image="localhost/roofline:test",
     )
-
-
-def on_cpu(argv: list[str]) -> list[str]:
-    """The pod's command with ``--device all`` made ``--device cpu``: there is no GPU here.
-
-    This is the only change (the emulated kubelet in tests/operator/harness makes the same one);
-    everything else, flags included, is what the operator would start.
-    """
-    at = [i for i in range(1, len(argv)) if argv[i - 1] == "--device"]
-    assert [argv[i] for i in at] == ["all"], argv
-    return [*argv[: at[0]], "cpu", *argv[at[0] + 1 :]]
 
 
 def run_operator_help(images: img.Images, ref: str, rootfs: Path, scratch: Path) -> ContainerRun:
@@ -177,7 +175,7 @@ def test_the_profiler_pod_runs_in_its_image_and_the_operator_reads_its_result(
         rootfs=profiler_rootfs,
         scratch=tmp_path,
         node=NODE,
-        argv=on_cpu(container_argv(container, config)),
+        argv=container_argv(container, config),
         timeout=600,
     )
     assert run.exit_code == 0, run.stderr[-3000:]
@@ -203,12 +201,86 @@ def test_the_profiler_pod_runs_in_its_image_and_the_operator_reads_its_result(
             ],
         },
     }
-    outcome = classify_pod(pod_facts(finished), parse_spec({"nodeSelector": {}}), started)
+    outcome = classify_pod(pod_facts(finished), parse_spec(CPU_PROFILE), started)
     assert isinstance(outcome, Succeeded), outcome
     (gpu,) = outcome.result.gpus
     assert gpu.bandwidth_bytes_per_second > 0
     assert gpu.peak_flops_per_second > 0
     assert gpu.recommended_min_batch >= 1
+
+
+def _finished(pod: dict[str, Any], run: ContainerRun, phase: str, message: str) -> dict[str, Any]:
+    """The pod as the kubelet reports it once its container ended with ``run``."""
+    terminated = {"exitCode": run.exit_code, "reason": "Error", "message": message}
+    status = {"name": CONTAINER_NAME, "state": {"terminated": terminated}}
+    return {**pod, "status": {"phase": phase, "containerStatuses": [status]}}
+
+
+def test_a_gpu_profiles_pod_without_a_gpu_fails_in_the_image_naming_the_causes(
+    images: img.Images, profiler_rootfs: Path, tmp_path: Path
+) -> None:
+    """The image's profiler, given ``--device cuda`` in a container that sees no GPU (here: no
+    GPU at all), refuses to measure the CPU instead; the operator reads the failure."""
+    pod = profiler_pod(device="gpu")
+    container = pod["spec"]["containers"][0]
+    config = img.inspect_config(images, images.profiler)
+    argv = container_argv(container, config)
+    assert argv[argv.index("--device") + 1] == "cuda"
+    run = run_pod_container(
+        pod_spec=pod["spec"],
+        image=config,
+        rootfs=profiler_rootfs,
+        scratch=tmp_path,
+        node=NODE,
+        argv=argv,
+        timeout=300,
+    )
+    assert run.exit_code == 2, run.stderr[-2000:]
+    line = run.stderr.strip().splitlines()[-1]
+    assert "device 'cuda' is not available" in line
+    for cause in ("runtime class", "device plugin", "driver"):
+        assert cause in line
+    # FallbackToLogsOnError: the termination file is empty, the kubelet takes the log's tail.
+    assert run.termination_message == ""
+    failed = _finished(pod, run, "Failed", run.stderr)
+    outcome = classify_pod(pod_facts(failed), parse_spec(CPU_PROFILE), time.time())
+    assert isinstance(outcome, Failed), outcome
+    assert outcome.reason is FailureReason.POD_FAILED
+    assert "runtime class" in outcome.message
+
+
+def test_the_profiler_stops_at_once_when_its_pod_is_deleted(
+    images: img.Images, profiler_rootfs: Path, tmp_path: Path
+) -> None:
+    """SIGTERM, as the kubelet sends it when the pod is deleted, to the image's ENTRYPOINT
+    running as the container's PID 1 while it measures: it stops within seconds, says so, and
+    leaves no result in the termination message."""
+    pod = profiler_pod(quick=False)
+    container = pod["spec"]["containers"][0]
+    config = img.inspect_config(images, images.profiler)
+
+    def measuring(pid: int) -> bool:
+        try:
+            return "libtorch" in Path(f"/proc/{pid}/maps").read_text()
+        except OSError:
+            return False
+
+    run = run_pod_container(
+        pod_spec=pod["spec"],
+        image=config,
+        rootfs=profiler_rootfs,
+        scratch=tmp_path,
+        node=NODE,
+        argv=container_argv(container, config),
+        timeout=600,
+        terminate_when=measuring,
+    )
+    assert run.stopped_in is not None, "the profile ended before it could be stopped"
+    assert run.stopped_in < STOP_WITHIN_SECONDS, f"took {run.stopped_in:.1f} s"
+    assert run.exit_code == 143, run.stderr[-2000:]
+    expected = "roofline: terminated by SIGTERM: stopped measuring, no result written"
+    assert run.stderr.strip().splitlines()[-1] == expected
+    assert run.termination_message == expected
 
 
 def test_the_profiler_pods_root_filesystem_is_read_only_and_tmp_is_writable(

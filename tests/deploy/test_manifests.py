@@ -75,3 +75,45 @@ def test_the_monitoring_manifests_are_labelled_for_kube_prometheus_stack() -> No
             assert obj["metadata"]["labels"]["grafana_dashboard"] == "1"
         else:
             assert obj["metadata"]["labels"]["release"] == "kube-prometheus-stack"
+
+
+def _applied_in_order() -> list[dict[str, Any]]:
+    """Every object in the order ``kubectl apply -f manifests/`` creates them: files by name,
+    then documents in file order."""
+    return [obj for path in sorted(MANIFESTS.glob("*.yaml")) for obj in documents(path.name)]
+
+
+def test_a_deployment_comes_after_the_account_and_rights_its_pods_run_with() -> None:
+    """``kubectl apply`` creates objects in file order: a Deployment applied before its
+    ServiceAccount gets ``FailedCreate ... serviceaccount not found`` until the account appears
+    (seen on a real cluster). Helm installs accounts and RBAC first; the manifests do too."""
+    applied = _applied_in_order()
+    position = {(o["kind"], o["metadata"]["name"]): i for i, o in enumerate(applied)}
+    deployments = [(i, o) for i, o in enumerate(applied) if o["kind"] == "Deployment"]
+    assert deployments
+    for at, deployment in deployments:
+        account = deployment["spec"]["template"]["spec"]["serviceAccountName"]
+        assert position[("Namespace", deployment["metadata"]["namespace"])] < at
+        assert position[("ServiceAccount", account)] < at
+        for obj in applied:
+            subjects = obj.get("subjects") or []
+            if any(s.get("kind") == "ServiceAccount" and s["name"] == account for s in subjects):
+                bound = position[(obj["kind"], obj["metadata"]["name"])]
+                role = position[(obj["roleRef"]["kind"], obj["roleRef"]["name"])]
+                assert max(bound, role) < at, f"{obj['kind']} {obj['metadata']['name']}"
+
+
+@pytest.mark.parametrize(
+    "relative", ["02-roofline-operator.yaml", "monitoring/roofline-monitoring.yaml"]
+)
+def test_each_manifest_lists_its_objects_in_helms_install_order(relative: str) -> None:
+    kinds = [o["kind"] for o in documents(relative)]
+    # Helm's InstallOrder (helm/helm pkg/releaseutil/kind_sorter.go) for the kinds the chart has;
+    # kinds Helm does not list come last, alphabetically.
+    helm = ["ServiceAccount", "ConfigMap", "ClusterRole", "ClusterRoleBinding", "Role"]
+    helm += ["RoleBinding", "Service", "Deployment"]
+    known = [k for k in kinds if k in helm]
+    assert known == sorted(known, key=helm.index)
+    unknown = kinds[len(known) :]
+    assert all(k not in helm for k in unknown), kinds
+    assert unknown == sorted(unknown)

@@ -82,6 +82,9 @@ class FailureReason(str, enum.Enum):
     #: Bound to the node but its container never started (image pull, runtime class, volume).
     NOT_STARTED = "NotStarted"
     INVALID_RESULT = "InvalidResult"
+    #: A result measured on another backend than the pod was given: a GPU pod that saw no GPU
+    #: and measured the CPU (runtime class, device plugin, driver), or a CPU pod that found one.
+    WRONG_DEVICE = "WrongDevice"
     POD_REJECTED = "PodRejected"
     POD_GONE = "PodGone"
     NODE_GONE = "NodeGone"

@@ -131,7 +131,10 @@ def blocking_taints(node: NodeFacts) -> tuple[Taint, ...]:
 
 
 def gpus_to_request(node: NodeFacts, selection: NodeSelection) -> int:
-    """GPUs the profiler pod on ``node`` requests: the spec's count, else all allocatable ones."""
+    """GPUs the profiler pod on ``node`` requests: the spec's count, else all allocatable ones;
+    a CPU profile's one device is the CPU (and its pod requests no GPU)."""
+    if selection.measures_cpu:
+        return 1
     if selection.gpus_per_node is not None:
         return selection.gpus_per_node
     return node.gpu_count(selection.gpu_resource)
@@ -141,7 +144,7 @@ def is_selected(node: NodeFacts, selection: NodeSelection) -> bool:
     if not node.ready or not labels_match(selection, node.labels):
         return False
     available = node.gpu_count(selection.gpu_resource)
-    if available < 1 or available < (selection.gpus_per_node or 1):
+    if not selection.measures_cpu and available < max(selection.gpus_per_node or 1, 1):
         return False
     return all(
         any(tolerates(t, taint) for t in selection.tolerations) for taint in blocking_taints(node)
@@ -153,7 +156,7 @@ def unavailable_reason(node: NodeFacts, selection: NodeSelection) -> str:
     if not node.ready:
         return "is not Ready"
     available = node.gpu_count(selection.gpu_resource)
-    if available < max(selection.gpus_per_node or 1, 1):
+    if not selection.measures_cpu and available < max(selection.gpus_per_node or 1, 1):
         return f"has {available} allocatable {selection.gpu_resource}"
     keys = [
         t.key

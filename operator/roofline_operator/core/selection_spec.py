@@ -1,8 +1,14 @@
 """The node selection fields of a RooflineProfile's spec: which nodes, and how many GPUs each.
 
 ``nodeSelector``, ``nodeSelectorTerms`` (node affinity's ORed terms of ANDed expressions),
-``tolerations``, ``gpuResource`` and ``gpusPerNode`` become one :class:`NodeSelection`, the value
-``nodes.select_nodes`` applies as the scheduler would to the profiler pod.
+``tolerations``, ``device``, ``gpuResource`` and ``gpusPerNode`` become one
+:class:`NodeSelection`, the value ``nodes.select_nodes`` applies as the scheduler would to the
+profiler pod.
+
+``device`` says what the profile measures. ``gpu`` (the default): the GPUs of nodes with an
+allocatable ``gpuResource``, which the pod requests and must measure (a container that sees no
+GPU fails instead of measuring the CPU). ``cpu``: the CPU of every matching node (CPU serving);
+the pod requests no GPU, ``gpuResource`` and ``gpusPerNode`` select nothing.
 """
 
 from __future__ import annotations
@@ -24,6 +30,9 @@ DEFAULT_GPU_RESOURCE = "nvidia.com/gpu"
 #: node's GPUs are one product, so one answers what the labels describe. ``gpusPerNode: 0``
 #: (every allocatable GPU) on idle nodes at bring-up measures them all and finds a degraded one.
 DEFAULT_GPUS_PER_NODE = 1
+#: What a profile may measure (``spec.device``), the default first.
+DEVICES = ("gpu", "cpu")
+DEFAULT_DEVICE = DEVICES[0]
 SELECTOR_OPERATORS = ("In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt")
 _RESOURCE_NAME = re.compile(
     r"([a-z0-9]([-a-z0-9.]*[a-z0-9])?/)?[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?"
@@ -56,6 +65,12 @@ class NodeSelection:
     gpu_resource: str = DEFAULT_GPU_RESOURCE
     #: GPUs each pod requests; ``None`` requests all of the node's allocatable GPUs.
     gpus_per_node: int | None = DEFAULT_GPUS_PER_NODE
+    #: ``gpu`` or ``cpu`` (:data:`DEVICES`): a CPU profile needs and requests no GPU.
+    device: str = DEFAULT_DEVICE
+
+    @property
+    def measures_cpu(self) -> bool:
+        return self.device == "cpu"
 
 
 def _string_map(value: Any, where: str) -> dict[str, str]:
@@ -137,12 +152,23 @@ def parse_gpu_resource(spec: Mapping[str, Any]) -> str:
     return gpu_resource
 
 
+def parse_device(spec: Mapping[str, Any]) -> str:
+    """``spec.device``: ``gpu`` (the default) or ``cpu``, said explicitly."""
+    device = spec.get("device")
+    if device is None:
+        return DEFAULT_DEVICE
+    if device not in DEVICES:
+        raise SpecError(f"spec.device must be one of {', '.join(DEVICES)}, got {device!r}")
+    return str(device)
+
+
 def parse_node_selection(
     spec: Mapping[str, Any], gpu_resource: str, tolerations: tuple[Toleration, ...]
 ) -> NodeSelection:
-    """The node selector, the ORed selector terms and the GPUs each pod requests (``0``: all
-    of the node's allocatable GPUs)."""
+    """The node selector, the ORed selector terms, what the pods measure and the GPUs each
+    requests (``0``: all of the node's allocatable GPUs)."""
     return NodeSelection(
+        device=parse_device(spec),
         node_selector=_string_map(spec.get("nodeSelector"), "spec.nodeSelector"),
         terms=_terms(spec.get("nodeSelectorTerms")),
         tolerations=tolerations,

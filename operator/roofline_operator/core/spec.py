@@ -24,6 +24,7 @@ from roofline_operator.core.model_spec import (
     parse_models,
     parse_slo,
 )
+from roofline_operator.core.resources_spec import parse_resources
 from roofline_operator.core.selection_spec import (
     NodeSelection,
     parse_gpu_resource,
@@ -114,6 +115,11 @@ class ProfileSpec:
     #: A runtime class such as ``nvidia`` where the GPU runtime is not the default.
     runtime_class: str | None = None
 
+    @property
+    def device(self) -> str:
+        """``gpu`` or ``cpu``: what the profiler pods measure (``selection_spec.DEVICES``)."""
+        return self.selection.device
+
     def retry_delay(self, failed_attempts: int) -> float:
         """Exponential backoff: the base delay, doubled for every further failed attempt."""
         exponent = max(failed_attempts - 1, 0)
@@ -127,6 +133,7 @@ class ProfileSpec:
         what the spec only refers to (the content of a model's ConfigMap).
         """
         fields = {
+            "device": self.device,
             "image": self.image,
             "dtype": self.dtype,
             "shape": self.shape,
@@ -239,9 +246,7 @@ def parse_spec(spec: Mapping[str, Any]) -> ProfileSpec:
     dtype = _dtype(spec)
     interval = _reprofile_interval(spec)
     retain = _retain_unavailable(spec)
-    resources = spec.get("resources") or {}
-    if not isinstance(resources, Mapping):
-        raise SpecError("spec.resources must be an object")
+    resources = parse_resources(spec.get("resources"))
     efficiency = integer_field(
         spec,
         "minBatchEfficiencyPercent",
@@ -257,7 +262,7 @@ def parse_spec(spec: Mapping[str, Any]) -> ProfileSpec:
     return ProfileSpec(
         selection=parse_node_selection(spec, gpu_resource, tolerations),
         image=optional_str(spec, "image"),
-        resources=dict(resources),
+        resources=resources,
         raw_tolerations=raw_tolerations,
         namespace=namespace,
         dtype=dtype,

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from roofline_operator.core.names import FailureReason
 from roofline_operator.core.node_results import NodeResult, from_compact
 from roofline_operator.core.spec import ProfileSpec
+from roofline_operator.decide.asked import refusal
 from roofline_operator.decide.pods import PodFacts
 from roofline_profiler.core.errors import first_line
 from roofline_profiler.core.limits import DEFAULT_BATCHES
@@ -55,7 +56,8 @@ Outcome = InFlight | Succeeded | Failed | Unschedulable
 def _succeeded(pod: PodFacts, spec: ProfileSpec, now: float, gpus: int | None) -> Outcome:
     """The pod's result, read through the validating decoder: every number plausible, its
     time near ``now`` and not before the pod's creation, no more devices than GPUs requested,
-    its sweep the one the spec asked for, its fields consistent (``compact_relations.py``).
+    its sweep the one the spec asked for, its fields consistent (``compact_relations.py``), its
+    backend, dtype and decode shape the ones the pod was asked for (``asked.py``).
     Anything else fails this node alone, with a message naming the field."""
     message = pod.terminated.message if pod.terminated else None
     try:
@@ -63,11 +65,15 @@ def _succeeded(pod: PodFacts, spec: ProfileSpec, now: float, gpus: int | None) -
         if not set(profile.batches) <= set(spec.batches or DEFAULT_BATCHES):
             raise CompactDecodeError("result: field 'b' holds batches the spec did not ask for")
         check_relations(profile, not_before=pod.created_at)
-        return Succeeded(from_compact(profile, pod.spec_hash))
+        refused = refusal(profile, pod.asked)
+        if refused is None:
+            return Succeeded(from_compact(profile, pod.spec_hash))
     except CompactDecodeError as exc:
         return Failed(
             FailureReason.INVALID_RESULT, first_line(exc, "invalid result", MAX_MESSAGE_CHARS)
         )
+    reason, why = refused
+    return Failed(reason, first_line(why, "invalid result", MAX_MESSAGE_CHARS))
 
 
 def _failed(pod: PodFacts) -> Outcome:

@@ -30,8 +30,10 @@ from roofline_operator.core.names import (
     parse_time,
 )
 from roofline_operator.core.spec import ProfileSpec
+from roofline_operator.decide.asked import ProfilerAsk, asked_of
 from roofline_operator.decide.labels import label_safe
 from roofline_operator.decide.model_sources import MODELS_FILE_KEY
+from roofline_operator.decide.pod_resources import container_resources
 
 #: The profiler runs as this unprivileged user (the image's non-root user).
 PROFILER_UID = 65532
@@ -80,9 +82,15 @@ MODELS_MOUNT_PATH = "/etc/roofline/models"
 MODELS_FILE = f"{MODELS_MOUNT_PATH}/{MODELS_FILE_KEY}"
 
 
+#: The profiler's ``--device`` for each ``spec.device``: never ``all``, which falls back to the
+#: CPU when the container sees no GPU; ``cuda`` (CUDA and ROCm alike) refuses to start instead.
+DEVICE_ARGUMENT = {"gpu": "cuda", "cpu": "cpu"}
+
+
 def profiler_command(spec: ProfileSpec, models: bool = False) -> list[str]:
     """The pod's command; with ``models`` it plans the models of its mounted models file."""
-    command = ["roofline", "profile", "--device", "all", "--dtype", spec.dtype]
+    device = DEVICE_ARGUMENT[spec.device]
+    command = ["roofline", "profile", "--device", device, "--dtype", spec.dtype]
     if spec.shape is not None:
         command += ["--shape", f"{spec.shape[0]}x{spec.shape[1]}"]
     if spec.batches:
@@ -98,18 +106,6 @@ def profiler_command(spec: ProfileSpec, models: bool = False) -> list[str]:
         if spec.gpu_hour_cost is not None:
             command += ["--gpu-hour-cost", str(spec.gpu_hour_cost)]
     return [*command, "--compact", TERMINATION_MESSAGE_PATH]
-
-
-def _resources(spec: ProfileSpec, gpus: int) -> dict[str, Any]:
-    """The spec's resources plus the GPUs, as a limit: extended resources need one."""
-    requests = dict(spec.resources.get("requests") or {})
-    limits = dict(spec.resources.get("limits") or {})
-    limits[spec.selection.gpu_resource] = str(gpus)
-    requests.pop(spec.selection.gpu_resource, None)
-    resources: dict[str, Any] = {"limits": limits}
-    if requests:
-        resources["requests"] = requests
-    return resources
 
 
 def build_profiler_pod(
@@ -224,7 +220,7 @@ def profiler_container(spec: ProfileSpec, gpus: int, image: str, models: bool) -
             # The profiler names the host in its result after this, not after the pod.
             {"name": "NODE_NAME", "valueFrom": {"fieldRef": {"fieldPath": "spec.nodeName"}}},
         ],
-        "resources": _resources(spec, gpus),
+        "resources": container_resources(spec, gpus),
         "terminationMessagePath": TERMINATION_MESSAGE_PATH,
         "terminationMessagePolicy": "FallbackToLogsOnError",
         "securityContext": {
@@ -290,6 +286,17 @@ class PodFacts:
     #: selects pods by (``finished_pod_collections``), whatever the annotations say.
     profile_label: str = ""
     node_label: str = ""
+    #: What its command asks to measure; its result must answer that (``asked.py``).
+    asked: ProfilerAsk | None = None
+
+
+def _container_argv(spec: Mapping[str, Any]) -> list[str]:
+    """The profiler container's command and arguments, as the pod was created with them."""
+    containers = [c for c in spec.get("containers") or [] if isinstance(c, Mapping)]
+    named = [c for c in containers if c.get("name") == CONTAINER_NAME]
+    container: Mapping[str, Any] = (named or containers or [{}])[0]
+    argv = [*(container.get("command") or []), *(container.get("args") or [])]
+    return [str(a) for a in argv]
 
 
 def _container_status(status: Mapping[str, Any]) -> Mapping[str, Any]:
@@ -347,6 +354,7 @@ def pod_facts(body: Mapping[str, Any]) -> PodFacts:
         ),
         profile_label=str(labels.get(LABEL_PROFILE, "")),
         node_label=str(labels.get(LABEL_NODE, "")),
+        asked=asked_of(_container_argv(body.get("spec") or {})),
     )
 
 

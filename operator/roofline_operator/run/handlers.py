@@ -8,6 +8,7 @@ update the caches and wake the profiles they concern.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import os
 from typing import Any
@@ -27,6 +28,7 @@ from roofline_operator.core.nodes import node_facts
 from roofline_operator.decide.labels import LabelClaim, label_claim
 from roofline_operator.decide.pods import pod_facts
 from roofline_operator.run.login import login_in_cluster
+from roofline_operator.run.readiness import keep_readiness
 from roofline_operator.run.reconcile import ProfileLoop
 from roofline_operator.run.release import release_profile
 from roofline_operator.run.runtime import Runtime, pod_key
@@ -67,7 +69,8 @@ async def configure(settings: kopf.OperatorSettings, memo: Runtime, **_: Any) ->
             memo.metrics.registry, memo.health, config.metrics_host, config.metrics_port
         )
     )
-    memo.health.ready = True
+    memo.health.started = True
+    memo.tasks.append(asyncio.create_task(keep_readiness(memo), name="readiness"))
 
 
 @kopf.on.login()
@@ -83,7 +86,11 @@ def login(
 
 @kopf.on.cleanup()
 async def shutdown(memo: Runtime, **_: Any) -> None:
-    memo.health.ready = False
+    memo.health.started = False
+    memo.health.mark_not_ready("the operator is stopping")
+    for task in memo.tasks:
+        task.cancel()
+    await asyncio.gather(*memo.tasks, return_exceptions=True)
     await memo.close()
     for runner in memo.server:
         await runner.cleanup()

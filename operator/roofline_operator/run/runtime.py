@@ -149,6 +149,8 @@ class Runtime:
     api: ApiState = field(default_factory=ApiState)
     caches: Caches = field(default_factory=Caches)
     server: list[Any] = field(default_factory=list)
+    #: Background tasks of the process (readiness), cancelled at cleanup.
+    tasks: list[asyncio.Task[None]] = field(default_factory=list)
     #: The models ConfigMaps each profile wrote, ``(namespace, name)`` to their UID: its
     #: finalizer deletes them (by UID: never another object that took the name).
     models_config_maps: dict[str, dict[tuple[str, str], str]] = field(default_factory=dict)

@@ -1,7 +1,13 @@
-"""The HTTP endpoint for Prometheus (``/metrics``) and for probes (``/healthz``).
+"""The HTTP endpoint for Prometheus (``/metrics``) and for probes (``/healthz``, ``/readyz``).
 
 It runs in the operator's event loop (aiohttp) rather than in prometheus_client's thread, so a
 scrape sees snapshots that only that loop writes, without locks.
+
+``/healthz`` (the chart's liveness probe) says the process has started and its loop answers: an
+API server out of reach must not restart the operator, which reconnects on its own. ``/readyz``
+(the readiness probe) says it can do its work: the latest LIST of its profiles succeeded
+(``readiness.py``). Before, one ``/healthz`` served both and turned ready at start-up, so an
+operator that could not reach the API server showed Ready while it retried and exited.
 """
 
 from __future__ import annotations
@@ -17,9 +23,25 @@ logger = logging.getLogger(__name__)
 
 @dataclass
 class Health:
-    """Set once the operator has logged in and its API session exists."""
+    """What the probes report."""
 
+    #: The operator has started (its handlers run, this server answers): ``/healthz``.
+    started: bool = False
+    #: The latest LIST of the profiles succeeded: ``/readyz``.
     ready: bool = False
+    #: Why it is not ready, for ``/readyz`` and the log.
+    not_ready_because: str = "the profiles have not been listed yet"
+
+    def mark_ready(self) -> None:
+        if not self.ready:
+            logger.info("Ready: the profiles are listed")
+        self.ready = True
+
+    def mark_not_ready(self, because: str) -> None:
+        if self.ready or because != self.not_ready_because:
+            logger.warning("Not ready: %s", because)
+        self.ready = False
+        self.not_ready_because = because
 
 
 def build_app(registry: CollectorRegistry, health: Health) -> web.Application:
@@ -29,13 +51,19 @@ def build_app(registry: CollectorRegistry, health: Health) -> web.Application:
         return response
 
     async def healthz(_: web.Request) -> web.Response:
-        if health.ready:
+        if health.started:
             return web.Response(text="ok\n")
         return web.Response(status=503, text="starting\n")
+
+    async def readyz(_: web.Request) -> web.Response:
+        if health.started and health.ready:
+            return web.Response(text="ok\n")
+        return web.Response(status=503, text=f"not ready: {health.not_ready_because}\n")
 
     app = web.Application()
     app.router.add_get("/metrics", metrics)
     app.router.add_get("/healthz", healthz)
+    app.router.add_get("/readyz", readyz)
     return app
 
 
@@ -48,5 +76,5 @@ async def start_server(
     site = web.TCPSite(runner, host, port)
     await site.start()
     for address in runner.addresses:
-        logger.info("Serving /metrics and /healthz on %s", address)
+        logger.info("Serving /metrics, /healthz and /readyz on %s", address)
     return runner

@@ -6,7 +6,8 @@ The ``roofline`` command (``roofline_cli``) hands the subcommands of :data:`COMM
 
 Exit codes: 0 success; 1 the device failed (one line on stderr, and the same line in the
 ``--compact`` file so a pod's termination message says why); 2 bad input (one line on stderr,
-nothing written).
+nothing written); 130 interrupted (Ctrl-C); 143 stopped by SIGTERM (one line on stderr and in the
+``--compact`` file; no result file is left half written, ``termination.py``).
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, NoReturn
 
 from roofline_profiler.cli import arguments, model_cli, outputs
+from roofline_profiler.cli.termination import TERMINATED_EXIT_CODE, Terminated, stop_on_sigterm
 from roofline_profiler.core import limits
 from roofline_profiler.core.errors import UsageError, first_line
 
@@ -153,9 +155,26 @@ def profile_request(args: arguments.ProfileArguments) -> tuple[ProfileRequest, l
     return request, dtypes
 
 
+#: What a profile stopped by SIGTERM reports, on stderr and in the ``--compact`` file.
+TERMINATED_MESSAGE = f"{PROG}: terminated by SIGTERM: stopped measuring, no result written"
+
+
 def run_profile_command(namespace: argparse.Namespace) -> int:
-    """``roofline profile``: measure, then print the summary and write the files asked for."""
+    """``roofline profile``: measure, then print the summary and write the files asked for.
+
+    SIGTERM (a deleted pod) stops it at once: the ``--compact`` file then says so instead of
+    holding a result, so a termination message never presents a half-written one.
+    """
     args = arguments.profile_arguments(namespace)
+    try:
+        return _measure_and_write(args)
+    except Terminated:
+        outputs.write_failure(args.outputs, TERMINATED_MESSAGE)
+        raise
+
+
+def _measure_and_write(args: arguments.ProfileArguments) -> int:
+    """Measure, report a device failure as one line, or print and write the result."""
     # torch is imported only now, so bad input is rejected at once.
     from roofline_profiler.measure.runner import DeviceFailure, run_profile
 
@@ -206,8 +225,12 @@ COMMANDS: dict[str, Command] = {
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     try:
-        args = build_parser().parse_args(argv)
-        return COMMANDS[args.command].run(args)
+        with stop_on_sigterm():
+            args = build_parser().parse_args(argv)
+            return COMMANDS[args.command].run(args)
+    except Terminated:
+        print(TERMINATED_MESSAGE, file=sys.stderr)
+        return TERMINATED_EXIT_CODE
     except UsageError as exc:
         print(f"{PROG}: error: {exc}", file=sys.stderr)
         return 2

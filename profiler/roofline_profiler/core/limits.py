@@ -29,6 +29,18 @@ DTYPE_ALIASES: dict[str, str] = {
     "half": "float16",
     "bf16": "bfloat16",
 }
+#: The backends a profile can measure on: torch's CUDA device type on NVIDIA (``cuda``) and AMD
+#: (``rocm``) GPUs, Apple GPUs (``mps``) and the CPU. A result names its backend, so a reader can
+#: tell a GPU's numbers from the CPU's.
+BACKEND_NAMES: tuple[str, ...] = ("cuda", "rocm", "mps", "cpu")
+#: The backends each ``--device`` choice may end on: ``cuda`` is torch's device type of CUDA and
+#: ROCm GPUs alike; ``all`` takes every GPU, else the CPU.
+BACKENDS_OF_DEVICE: dict[str, tuple[str, ...]] = {
+    "all": BACKEND_NAMES,
+    "cuda": ("cuda", "rocm"),
+    "mps": ("mps",),
+    "cpu": ("cpu",),
+}
 
 MIN_BATCH = 1
 MAX_BATCH = 1 << 16

@@ -10,11 +10,13 @@ from __future__ import annotations
 import os
 import platform
 import re
+import warnings
 from dataclasses import dataclass
 from pathlib import Path
 
 import torch
 
+from roofline_profiler.core.errors import first_line
 from roofline_profiler.core.limits import DTYPE_NAMES
 
 #: The torch dtype of each of the limits' dtype names.
@@ -99,6 +101,28 @@ def _cpu_info() -> DeviceInfo:
     )
 
 
+#: Why a container that was given a GPU may still see none: the causes to check, in one line.
+NO_GPU_CAUSES = (
+    "in a container, check the runtime class (runtimeClassName), the node's GPU device plugin "
+    "and that the driver suits the image's CUDA"
+)
+
+
+def _gpu_count() -> tuple[int, str]:
+    """The GPUs torch sees, and, when it sees none, why: torch's own warning (a driver too old
+    for this CUDA) where it gave one, then the likely causes."""
+    if torch.version.cuda is None and torch.version.hip is None:
+        return 0, "this torch build supports neither CUDA nor ROCm"
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        count = torch.cuda.device_count() if torch.cuda.is_available() else 0
+    if count:
+        return count, ""
+    said = next((first_line(w.message) for w in caught if first_line(w.message)), "")
+    seen = f"torch sees no CUDA or ROCm GPU ({said})" if said else "torch sees no CUDA or ROCm GPU"
+    return 0, f"{seen}; {NO_GPU_CAUSES}"
+
+
 def resolve_devices(spec: str) -> list[DeviceInfo]:
     """Turn ``--device`` into devices: ``all`` (every GPU, else the CPU), ``cuda`` (every CUDA or
     ROCm GPU), ``cuda:N``, ``mps`` or ``cpu``."""
@@ -121,9 +145,9 @@ def resolve_devices(spec: str) -> list[DeviceInfo]:
         if not torch.backends.mps.is_available():
             raise DeviceError("device 'mps' is not available on this machine")
         return [_mps_info()]
-    count = torch.cuda.device_count() if torch.cuda.is_available() else 0
+    count, why = _gpu_count()
     if count == 0:
-        raise DeviceError(f"device {spec!r} is not available: torch sees no CUDA or ROCm GPU")
+        raise DeviceError(f"device {spec!r} is not available: {why}")
     if number is None:
         return [_cuda_info(i) for i in range(count)]
     if int(number) >= count:

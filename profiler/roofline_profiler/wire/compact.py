@@ -17,10 +17,14 @@ Each GPU's warning codes (``CpuContention``, ``InterferenceUnresolved``, ...: th
 judgement that a number is less trustworthy than its interval) travel under ``w``, so the operator
 can keep a suspect profile from moving published values.
 
+Version 4 names the backend the profile measured on (``be``: ``cuda``, ``rocm``, ``mps`` or
+``cpu``), so the operator can refuse a CPU's numbers from a pod that was given a GPU (a missing
+runtime class, device plugin or driver once made the profiler fall back to the CPU unnoticed).
+
 This module holds the format's types and its encoder; ``compact_decode.py`` reads it back, and
-still reads version 1 (which also carried backend, memory, knee, warnings and hostname), so the
-results of pods that finish during an upgrade are not lost. ``compact_fields.py`` holds the units
-and digits of its numbers.
+still reads versions 3 and 2 (no backend) and 1 (which also carried backend, memory, knee,
+warnings and hostname), so the results of pods that finish during an upgrade are not lost.
+``compact_fields.py`` holds the units and digits of its numbers.
 
 Pure module: no torch, no Kubernetes.
 """
@@ -42,10 +46,11 @@ from roofline_profiler.wire.compact_models import (
     plans_to_wire,
 )
 
-#: 3 adds each plan's ITL model to its array (``plan_fields.PLAN_ARRAY_VERSION``).
-COMPACT_VERSION = 3
+#: 3 adds each plan's ITL model to its array (``plan_fields.PLAN_ARRAY_VERSION``); 4 names the
+#: backend the profile measured on (``be``).
+COMPACT_VERSION = 4
 #: Older versions :func:`decode_compact` still reads.
-READABLE_VERSIONS = (1, 2, COMPACT_VERSION)
+READABLE_VERSIONS = (1, 2, 3, COMPACT_VERSION)
 MAX_COMPACT_BYTES = 4096
 #: Longest device name kept; GPU product strings are far shorter in practice.
 MAX_NAME_CHARS = 64
@@ -92,6 +97,9 @@ class CompactProfile:
     #: The sweep's batch sizes, shared by every device.
     batches: tuple[int, ...]
     devices: tuple[CompactDevice, ...]
+    #: What every device was measured on (``limits.BACKEND_NAMES``); ``None`` only in a decoded
+    #: version 2 or 3 result, which did not say.
+    backend: str | None = None
     version: int = COMPACT_VERSION
 
 
@@ -163,6 +171,8 @@ def encode_compact(profile: CompactProfile) -> str:
     GPU's plans under ``p`` refer to them by position, so eight GPUs with eight models of 63
     characters still fit (tested).
     """
+    if profile.backend is None:
+        raise ValueError("a compact result names the backend it measured on")
     models = models_to_wire(d.models for d in profile.devices)
     for with_steps, with_model_steps, one_itl in TRIM_LEVELS:
         plans = [d.models for d in profile.devices]
@@ -170,6 +180,7 @@ def encode_compact(profile: CompactProfile) -> str:
             plans = list(itl_on_one_gpu(plans))
         doc: dict[str, Any] = {
             "v": COMPACT_VERSION,
+            "be": profile.backend,
             "dt": profile.dtype,
             "k": profile.shape_k,
             "n": profile.shape_n,

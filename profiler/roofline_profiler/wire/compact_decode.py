@@ -1,9 +1,11 @@
 """Reading a compact result back: how the operator takes in a profiler pod's termination message.
 
 Every field is checked (``compact_fields.py``) against one table of physical plausibility
-(``plausibility.py``); anything else is a ``CompactDecodeError`` that names the field. Version 1
-(objects with short keys under ``d``) is read into the same dataclasses as version 2
-(``compact.py``), so the results of pods that finish during an upgrade are not lost.
+(``plausibility.py``); anything else is a ``CompactDecodeError`` that names the field. Versions 1
+(objects with short keys under ``d``), 2 and 3 (without the backend, ``be``) are read into the
+same dataclasses as version 4 (``compact.py``), so the results of pods that finish during an
+upgrade are not lost; a version 2 or 3 result decodes with ``backend`` ``None``, and whether that
+is enough is the reader's decision (the operator's: ``roofline_operator.decide.asked``).
 
 Pure module: no torch, no Kubernetes.
 """
@@ -18,7 +20,7 @@ from typing import Any
 
 from roofline_profiler.core import plausibility
 from roofline_profiler.core.errors import first_line
-from roofline_profiler.core.limits import DTYPE_NAMES
+from roofline_profiler.core.limits import BACKEND_NAMES, DTYPE_NAMES
 from roofline_profiler.wire import fields
 from roofline_profiler.wire.compact import (
     MAX_COMPACT_BYTES,
@@ -218,6 +220,31 @@ def _attach_plans(
     )
 
 
+def _backend_name(value: Any, name: str, where: str) -> str:
+    if not isinstance(value, str) or value not in BACKEND_NAMES:
+        raise CompactDecodeError(
+            f"{where}: field {name!r} is not one of {', '.join(BACKEND_NAMES)}"
+        )
+    return value
+
+
+def _backend(raw: dict[str, Any], version: int) -> str | None:
+    """The backend of every device: required from version 4 on, absent from versions 2 and 3,
+    and per device in version 1 (where the devices must agree)."""
+    if version >= 4:
+        return _backend_name(field(raw, "be", object, "result"), "be", "result")
+    if version in (2, 3):
+        return None
+    named = {
+        _backend_name(device["be"], "be", f"device #{i}")
+        for i, device in enumerate(raw["d"])
+        if isinstance(device, dict) and "be" in device
+    }
+    if len(named) > 1:
+        raise CompactDecodeError("result: the devices name different backends")
+    return named.pop() if named else None
+
+
 def _created_at(raw: dict[str, Any], now: float | None) -> float:
     try:
         return plausibility.timestamp(
@@ -276,5 +303,6 @@ def decode_compact(
         duration_seconds=measured(field(raw, "s", object, "result"), "duration", "s", "result"),
         batches=batches,
         devices=devices,
+        backend=_backend(raw, version),
         version=version,
     )

@@ -268,8 +268,14 @@ class ProfileResult:
         )
 
     def to_compact(self) -> CompactProfile:
-        """The subset the operator publishes, for the termination message: the headline numbers
-        with their 95% intervals and warning codes, and the sweep's step times."""
+        """The subset the operator publishes, for the termination message: the backend, the
+        headline numbers with their 95% intervals and warning codes, and the sweep's step times.
+
+        One ``--device`` resolves to devices of one backend, so the profile names one.
+        """
+        backends = {d.backend for d in self.devices}
+        if len(backends) != 1:
+            raise ValueError(f"a profile measures on one backend, not {sorted(backends)}")
         return CompactProfile(
             dtype=self.dtype,
             shape_k=self.shape_k,
@@ -288,6 +294,7 @@ class ProfileResult:
                 )
                 for d in self.devices
             ),
+            backend=backends.pop(),
         )
 
 

@@ -6,7 +6,7 @@ import json
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, example, given, settings
+from hypothesis import example, given
 from hypothesis import strategies as st
 
 from roofline_cli.export.from_status import SourceError, source_of_profile
@@ -93,9 +93,6 @@ def test_a_defect_is_one_error_that_names_the_field(document: Any, reason: str) 
 STATUS = status_profile()
 
 
-@settings(
-    max_examples=150, deadline=None, database=None, suppress_health_check=[HealthCheck.too_slow]
-)
 @given(text=st.one_of(tampered_documents(STATUS), json_values.map(json.dumps)))
 @example(text=json.dumps(_with((*CLASS, "maxBatchByMemory"), 10**400)))
 def test_any_tampered_status_reads_as_a_source_or_one_source_error(text: str) -> None:

@@ -18,6 +18,7 @@ from typing import Any
 
 from tests.profiler.headline_builders import headline_numbers, with_number_intervals
 
+from roofline_profiler.core.limits import DEFAULT_SHAPE
 from roofline_profiler.wire.compact import (
     CompactDevice,
     CompactProfile,
@@ -39,6 +40,12 @@ class FaultMode(enum.Enum):
     OVERFLOWING_RESULT = "overflowing-result"  # a result whose bandwidth is 1e300 GB/s
     DEEP_NESTING = "deep-nesting"  # 4096 bytes of "[", which exhaust a recursive JSON parser
     FORGED_RESULT = "forged-result"  # a sound-looking result claiming a ridge point of 1
+    #: The real command with its device made ``cpu``: a profiler in a GPU pod that saw no GPU
+    #: and measured the CPU instead (no runtime class, device plugin or driver), exit 0.
+    CPU_FALLBACK = "cpu-fallback"
+    #: A sound synthetic result of another measurement than the pod asked for: float32, a 1x1
+    #: weight, whatever the command says (an image that ignores ``--dtype`` and ``--shape``).
+    MISMATCHED_RESULT = "mismatched-result"
 
 
 @dataclass(frozen=True)
@@ -71,6 +78,9 @@ class FaultBook:
 
 
 DEFAULT_BATCHES = (1, 2, 4, 8, 16, 32, 64, 128, 256)
+#: The backend a synthetic result names, by the pod's ``--device``: what a profiler that honours
+#: the flag reports (``CPU_FALLBACK`` is the one that does not).
+SYNTHETIC_BACKENDS = {"cuda": "cuda", "all": "cuda", "cpu": "cpu"}
 
 
 def _option(command: Sequence[str], flag: str) -> str | None:
@@ -92,7 +102,8 @@ def synthetic_profile(
     the node name makes nodes distinguishable but every run reproducible.
     """
     dtype = _option(command, "--dtype") or "bfloat16"
-    k, n = (int(x) for x in (_option(command, "--shape") or "8192x8192").lower().split("x"))
+    default_shape = "x".join(map(str, DEFAULT_SHAPE))
+    k, n = (int(x) for x in (_option(command, "--shape") or default_shape).lower().split("x"))
     batches_text = _option(command, "--batches")
     batches = tuple(int(b) for b in batches_text.split(",")) if batches_text else DEFAULT_BATCHES
     efficiency = float(_option(command, "--min-batch-efficiency") or 80) / 100
@@ -121,7 +132,9 @@ def synthetic_profile(
             )
         )
     created = time.time() - age_seconds
-    return CompactProfile(dtype, k, n, created, 0.05, batches, _with_intervals(devices, gpus))
+    devices_with_intervals = _with_intervals(devices, gpus)
+    backend = SYNTHETIC_BACKENDS.get(_option(command, "--device") or "all", "cuda")
+    return CompactProfile(dtype, k, n, created, 0.05, batches, devices_with_intervals, backend)
 
 
 def _with_intervals(
@@ -207,6 +220,16 @@ def synthetic_message(
     node: str, command: Sequence[str], gpus: Sequence[SyntheticGpu], age_seconds: float = 0.0
 ) -> str:
     return encode_compact(synthetic_profile(node, command, gpus, age_seconds))
+
+
+def mismatched_message(node: str, command: Sequence[str], gpus: Sequence[SyntheticGpu]) -> str:
+    """A sound result measured in float32 on a 1x1 weight, whatever ``command`` asked for."""
+    other = [
+        a
+        for i, a in enumerate(command)
+        if a not in ("--dtype", "--shape") and command[i - 1 : i] not in (["--dtype"], ["--shape"])
+    ]
+    return synthetic_message(node, [*other, "--dtype", "float32", "--shape", "1x1"], gpus)
 
 
 def overflowing_message(node: str, command: Sequence[str], gpus: Sequence[SyntheticGpu]) -> str:

@@ -3,10 +3,14 @@
 The real product contract is the pod's command plus its termination message: the profiler writes
 its compact result to ``terminationMessagePath`` and the kubelet copies that file (its last 4096
 bytes) into ``state.terminated.message``. So a bound pod's real ``roofline profile`` command runs
-here with only two rewrites, the termination path (to a temporary file) and ``--device all`` (to
-``--device cpu`` on a machine without GPUs); status moves Pending → Running → Succeeded/Failed
+here with one rewrite, the termination path (to a temporary file); a GPU profile's pod
+(``--device cuda``) fails here as it would in a container that sees no GPU, and profiles that
+run the real profiler on this CPU say so (``spec.device: cpu``). The fault mode ``CPU_FALLBACK``
+runs the command with its device made ``cpu``: a profiler image that measured the CPU in a GPU
+pod, which the operator must refuse. Status moves Pending → Running → Succeeded/Failed
 with exit code, reason and message; ``activeDeadlineSeconds`` kills and fails the pod with
-``DeadlineExceeded``; deleting the pod kills the process before the object goes away.
+``DeadlineExceeded``; deleting the pod stops the process (SIGTERM, SIGKILL after the pod's grace
+period) before the object goes away.
 """
 
 from __future__ import annotations
@@ -30,6 +34,7 @@ from .faults import (
     FaultMode,
     SyntheticGpu,
     forged_message,
+    mismatched_message,
     overflowing_message,
     synthetic_message,
 )
@@ -42,6 +47,8 @@ FALLBACK_LOG_LINES = 80
 FALLBACK_LOG_BYTES = 2048
 OOM_EXIT_CODE = 137
 SIGKILL_EXIT_CODE = 137
+#: A pod's ``terminationGracePeriodSeconds`` when it names none (the API server's default).
+DEFAULT_GRACE_SECONDS = 30
 SMP = "application/strategic-merge-patch+json"
 
 
@@ -53,6 +60,9 @@ class PodRun:
     node: str
     started: float
     ended: float | None = None
+    #: How the container's process ended when the pod was deleted under it: ``"SIGTERM"`` if it
+    #: exited within its grace period, ``"SIGKILL"`` if it had to be killed; ``None`` otherwise.
+    stopped_by: str | None = None
 
 
 def peak_concurrency(runs: list[PodRun]) -> int:
@@ -103,7 +113,6 @@ class FakeKubelet:
         self.pods = store.find_type("pods")
         self.config_maps = store.find_type("configmaps")
         self.tasks: dict[str, asyncio.Task[None]] = {}
-        self.has_gpu = False
         self.runs: list[PodRun] = []
         #: Every pod as it stood right after the kubelet reported its end, even if deleted since.
         self.finished: list[dict[str, Any]] = []
@@ -233,7 +242,11 @@ class FakeKubelet:
         return [*command[:at], "--models-json", files[command[at + 1]], *command[at + 2 :]]
 
     def _argv(
-        self, container: Mapping[str, Any], message_file: Path, mounted: Mapping[str, Path]
+        self,
+        container: Mapping[str, Any],
+        message_file: Path,
+        mounted: Mapping[str, Path],
+        on_cpu: bool = False,
     ) -> list[str]:
         argv = [*container.get("command", []), *container.get("args", [])]
         argv = [str(mounted[a]) if a in mounted else a for a in argv]
@@ -242,11 +255,8 @@ class FakeKubelet:
             str(message_file) if a == path else a.replace(f"={path}", f"={message_file}")
             for a in argv
         ]
-        if not self.has_gpu:
-            argv = [
-                "cpu" if a == "all" and i and argv[i - 1] == "--device" else a
-                for i, a in enumerate(argv)
-            ]
+        if on_cpu:
+            argv = ["cpu" if i and argv[i - 1] == "--device" else a for i, a in enumerate(argv)]
         if argv and argv[0] == "roofline":
             argv = [*roofline_argv(), *argv[1:]]
         return argv
@@ -283,12 +293,15 @@ class FakeKubelet:
             return ContainerExit(0, "Completed", "[" * MAX_MESSAGE_BYTES)
         if mode is FaultMode.FORGED_RESULT:
             return ContainerExit(0, "Completed", forged_message(node, command, gpus))
+        if mode is FaultMode.MISMATCHED_RESULT:
+            return ContainerExit(0, "Completed", mismatched_message(node, command, gpus))
         if mode is FaultMode.GARBAGE_MESSAGE:
             return ContainerExit(0, "Completed", "\x00\x01 this is not a result {]")
         if mode is FaultMode.HANG:
             self.logs[key] = "waiting for the device\n"
             await asyncio.Event().wait()
-        return await self._run_process(pod, container, key, files)
+        on_cpu = mode is FaultMode.CPU_FALLBACK
+        return await self._run_process(pod, container, key, files, on_cpu)
 
     async def _run_process(
         self,
@@ -296,6 +309,7 @@ class FakeKubelet:
         container: Mapping[str, Any],
         key: tuple[str, str],
         files: Mapping[str, str],
+        on_cpu: bool = False,
     ) -> ContainerExit:
         with tempfile.TemporaryDirectory(dir=self.workdir) as scratch:
             message_file = Path(scratch) / "termination-log"
@@ -311,7 +325,7 @@ class FakeKubelet:
             )
             env["HOME"] = env["TMPDIR"] = env["MPLCONFIGDIR"] = scratch
             process = await asyncio.create_subprocess_exec(
-                *self._argv(container, message_file, mounted),
+                *self._argv(container, message_file, mounted, on_cpu),
                 cwd=scratch,
                 env=env,
                 stdout=asyncio.subprocess.PIPE,
@@ -327,9 +341,7 @@ class FakeKubelet:
                 exit_code = await process.wait()
             finally:
                 if process.returncode is None:
-                    with contextlib.suppress(ProcessLookupError):
-                        os.killpg(process.pid, signal.SIGKILL)
-                    await process.wait()
+                    await self._stop(process, pod, key)
             policy = container.get("terminationMessagePolicy", "File")
             message = termination_message(
                 message_file.read_bytes(), policy, exit_code, self.logs[key]
@@ -337,6 +349,28 @@ class FakeKubelet:
         if exit_code < 0:
             exit_code = 128 - exit_code
         return ContainerExit(exit_code, "Completed" if exit_code == 0 else "Error", message)
+
+    async def _stop(
+        self, process: asyncio.subprocess.Process, pod: Mapping[str, Any], key: tuple[str, str]
+    ) -> None:
+        """Stop a deleted pod's process as a kubelet does: SIGTERM, then SIGKILL when it is
+        still running after the pod's grace period."""
+        grace = pod["spec"].get("terminationGracePeriodSeconds", DEFAULT_GRACE_SECONDS)
+        run = next((r for r in reversed(self.runs) if r.pod == key[1]), None)
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(process.pid, signal.SIGTERM)
+        try:
+            await asyncio.wait_for(asyncio.shield(process.wait()), timeout=grace)
+            stopped_by = "SIGTERM"
+        except (TimeoutError, asyncio.CancelledError) as stopped:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(process.pid, signal.SIGKILL)
+            if isinstance(stopped, asyncio.CancelledError):
+                raise  # the emulator is stopping: nothing may outlive it
+            await process.wait()
+            stopped_by = "SIGKILL"
+        if run is not None:
+            run.stopped_by = stopped_by
 
     async def _run_pod(self, pod: dict[str, Any]) -> None:
         key = (pod["metadata"]["namespace"], pod["metadata"]["name"])

@@ -119,6 +119,15 @@ class OperatorProcess:
 
         wait_for(healthy, timeout=timeout, what="the operator's /healthz to answer 200")
 
+    def probe(self, path: str) -> tuple[int, str]:
+        """``(status, body)`` of a GET of the operator's ``path`` (``/healthz``, ``/readyz``)."""
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{self.port}{path}", timeout=5) as rsp:
+                return int(rsp.status), rsp.read().decode()
+        except urllib.error.HTTPError as error:
+            with error:
+                return int(error.code), error.read().decode()
+
     def metrics_text(self) -> str:
         with urllib.request.urlopen(f"http://127.0.0.1:{self.port}/metrics", timeout=5) as rsp:
             return str(rsp.read().decode())

@@ -27,6 +27,10 @@ GROUP = "roofline.dev"
 PLURAL = "rooflineprofiles"
 LABEL_PREFIX = "roofline.dev/"
 
+#: What a profile whose pods run the real profiler on this machine's CPU says: without it a GPU
+#: profile's pod fails here, as in a container that sees no GPU.
+ON_CPU: dict[str, Any] = {"device": "cpu"}
+
 #: What keeps one real profiler run at a few seconds on a small CPU.
 SMALL_RUN: dict[str, Any] = {
     "dtype": "float32",

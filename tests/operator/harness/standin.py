@@ -160,7 +160,6 @@ class StandInNodes:
 
     # ---------------------------------------------------------------- list + watch
     async def _run(self) -> None:
-        self.kubelet.has_gpu = False
         async with aiohttp.ClientSession(
             connector=aiohttp.TCPConnector(ssl=self.api.context),
             timeout=aiohttp.ClientTimeout(total=None, sock_connect=5),

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -273,6 +274,50 @@ def test_deleting_a_running_pod_kills_its_process_and_removes_it(nodes: Cluster)
         timeout=10,
         what="the pod to be gone",
     )
+
+
+def test_a_process_that_ignores_sigterm_is_killed_after_the_grace_period(nodes: Cluster) -> None:
+    """As a kubelet does: SIGTERM first, SIGKILL once ``terminationGracePeriodSeconds`` passed."""
+    nodes.add_gpu_node("stubborn")
+    code = (
+        "import signal, time; signal.signal(signal.SIGTERM, signal.SIG_IGN); "
+        "print('started', flush=True); time.sleep(600)"
+    )
+    spec = {"terminationGracePeriodSeconds": 1}
+    nodes.create("pods", pod("ignores", "stubborn", python(code), **spec), namespace="default")
+    wait_for(lambda: nodes.pod_log("default", "ignores") == "started\n", timeout=20, what="start")
+    nodes.delete("pods", "ignores", namespace="default")
+    (run,) = wait_for(
+        lambda: [r for r in nodes.runs(["stubborn"]) if r.ended is not None] or None,
+        timeout=20,
+        what="the run to end",
+    )
+    assert run.stopped_by == "SIGKILL"
+
+
+@pytest.mark.slow
+def test_a_deleted_profiler_pod_stops_its_real_profiler_on_sigterm(nodes: Cluster) -> None:
+    """The real ``roofline profile``, deleted while it measures, ends on SIGTERM within
+    seconds, long before its grace period: a deleted pod frees its device at once."""
+    nodes.add_gpu_node("deleted-mid-run")
+    command = ["roofline", "profile", "--device", "cpu", "--compact", TERMINATION_PATH]
+    nodes.create("pods", pod("measuring", "deleted-mid-run", command), namespace="default")
+    wait_for(
+        lambda: nodes.runs(["deleted-mid-run"]) or None,
+        timeout=30,
+        what="the profiler to start",
+    )
+    time.sleep(8)  # torch imported, measuring (a default profile takes a minute here)
+    deleted = time.monotonic()
+    nodes.delete("pods", "measuring", namespace="default")
+    (run,) = wait_for(
+        lambda: [r for r in nodes.runs(["deleted-mid-run"]) if r.ended is not None] or None,
+        timeout=40,
+        what="the run to end",
+    )
+    assert run.stopped_by == "SIGTERM", "it stopped within its grace period"
+    assert run.ended is not None
+    assert run.ended - deleted < 10
 
 
 def test_the_fake_kubelet_resolves_downward_api_env_like_a_kubelet() -> None:

@@ -10,6 +10,7 @@ from tests.operator.harness import Cluster, OperatorFactory, wait_for
 from tests.operator.harness.profiles import (
     CRD_PATH,
     GROUP,
+    ON_CPU,
     PLURAL,
     condition,
     example_profile,
@@ -33,7 +34,8 @@ def test_real_profiler_pods_plan_two_models_on_two_nodes(
     for node in NODES:
         cluster.add_gpu_node(node, labels={"suite": "real"})
     operator = start_operator(cluster)
-    spec = {"models": MODELS, "slo": {"interTokenLatency": "10s"}, "maxParallel": 2}
+    # The real profiler measures this machine's CPU, which the profile says (device: cpu).
+    spec = {"models": MODELS, "slo": {"interTokenLatency": "10s"}, "maxParallel": 2, **ON_CPU}
     cluster.create(PLURAL, example_profile("real", {"suite": "real"}, **spec), group=GROUP)
     names = [m["name"] for m in MODELS]
     entries = wait_for_entries(cluster, "real", models_planned(names), NODES, timeout=300)

@@ -2,7 +2,9 @@
 
 This is the one suite that runs the real profiler in the profiler pods (small and quick on this
 CPU), so what is checked here is the whole chain: pod command, termination message, parsing,
-status, printer columns, node labels and Prometheus gauges.
+status, printer columns, node labels and Prometheus gauges. The profiles say ``device: cpu``:
+what the pods measure is this machine's CPU, and a GPU profile's pod fails here
+(``test_operator_devices.py``).
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ import pytest
 from tests.operator.harness import Cluster, Kubectl, OperatorFactory, wait_for
 from tests.operator.harness.profiles import (
     CRD_PATH,
+    ON_CPU,
     example_profile,
     node_entries,
     our_labels,
@@ -43,10 +46,11 @@ def test_applying_the_example_profiles_every_node_with_the_real_profiler(
 ) -> None:
     assert "created" in kubectl("apply", "-f", str(CRD_PATH)).stdout
     for node in NODES:
-        cluster.add_gpu_node(node)
-    cluster.add_gpu_node("cpu-only", gpus=0)  # no GPU to request: the example passes it over
+        cluster.add_gpu_node(node, labels={"pool": "inference"})
+    cluster.add_gpu_node("elsewhere", gpus=0)  # another pool: the selector passes it over
     operator = start_operator(cluster)
-    manifest = write_manifest(tmp_path, example_profile("h200-decode"))
+    profile = example_profile("h200-decode", {"pool": "inference"}, **ON_CPU)
+    manifest = write_manifest(tmp_path, profile)
     assert "created" in kubectl("apply", "-f", str(manifest)).stdout
 
     entries = wait_for_nodes(
@@ -79,7 +83,7 @@ def test_applying_the_example_profiles_every_node_with_the_real_profiler(
         assert float(labels["roofline.dev/ridge-point"]) > 0
         assert int(labels["roofline.dev/min-batch"]) == entries[node]["recommendedMinBatch"]
         assert all(LABEL_VALUE.fullmatch(v) for v in labels.values())
-    assert our_labels(cluster, "cpu-only") == {}
+    assert our_labels(cluster, "elsewhere") == {}
     selected = kubectl.json("get", "nodes", "-l", "roofline.dev/profile=h200-decode")
     assert sorted(n["metadata"]["name"] for n in selected["items"]) == NODES
     shown = kubectl("get", "nodes", "--show-labels").stdout
@@ -126,7 +130,7 @@ def test_profiler_pods_are_locked_down_pinned_and_carry_a_real_result(
     cluster.apply_manifest(CRD_PATH)
     cluster.add_gpu_node("gpu-solo", gpus=2)
     start_operator(cluster)
-    locked = example_profile("locked", gpusPerNode=0)  # every allocatable GPU
+    locked = example_profile("locked", **ON_CPU)
     cluster.create("rooflineprofiles", locked, group="roofline.dev")
 
     def finished_pod() -> dict[str, Any] | None:
@@ -137,7 +141,9 @@ def test_profiler_pods_are_locked_down_pinned_and_carry_a_real_result(
     pod = wait_for(finished_pod, timeout=90, what="a finished profiler pod")
     spec = pod["spec"]
     container = spec["containers"][0]
-    assert container["resources"]["limits"]["nvidia.com/gpu"] == "2"
+    assert "nvidia.com/gpu" not in container["resources"].get("limits", {}), "a CPU profile"
+    command = container["command"]
+    assert command[command.index("--device") + 1] == "cpu"
     assert spec["automountServiceAccountToken"] is False
     assert spec["securityContext"]["runAsNonRoot"] is True
     assert spec["securityContext"]["seccompProfile"] == {"type": "RuntimeDefault"}
@@ -148,5 +154,6 @@ def test_profiler_pods_are_locked_down_pinned_and_carry_a_real_result(
     assert terms["nodeSelectorTerms"][0]["matchFields"][0]["values"] == ["gpu-solo"]
     message = pod["status"]["containerStatuses"][0]["state"]["terminated"]["message"]
     assert decode_compact(message).shape_k == 512
+    assert decode_compact(message).backend == "cpu"
     wait_for_nodes(cluster, "locked", profiled, ["gpu-solo"], timeout=30)
-    assert node_entries(cluster, "locked")["gpu-solo"]["gpus"] == 2
+    assert node_entries(cluster, "locked")["gpu-solo"]["gpus"] == 1

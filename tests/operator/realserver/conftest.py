@@ -21,6 +21,7 @@ from tests.operator.harness.controlplane import (
     ControlPlaneUnavailable,
     build_binaries,
 )
+from tests.operator.harness.foreign_crds import ForeignCrdsUnavailable, foreign_crd_files
 from tests.operator.harness.profiles import CRD_PATH
 from tests.operator.harness.realcluster import RealCluster
 from tests.operator.harness.realsuite import (
@@ -55,17 +56,32 @@ def real_cluster(
 ) -> Iterator[RealCluster]:
     """The control plane with the chart's CRDs, NFD's NodeFeature CRD and the stand-in nodes."""
     cluster = RealCluster(control_plane, tmp_path_factory.mktemp("nodes")).start()
-    crds = [*yaml.safe_load_all(CRD_PATH.read_text())]
-    nfd = control_plane.binaries / "nfd-api-crds.yaml"
-    crds += [d for d in yaml.safe_load_all(nfd.read_text()) if d]
-    cluster.apply_objects(crds, control_plane.kubectl_binary)
-    for crd in crds:
-        Kubectl(control_plane.kubeconfig, cluster.workdir, control_plane.kubectl_binary)(
-            "wait", "--for=condition=Established", f"crd/{crd['metadata']['name']}", "--timeout=60s"
-        )
+    kubectl = Kubectl(control_plane.kubeconfig, cluster.workdir, control_plane.kubectl_binary)
+    install_crd_files(kubectl, [CRD_PATH, control_plane.binaries / "nfd-api-crds.yaml"])
     yield cluster
     cluster.stop()
     assert not cluster.internal_errors(), cluster.internal_errors()
+
+
+def install_crd_files(kubectl: Kubectl, paths: list[Path]) -> None:
+    """Install CRDs from their files with the real kubectl, as a user would (kubectl reads the
+    YAML: a key it reads differently from Python fails here), and wait until they serve."""
+    for path in paths:
+        names = kubectl("apply", "--server-side", "-f", str(path), "-o", "name").stdout.split()
+        assert names, f"{path} holds no object"
+        kubectl("wait", "--for=condition=Established", *names, "--timeout=60s")
+
+
+@pytest.fixture(scope="session")
+def foreign_crds(real_cluster: RealCluster) -> list[Path]:
+    """The Prometheus Operator's and Kueue's CRDs that shipped files use, installed."""
+    try:
+        files = foreign_crd_files()
+    except ForeignCrdsUnavailable as reason:
+        pytest.skip(str(reason))
+    plane = real_cluster.control_plane
+    install_crd_files(Kubectl(plane.kubeconfig, real_cluster.workdir, plane.kubectl_binary), files)
+    return files
 
 
 @pytest.fixture(scope="session")

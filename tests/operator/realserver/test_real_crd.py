@@ -1,7 +1,11 @@
 """The CRD and the shipped manifests, proven by a real API server rather than by our reading of
 the schema: good RooflineProfiles are admitted, bad ones refused with the message the CRD and
-docs/contracts.md promise (CEL rules included), every manifest in ``manifests/`` and every chart
-scenario passes ``kubectl apply --dry-run=server``.
+docs/contracts.md promise (CEL rules included), and every shipped file (``manifests/``, the
+examples, the monitoring objects, the chart's CRD, every chart scenario as Helm renders it) passes
+``kubectl apply --dry-run=server -f`` read from the file by the real kubectl, as users apply it:
+an earlier version of this suite parsed the files with PyYAML and handed kubectl JSON, so a key
+that kubectl reads as a YAML 1.1 boolean (the CRD's bare ``n``) never reached the server as
+kubectl reads it.
 """
 
 from __future__ import annotations
@@ -14,26 +18,16 @@ from typing import Any
 import pytest
 import yaml
 from tests.deploy.rendering import (
-    NAMESPACE,
+    CRD_FILE,
     ROOT,
     SCENARIOS,
-    render_objects,
+    generator,
     scenario_id,
     scenario_values,
 )
 from tests.operator.harness import Kubectl
 from tests.operator.harness.profiles import EXAMPLE_PATH
 from tests.operator.harness.realcluster import RealCluster
-
-#: Kinds of CRDs the project does not own; their objects are skipped (no such CRD is installed).
-FOREIGN_KINDS = {
-    "ServiceMonitor",
-    "PrometheusRule",
-    "PodMonitor",
-    "ResourceFlavor",
-    "ClusterQueue",
-    "LocalQueue",
-}
 
 
 def example_with(*changes: tuple[tuple[str, ...], Any]) -> dict[str, Any]:
@@ -65,6 +59,13 @@ GOOD = [
         id="model-plan",
     ),
     pytest.param(example_with((("spec", "reprofileInterval"), "1h")), id="hourly"),
+    pytest.param(
+        example_with(
+            (("spec", "resources"), {"requests": {"memory": 4096}, "limits": {"memory": "4Ki"}})
+        ),
+        id="memory-request-at-its-limit",
+    ),
+    pytest.param(example_with((("spec", "device"), "cpu")), id="cpu-profile"),
 ]
 
 BAD = [
@@ -121,6 +122,18 @@ BAD = [
         id="unknown-dtype",
     ),
     pytest.param(
+        example_with(
+            (("spec", "resources"), {"requests": {"memory": "8Gi"}, "limits": {"memory": "4Gi"}})
+        ),
+        "spec.resources.requests.memory must be at most spec.resources.limits.memory",
+        id="memory-request-over-limit",
+    ),
+    pytest.param(
+        example_with((("spec", "device"), "tpu")),
+        'spec.device: Unsupported value: "tpu"',
+        id="unknown-device",
+    ),
+    pytest.param(
         example_with((("spec", "maxParallel"), 0)),
         "spec.maxParallel: Invalid value: 0",
         id="zero-parallel",
@@ -157,40 +170,79 @@ def test_a_bad_profile_is_refused_with_the_promised_message(
     assert message in " ".join(result.stderr.split()), result.stderr
 
 
-def _dry_run_objects(kubectl: Kubectl, tmp_path: Path, objects: list[dict[str, Any]]) -> list[str]:
-    """Server dry-run of every object we own; returns the kinds skipped as foreign."""
-    ours = [o for o in objects if o.get("kind") not in FOREIGN_KINDS]
-    path = tmp_path / "objects.json"
-    path.write_text(json.dumps({"apiVersion": "v1", "kind": "List", "items": ours}))
-    kubectl("apply", "--dry-run=server", "-f", str(path))
-    return sorted({o["kind"] for o in objects if o.get("kind") in FOREIGN_KINDS})
+def read_by_kubectl(kubectl: Kubectl, *paths: Path) -> list[dict[str, Any]]:
+    """The objects of ``paths`` as kubectl reads them (``create --dry-run=client -o json``,
+    which prints one JSON document per object)."""
+    flags = [a for path in paths for a in ("-f", str(path))]
+    text = kubectl("create", "--dry-run=client", "-o", "json", *flags).stdout
+    decoder, objects, at = json.JSONDecoder(), [], 0
+    while at < len(text):
+        if text[at].isspace():
+            at += 1
+            continue
+        obj, at = decoder.raw_decode(text, at)
+        objects += obj.get("items", []) if obj.get("kind") == "List" else [obj]
+    return objects
 
 
-def test_every_manifest_applies_with_server_dry_run(
-    real_cluster: RealCluster, kubectl: Kubectl, tmp_path: Path
-) -> None:
-    documents = [
-        doc
-        for path in sorted((ROOT / "manifests").rglob("*.yaml"))
-        for doc in yaml.safe_load_all(path.read_text())
-        if doc
-    ]
-    assert documents
-    # The namespaces must exist for a dry run of the objects in them.
-    namespaces = {NAMESPACE} | {d["metadata"].get("namespace") for d in documents} - {None}
-    for namespace in namespaces:
+def _ensure_namespaces(real_cluster: RealCluster, kubectl: Kubectl, path: Path) -> None:
+    """Create the namespaces the objects of ``path`` live in (as read by kubectl), which a
+    server dry run needs to exist: it creates nothing, the Namespace objects included."""
+    items = read_by_kubectl(kubectl, path)
+    for namespace in {o["metadata"].get("namespace") for o in items} - {None}:
         if real_cluster.get("namespaces", namespace) is None:
             real_cluster.create("namespaces", {"metadata": {"name": namespace}})
-    skipped = _dry_run_objects(kubectl, tmp_path, documents)
-    assert set(skipped) <= FOREIGN_KINDS
+
+
+def _apply_as_users_do(real_cluster: RealCluster, kubectl: Kubectl, path: Path) -> str:
+    """``kubectl apply --dry-run=server -f PATH``: kubectl reads the files, the server checks
+    every object (schemas, CEL rules, the CRD's own validity)."""
+    _ensure_namespaces(real_cluster, kubectl, path)
+    result = kubectl("apply", "--dry-run=server", "-f", str(path), check=False)
+    assert result.returncode == 0, f"kubectl apply -f {path}:\n{result.stdout}{result.stderr}"
+    return result.stdout
+
+
+#: What users apply as they find it: the plain manifests (``kubectl apply -f manifests/``),
+#: the examples, the monitoring objects, the chart's CRD (what ``helm install`` installs first).
+SHIPPED = [
+    pytest.param(ROOT / "manifests", id="manifests"),
+    pytest.param(ROOT / "manifests" / "examples", id="examples"),
+    pytest.param(ROOT / "manifests" / "monitoring", id="monitoring"),
+    pytest.param(CRD_FILE, id="chart-crd"),
+]
+
+
+@pytest.mark.parametrize("path", SHIPPED)
+def test_every_shipped_file_applies_as_users_apply_it(
+    real_cluster: RealCluster, kubectl: Kubectl, foreign_crds: list[Path], path: Path
+) -> None:
+    applied = _apply_as_users_do(real_cluster, kubectl, path)
+    assert applied.count("(server dry run)") == len(read_by_kubectl(kubectl, path)), applied
+
+
+def test_kubectl_reads_the_plain_manifests_crd_as_the_charts(kubectl: Kubectl) -> None:
+    """The generated CRD is the chart's, as kubectl reads both: a YAML 1.1 reader took the
+    generated file's bare key ``n`` for ``false``, so its shape lost the property ``n``."""
+    (generated,) = read_by_kubectl(kubectl, ROOT / "manifests" / "01-crds.yaml")
+    (chart,) = read_by_kubectl(kubectl, CRD_FILE)
+    assert generated["spec"] == chart["spec"]
+    spec = chart["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"]
+    assert {"k", "n"} <= set(spec["properties"]["shape"]["properties"])
 
 
 @pytest.mark.parametrize("scenario", SCENARIOS, ids=scenario_id)
-def test_every_chart_scenario_applies_with_server_dry_run(
-    real_cluster: RealCluster, kubectl: Kubectl, tmp_path: Path, scenario: Path | None
+def test_every_chart_scenario_applies_as_helm_renders_it(
+    real_cluster: RealCluster,
+    kubectl: Kubectl,
+    foreign_crds: list[Path],
+    tmp_path: Path,
+    scenario: Path | None,
 ) -> None:
-    objects = render_objects(scenario_values(scenario))
-    for namespace in {o["metadata"].get("namespace") for o in objects} - {None}:
-        if real_cluster.get("namespaces", namespace) is None:
-            real_cluster.create("namespaces", {"metadata": {"name": namespace}})
-    _dry_run_objects(kubectl, tmp_path, objects)
+    """Each template's text as Helm renders it, read by kubectl (YAML 1.1, as Helm reads it)."""
+    rendered = tmp_path / "rendered"
+    rendered.mkdir()
+    for name, text in generator().render_texts(scenario_values(scenario)).items():
+        if text.strip():
+            (rendered / name).write_text(text)
+    _apply_as_users_do(real_cluster, kubectl, rendered)

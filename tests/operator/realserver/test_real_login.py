@@ -9,7 +9,9 @@ from pathlib import Path
 
 import kopf
 import pytest
+from tests.operator.harness import wait_for
 from tests.operator.harness.realcluster import RealCluster
+from tests.operator.harness.realsuite import RealOperators
 from tests.operator.harness.releases import Release
 
 from roofline_operator.core.names import GROUP, PLURAL, VERSION
@@ -71,3 +73,12 @@ def test_a_token_of_another_cluster_is_refused(
     with pytest.raises(ApiError) as refused:
         asyncio.run(list_profiles(info))
     assert refused.value.status == 401
+
+
+def test_the_operator_is_ready_once_it_lists_the_profiles_as_the_charts_account(
+    real_cluster: RealCluster, node_release: Release, real_operators: RealOperators
+) -> None:
+    """``/readyz`` (the chart's readiness probe) turns 200 on the LIST its RBAC allows."""
+    operator = real_operators.start(node_release)
+    wait_for(lambda: operator.probe("/readyz")[0] == 200, timeout=60, what="/readyz to be 200")
+    assert operator.probe("/healthz")[0] == 200

@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 from tests.operator.harness import FaultMode, Kubectl, wait_for
 from tests.operator.harness.profiles import (
+    ON_CPU,
     example_profile,
     node_entries,
     our_labels,
@@ -35,11 +36,13 @@ def test_the_example_profiles_nodes_with_labels_status_columns_and_metrics(
     tmp_path: Path,
 ) -> None:
     nodes = ["real-gpu-a", "real-gpu-b"]
-    real_cluster.add_gpu_node(nodes[0], mode=FaultMode.RUN_COMMAND)
-    real_cluster.add_gpu_node(nodes[1])
-    real_cluster.add_gpu_node("real-cpu-only", gpus=0)  # no GPU to request: passed over
+    pool = {"pool": "real"}
+    real_cluster.add_gpu_node(nodes[0], mode=FaultMode.RUN_COMMAND, labels=pool)
+    real_cluster.add_gpu_node(nodes[1], labels=pool)
+    real_cluster.add_gpu_node("real-cpu-only", gpus=0)  # another pool: passed over
     operator = real_operators.start(node_release)
-    manifest = write_manifest(tmp_path, example_profile("real-decode"))
+    # The real profiler measures this machine's CPU, which the profile says explicitly.
+    manifest = write_manifest(tmp_path, example_profile("real-decode", pool, **ON_CPU))
     assert "created" in kubectl("apply", "-f", str(manifest)).stdout
 
     entries = wait_for_nodes(real_cluster, "real-decode", profiled, nodes, timeout=180)

@@ -11,9 +11,11 @@ from tests.profiler.headline_builders import headline_numbers
 from roofline_operator.core.node_results import GpuResult, from_compact
 from roofline_operator.core.nodes import NodeFacts
 from roofline_operator.core.spec import ProfileSpec, parse_spec
+from roofline_operator.decide.asked import ProfilerAsk
 from roofline_operator.decide.pods import PodFacts, Terminated
 from roofline_operator.decide.records import NodeRecord
 from roofline_operator.decide.status import build_status
+from roofline_profiler.core.limits import DEFAULT_SHAPE
 from roofline_profiler.wire.compact import CompactDevice, CompactProfile, encode_compact
 
 GPU = "nvidia.com/gpu"
@@ -44,12 +46,13 @@ def gpu(index: int = 0, **numbers: Any) -> GpuResult:
 def profile(*devices: CompactDevice, created_at: float = 1_700_000_000.0) -> CompactProfile:
     return CompactProfile(
         dtype="bfloat16",
-        shape_k=8192,
-        shape_n=8192,
+        shape_k=DEFAULT_SHAPE[0],
+        shape_n=DEFAULT_SHAPE[1],
         created_at=created_at,
         duration_seconds=12.5,
         batches=(1, 256),
         devices=devices or (device(),),
+        backend="cuda",
     )
 
 
@@ -74,6 +77,10 @@ def spec(**fields: Any) -> ProfileSpec:
     return parse_spec({"nodeSelector": {"pool": "h200"}, **fields})
 
 
+#: What a pod of :func:`spec` is asked to measure, which :func:`profile` answers.
+ASKED = ProfilerAsk(device="cuda", dtype="bfloat16", shape=DEFAULT_SHAPE)
+
+
 def succeeded_pod(
     name: str, node_name: str, spec_hash: str, attempt: int = 1, **kw: Any
 ) -> PodFacts:
@@ -93,6 +100,7 @@ def succeeded_pod(
         bound=True,
         terminated=Terminated(exit_code=0, reason="Completed", message=message),
         owner_uids=kw.pop("owner_uids", ("u",)),
+        asked=kw.pop("asked", ASKED),
         **kw,
     )
 

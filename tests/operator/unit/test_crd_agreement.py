@@ -114,6 +114,10 @@ def with_preset(**fields: Any) -> dict[str, Any]:
 
 
 CASES = [
+    pytest.param({"device": "gpu"}, True, id="device-gpu"),
+    pytest.param({"device": "cpu"}, True, id="device-cpu"),
+    pytest.param({"device": "tpu"}, False, id="device-tpu"),
+    pytest.param({"device": "Cpu"}, False, id="device-case"),
     pytest.param({"weightShape": "4096x14336"}, True, id="weight-shape-llama-ffn"),
     pytest.param({"weightShape": "1048576x1024"}, True, id="weight-shape-at-2^30"),
     pytest.param({"weightShape": "1048576x1025"}, False, id="weight-shape-over-2^30"),

@@ -41,7 +41,7 @@ def test_compact_round_trip_keeps_four_significant_digits() -> None:
 
 def test_the_compact_result_carries_only_what_the_operator_reads() -> None:
     doc = json.loads(encode_compact(synthetic_result().to_compact()))
-    assert set(doc) == {"v", "dt", "k", "n", "t", "s", "b", "g", "u"}
+    assert set(doc) == {"v", "be", "dt", "k", "n", "t", "s", "b", "g", "u"}
     assert "gpu-node-17" not in json.dumps(doc)
 
 

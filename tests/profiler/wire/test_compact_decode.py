@@ -43,6 +43,7 @@ VERSION_1_MESSAGE = json.dumps(
 def test_a_version_1_result_is_still_read() -> None:
     decoded = decode_compact(VERSION_1_MESSAGE)
     assert decoded.version == 1
+    assert decoded.backend == "cuda"
     assert decoded.batches == (1, 64, 256)
     assert [d.recommended_min_batch for d in decoded.devices] == [64, 128]
     assert decoded.devices[1].bandwidth_bytes_per_second == 4.3e12
@@ -52,6 +53,35 @@ def test_a_version_1_result_is_still_read() -> None:
 
 def _valid() -> dict[str, object]:
     return json.loads(encode_compact(synthetic_result().to_compact()))  # type: ignore[no-any-return]
+
+
+def test_the_backend_travels_with_the_result() -> None:
+    decoded = decode_compact(json.dumps(_valid()))
+    assert (decoded.version, decoded.backend) == (4, "cuda")
+
+
+@pytest.mark.parametrize("version", [2, 3])
+def test_a_result_of_a_profiler_before_the_backend_is_still_read(version: int) -> None:
+    """What profilers before version 4 wrote: the same result less ``be`` (a result without
+    model plans is laid out alike in versions 2 and 3)."""
+    doc = _valid()
+    del doc["be"]
+    doc["v"] = version
+    decoded = decode_compact(json.dumps(doc))
+    assert (decoded.version, decoded.backend) == (version, None)
+    assert (
+        decoded.devices[0].recommended_min_batch
+        == synthetic_result().devices[0].recommended_min_batch
+    )
+
+
+def _with_backend(value: object) -> str:
+    doc = _valid()
+    if value is None:
+        del doc["be"]
+    else:
+        doc["be"] = value
+    return json.dumps(doc)
 
 
 def _mutated(position: int, value: object) -> str:
@@ -99,6 +129,12 @@ def _mutated_v1(**changes: object) -> str:
         pytest.param(_mutated_v1(b=[0] * 3), "'b' = 0 is outside 1 ≤ x", id="v1-zero-batch"),
         pytest.param(_mutated_v1(pk=None), "'pk' is not a number", id="v1-null-peak"),
         pytest.param("x" * (MAX_COMPACT_BYTES + 1), "longer than", id="too-long"),
+        pytest.param(_with_backend(None), "missing field 'be'", id="v4-without-backend"),
+        pytest.param(_with_backend("tpu"), "'be' is not one of cuda", id="unknown-backend"),
+        pytest.param(_with_backend("cuda\n"), "'be' is not one of cuda", id="backend-newline"),
+        pytest.param(_with_backend(["cuda"]), "'be' is not one of cuda", id="backend-list"),
+        pytest.param(_mutated_v1(be="gpu"), "'be' is not one of cuda", id="v1-unknown-backend"),
+        pytest.param(_mutated_v1(be="cpu"), "different backends", id="v1-mixed-backends"),
     ],
 )
 def test_malformed_results_are_rejected_with_a_reason(text: str, reason: str) -> None:

@@ -72,6 +72,7 @@ def _profile(gpus: int, models: int, name_chars: int = 63) -> CompactProfile:
         duration_seconds=1234.567,
         batches=BATCHES,
         devices=devices,
+        backend="cuda",
     )
 
 

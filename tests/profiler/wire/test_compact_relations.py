@@ -50,7 +50,7 @@ def with_ridge(device: CompactDevice, ridge: float) -> CompactDevice:
 
 
 def profile_of(*devices: CompactDevice) -> CompactProfile:
-    return CompactProfile("bfloat16", 8192, 8192, CREATED, 12.5, (1, 256), devices)
+    return CompactProfile("bfloat16", 8192, 8192, CREATED, 12.5, (1, 256), devices, backend="cuda")
 
 
 def as_read(device: CompactDevice) -> CompactProfile:

@@ -1,8 +1,10 @@
+import dataclasses
 import json
 
 import jsonschema
 import pytest
 
+from roofline_profiler.core.limits import BACKEND_NAMES
 from roofline_profiler.wire.result import (
     READABLE_SCHEMA_VERSIONS,
     SCHEMA_VERSION,
@@ -120,3 +122,18 @@ def test_a_document_from_before_intervals_still_loads_with_point_intervals() -> 
     assert loaded.interval("ridge_point") == (loaded.ridge_point, loaded.ridge_point)
     assert loaded.interval("recommended_min_batch") == (loaded.recommended_min_batch,) * 2
     assert loaded.source("peak_flops_per_second") == "mm 8192x8192x8192"
+
+
+def test_the_schema_names_the_backends_a_compact_result_may_carry() -> None:
+    device = load_schema()["properties"]["devices"]["items"]["properties"]
+    assert tuple(device["backend"]["enum"]) == BACKEND_NAMES
+
+
+def test_the_compact_form_names_the_one_backend_of_the_profile() -> None:
+    result = synthetic_result(devices=2)
+    assert result.to_compact().backend == "cuda"
+    mixed = dataclasses.replace(
+        result, devices=(result.devices[0], dataclasses.replace(result.devices[1], backend="cpu"))
+    )
+    with pytest.raises(ValueError, match="one backend"):
+        mixed.to_compact()

@@ -39,7 +39,7 @@ def test_a_pod_result_keeps_its_step_times_paired_with_the_sweep_batches() -> No
     (gpu,) = result.gpus
     assert gpu.product == "NVIDIA H100"
     assert gpu.step_seconds == ((1, 3.2e-5), (256, 4.1e-5))
-    assert (result.spec_hash, result.profiled_at, result.shape_k) == ("abc", 1_700_000_000.0, 8192)
+    assert (result.spec_hash, result.profiled_at, result.shape_k) == ("abc", 1_700_000_000.0, 4096)
 
 
 def test_a_result_rebuilt_from_status_equals_the_original_but_for_its_step_times() -> None:
@@ -47,7 +47,7 @@ def test_a_result_rebuilt_from_status_equals_the_original_but_for_its_step_times
     rebuilt = from_status({"name": "gpu-1", **to_status(original)})
     assert rebuilt is not None
     assert rebuilt.gpus == tuple(replace(g, step_seconds=()) for g in original.gpus)
-    assert (rebuilt.dtype, rebuilt.shape_k, rebuilt.shape_n) == ("bfloat16", 8192, 8192)
+    assert (rebuilt.dtype, rebuilt.shape_k, rebuilt.shape_n) == ("bfloat16", 4096, 14336)
     assert rebuilt.duration_seconds == original.duration_seconds
 
 

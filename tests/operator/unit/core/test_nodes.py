@@ -40,6 +40,12 @@ def test_selection_needs_labels_readiness_and_a_gpu() -> None:
     assert select_nodes(nodes, spec().selection) == {"match": 1}
 
 
+def test_a_cpu_profile_selects_matching_nodes_with_or_without_gpus() -> None:
+    nodes = [node("no-gpu", gpus=0), node("eight", gpus=8), node("other", labels={"pool": "x"})]
+    cpu = spec(device="cpu", gpusPerNode=0).selection
+    assert select_nodes(nodes, cpu) == {"eight": 1, "no-gpu": 1}
+
+
 def test_each_node_gets_one_gpu_unless_the_spec_names_a_count_or_all() -> None:
     nodes = [node("eight", gpus=8), node("two", gpus=2)]
     assert select_nodes(nodes, spec().selection) == {"eight": 1, "two": 1}

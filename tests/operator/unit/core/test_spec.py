@@ -33,6 +33,7 @@ def test_an_empty_spec_gets_the_crd_defaults() -> None:
     spec = parse_spec({})
     assert spec.selection.gpu_resource == "nvidia.com/gpu"
     assert spec.selection.gpus_per_node == 1
+    assert spec.device == "gpu"
     assert spec.dtype == "bfloat16"
     assert spec.max_parallel == 4
     assert spec.label_nodes is True
@@ -59,6 +60,9 @@ def test_an_empty_spec_gets_the_crd_defaults() -> None:
         pytest.param({"priorityClassName": "High!"}, "priorityClassName", id="bad-priority"),
         pytest.param({"runtimeClassName": "NVIDIA"}, "runtimeClassName", id="bad-runtime"),
         pytest.param({"serviceAccountName": "a b"}, "serviceAccountName", id="bad-account"),
+        pytest.param({"device": "tpu"}, "spec.device must be one of gpu, cpu", id="bad-device"),
+        pytest.param({"device": "CPU"}, "spec.device", id="device-case"),
+        pytest.param({"device": ["cpu"]}, "spec.device", id="device-list"),
     ],
 )
 def test_invalid_specs_fail_with_a_message_naming_the_field(
@@ -84,6 +88,8 @@ def test_only_measurement_fields_change_the_measurement_hash() -> None:
     assert parse_spec({"batches": [1, 2], "timeoutSeconds": 60}).measurement_hash() == base
     assert parse_spec({"batches": [1, 4]}).measurement_hash() != base
     assert parse_spec({"batches": [1, 2], "dtype": "float16"}).measurement_hash() != base
+    assert parse_spec({"batches": [1, 2], "device": "cpu"}).measurement_hash() != base
+    assert parse_spec({"batches": [1, 2], "device": "gpu"}).measurement_hash() == base
 
 
 def test_pod_placement_fields_parse_and_do_not_change_the_measurement_hash() -> None:

@@ -8,6 +8,7 @@ from tests.operator.harness.selectors import compile_selectors
 from tests.operator.unit.operator_builders import GPU, spec
 
 from roofline_operator.core.names import parse_time
+from roofline_operator.decide.asked import ProfilerAsk
 from roofline_operator.decide.labels import LABEL_VALUE, label_safe
 from roofline_operator.decide.pods import (
     MAX_NODES_PER_COLLECTION,
@@ -57,7 +58,22 @@ def test_pod_requests_the_gpus_it_profiles_as_a_limit() -> None:
     pod = build(resources={"requests": {"cpu": "2"}, "limits": {"memory": "8Gi"}})
     resources = container(pod)["resources"]
     assert resources["limits"] == {"memory": "8Gi", GPU: "8"}
-    assert resources["requests"] == {"cpu": "2"}
+    assert resources["requests"] == {"cpu": "2", "memory": "2Gi"}
+
+
+def test_a_gpu_profiles_pod_asks_for_the_gpu_backend_not_any_device() -> None:
+    """``--device all`` measures the CPU when the container sees no GPU; ``cuda`` refuses to."""
+    command = container(build())["command"]
+    assert command[command.index("--device") + 1] == "cuda"
+    assert pod_facts(build()).asked == ProfilerAsk("cuda", "bfloat16", (4096, 14336))
+
+
+def test_a_cpu_profiles_pod_measures_the_cpu_and_requests_no_gpu() -> None:
+    pod = build(device="cpu", dtype="float32", resources={"limits": {"memory": "8Gi"}})
+    command = container(pod)["command"]
+    assert command[command.index("--device") + 1] == "cpu"
+    assert GPU not in container(pod)["resources"]["limits"]
+    assert pod_facts(pod).asked == ProfilerAsk("cpu", "float32", (4096, 14336))
 
 
 def test_pod_is_pinned_to_its_node_through_the_scheduler() -> None:

@@ -128,15 +128,20 @@ async def test_start_up_configures_kopf_serves_healthz_and_shutdown_stops_servin
         assert settings.peering.clusterwide
         assert settings.posting.level == logging.WARNING
         assert settings.process.ultimate_exiting_timeout == EXIT_TIMEOUT_SECONDS
-        assert memo.health.ready
+        assert memo.health.started
         (runner,) = memo.server
         host, port = runner.addresses[0][:2]
-        async with (
-            aiohttp.ClientSession(f"http://{host}:{port}") as session,
-            session.get("/healthz") as response,
-        ):
-            assert response.status == 200
+        async with aiohttp.ClientSession(f"http://{host}:{port}") as session:
+            async with session.get("/healthz") as response:
+                assert response.status == 200
+            # Not logged in: no API call has succeeded, so not ready.
+            async with session.get("/readyz") as response:
+                assert response.status == 503
+        (readiness,) = memo.tasks
+        assert not readiness.done()
     finally:
         await shutdown(memo=memo)
+    assert not memo.health.started
     assert not memo.health.ready
+    assert readiness.cancelled()
     assert runner.addresses == []

@@ -191,6 +191,43 @@ async def test_a_refused_pod_is_a_per_node_failure_with_the_api_message(
 
 
 @pytest.mark.asyncio
+async def test_a_gpu_pod_that_measured_the_cpu_fails_its_node_with_a_warning(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """What a container without its GPU did on a real node: exit 0 with the CPU's numbers. The
+    node ends Failed with the causes in its status, a Warning Event, and no labels."""
+    warnings: list[tuple[str, str]] = []
+    monkeypatch.setattr(kopf, "warn", lambda _, reason, message: warnings.append((reason, message)))
+    client = RecordingClient()
+    loop = loop_with(client, {"maxAttempts": 1})
+    nodes = {"a": node("a")}
+    await loop.round(nodes, [], {})
+    created = pod_facts(client.created[0])
+    assert created.asked is not None
+    assert created.asked.device == "cuda"
+    cpu = replace(profile(device(name="Intel(R) Xeon(R) Processor")), created_at=time.time())
+    message = encode_compact(replace(cpu, backend="cpu"))
+    done = fresh_succeeded_pod(
+        created.name, "a", created.spec_hash, created.attempt, message=message, asked=created.asked
+    )
+    await loop.round(nodes, [done], {})
+    record = loop.records["a"]
+    assert (record.state, record.reason) == (NodeState.FAILED, "WrongDevice")
+    assert record.result is None
+    assert client.labelled == []
+    entry = client.statuses[-1]["nodes"][0]
+    assert (entry["state"], entry["reason"]) == ("Failed", "WrongDevice")
+    for cause in ("runtime class", "device plugin", "driver"):
+        assert cause in entry["message"]
+    ((reason, text),) = warnings
+    assert reason == "WrongDevice"
+    assert "Intel(R) Xeon(R) Processor" in text
+    registry = loop.runtime.metrics.registry
+    failures = {"profile": "fleet", "reason": "WrongDevice"}
+    assert registry.get_sample_value("roofline_profile_failures_total", failures) == 1
+
+
+@pytest.mark.asyncio
 async def test_an_invalid_spec_is_reported_in_status_without_touching_the_cluster() -> None:
     client = RecordingClient()
     loop = loop_with(client, {"maxParallel": 0})
