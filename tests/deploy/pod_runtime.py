@@ -299,8 +299,8 @@ def run_pod_container(
             [*runc, "delete", "--force", name], capture_output=True, check=False, timeout=60
         )
     policy = container.get("terminationMessagePolicy", "File")
-    log = result.stdout + result.stderr
-    message = termination_message(message_file.read_bytes(), policy, result.returncode, log)
+    log = stdout + stderr
+    message = termination_message(message_file.read_bytes(), policy, process.returncode, log)
     user = spec["process"]["user"]
     return ContainerRun(
         exit_code=process.returncode,

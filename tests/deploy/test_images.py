@@ -240,9 +240,10 @@ def test_a_gpu_profiles_pod_without_a_gpu_fails_in_the_image_naming_the_causes(
     assert "device 'cuda' is not available" in line
     for cause in ("runtime class", "device plugin", "driver"):
         assert cause in line
-    # FallbackToLogsOnError: the termination file is empty, the kubelet takes the log's tail.
-    assert run.termination_message == ""
-    failed = _finished(pod, run, "Failed", run.stderr)
+    # FallbackToLogsOnError: the termination file is empty, so the kubelet publishes the log's
+    # tail (pod_runtime applies the kubelet's rule), which ends with that line.
+    assert run.termination_message.strip().splitlines()[-1] == line
+    failed = _finished(pod, run, "Failed", run.termination_message)
     outcome = classify_pod(pod_facts(failed), parse_spec(CPU_PROFILE), time.time())
     assert isinstance(outcome, Failed), outcome
     assert outcome.reason is FailureReason.POD_FAILED

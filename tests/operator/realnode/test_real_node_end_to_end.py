@@ -3,12 +3,13 @@ with kubectl, and the faults a real node brings.
 
 One node for the module, and the tests are its story in order (each starts from where the one
 before left the cluster): the chart's operator pod runs from the operator image; the real
-kubelet publishes termination messages as the emulated one does; the default example is profiled
-by a profiler pod the real scheduler places on the GPU node and the real kubelet runs from the
-profiler image; a profile with a served model mounts its models ConfigMap while the operator pod
-is deleted mid-round; then the kubelet stops, the GPU is taken and taken away, the profile is
-deleted with no operator to clean up, a chart without ``pods create`` fails the same check the
-first profile passed, and stopping the node puts the host back as it was.
+kubelet publishes termination messages as the emulated one does; the default example fails as it
+must where the GPU is a number in the node's status (its container sees no GPU), and the same
+example as a CPU profile is profiled by a pod the real scheduler places on the node and the real
+kubelet runs from the profiler image; a profile with a served model mounts its models ConfigMap
+while the operator pod is deleted mid-round; then the kubelet stops, the GPU is taken and taken
+away, the profile is deleted with no operator to clean up, a chart without ``pods create`` fails
+the check the CPU profile passed, and stopping the node puts the host back as it was.
 """
 
 from __future__ import annotations
@@ -127,12 +128,27 @@ def phase(pod: dict[str, Any]) -> str:
     return str(pod.get("status", {}).get("phase", ""))
 
 
+def cpu_example(workdir: Path, **spec: Any) -> Path:
+    """The default example as a CPU profile (``device: cpu``, the documented way to profile a
+    node's CPU), with ``spec`` added, written as a manifest to apply: the node's fake GPU is a
+    number in its status, so what its pods can measure is the CPU."""
+    example = yaml.safe_load(EXAMPLE_PATH.read_text())
+    example["spec"].update(device="cpu", **spec)
+    manifest = workdir / f"rooflineprofile-cpu-{len(list(workdir.glob('rooflineprofile-*')))}.json"
+    manifest.write_text(json.dumps(example))
+    return manifest
+
+
+def command_of(pod: dict[str, Any]) -> list[str]:
+    return list(pod["spec"]["containers"][0].get("command", []))
+
+
 def operator_metrics(kubectl: Kubectl, release: NodeRelease) -> dict[str, Any]:
     pod = wait_operator_ready(kubectl, release)
     return scrape(f"http://{pod['status']['podIP']}:{METRICS_PORT}/metrics")
 
 
-def profile_the_gpu_node(
+def profile_the_node(
     kubectl: Kubectl,
     manifest: Path,
     history: PodHistory,
@@ -268,12 +284,46 @@ def test_the_kubelet_publishes_termination_messages_as_the_emulated_kubelet_does
     kubectl("delete", "pods", "-n", "default", *MESSAGE_CASES, "--wait=true")
 
 
-def test_the_default_example_is_profiled_on_the_gpu_node_and_published(
+def test_the_default_example_fails_on_a_gpu_node_whose_containers_see_no_gpu(
+    real_node: RealNode, kubectl: Kubectl, release: NodeRelease, history: PodHistory
+) -> None:
+    """``kubectl apply`` of the shipped example, unchanged: its pod asks for the GPU and runs
+    ``--device cuda``; the container sees none (the GPU is a number in the node's status, as
+    with a missing runtime class or device plugin), so the profiler refuses instead of measuring
+    the CPU, and nothing is published."""
+    kubectl("apply", "-f", str(EXAMPLE_PATH))
+
+    def failed_pod() -> dict[str, Any] | None:
+        pods = [p for p in profiler_pods(history) if phase(p) == "Failed" and terminated(p)]
+        return pods[0] if pods else None
+
+    pod = wait_for(failed_pod, PROFILE_SECONDS, "the GPU profile's pod to fail", interval=1)
+    command = command_of(pod)
+    assert command[command.index("--device") + 1] == "cuda"
+    limits = pod["spec"]["containers"][0]["resources"]["limits"]
+    assert limits[GPU_RESOURCE] == "1"
+    ended = terminated(pod)
+    assert ended is not None
+    assert ended["exitCode"] == 2
+    # FallbackToLogsOnError: the real kubelet put the profiler's last line in the message.
+    assert "device 'cuda' is not available" in ended["message"]
+    entry = wait_for(
+        lambda: (lambda e: e if e.get("reason") == "PodFailed" else None)(node_entry(kubectl)),
+        60,
+        "the node's entry to name the failure",
+    )
+    for cause in ("runtime class", "device plugin", "driver"):
+        assert cause in entry["message"], entry
+    assert our_labels(real_node) == {}, "no CPU numbers published as the GPU's"
+
+
+def test_the_default_example_as_a_cpu_profile_is_profiled_on_the_node_and_published(
     real_node: RealNode,
     kubectl: Kubectl,
     release: NodeRelease,
     history: PodHistory,
     built_images: img.Images,
+    workdir: Path,
 ) -> None:
     running: dict[str, Any] = {}
 
@@ -284,7 +334,7 @@ def test_the_default_example_is_profiled_on_the_gpu_node_and_published(
                 if process is not None:
                     running.update(pod=pod, process=process)
 
-    pod, entry = profile_the_gpu_node(kubectl, EXAMPLE_PATH, history, meanwhile=watch_it_run)
+    pod, entry = profile_the_node(kubectl, cpu_example(workdir), history, meanwhile=watch_it_run)
 
     process = running["process"]
     assert (process.uid, process.gid) == (65532, 65532), "the image's non-root user"
@@ -306,6 +356,7 @@ def test_the_default_example_is_profiled_on_the_gpu_node_and_published(
     message = terminated(pod)["message"]  # type: ignore[index]
     result = decode_compact(message)
     assert (result.shape_k, result.shape_n) == (4096, 14336), "the default shape, measured"
+    assert result.backend == "cpu"
 
     labels = our_labels(real_node)
     assert labels["roofline.dev/profile"] == PROFILE
@@ -337,9 +388,9 @@ def uids(pods: list[dict[str, Any]]) -> set[str]:
 def test_a_models_profile_mounts_its_configmap_and_survives_the_operator_pod_deleted_mid_round(
     kubectl: Kubectl, release: NodeRelease, history: PodHistory, workdir: Path
 ) -> None:
-    """The default example plus a served model whose config.json a ConfigMap holds, as the
-    models example plans Mixtral (a small model and ``quick``: the example's full-size models
-    take minutes on this CPU)."""
+    """The CPU profile plus a served model whose config.json a ConfigMap holds, as the models
+    example plans Mixtral (a small model and ``quick``: the example's full-size models take
+    minutes on this CPU)."""
     config = workdir / "config.json"
     config.write_text(json.dumps(TINY_LLAMA))
     kubectl(
@@ -350,17 +401,12 @@ def test_a_models_profile_mounts_its_configmap_and_survives_the_operator_pod_del
         "tiny-llama-config",
         f"--from-file=config.json={config}",
     )
-    example = yaml.safe_load(EXAMPLE_PATH.read_text())
-    example["spec"]["quick"] = True
-    example["spec"]["models"] = [
-        {
-            "name": "tiny-llama",
-            "configMapRef": {"name": "tiny-llama-config", "key": "config.json"},
-            "contextTokens": 1024,
-        }
-    ]
-    manifest = workdir / "rooflineprofile-models.json"
-    manifest.write_text(json.dumps(example))
+    model = {
+        "name": "tiny-llama",
+        "configMapRef": {"name": "tiny-llama-config", "key": "config.json"},
+        "contextTokens": 1024,
+    }
+    manifest = cpu_example(workdir, quick=True, models=[model])
     first = wait_operator_ready(kubectl, release)
     known = uids(profiler_pods(history))
     replaced: dict[str, Any] = {}
@@ -372,7 +418,7 @@ def test_a_models_profile_mounts_its_configmap_and_survives_the_operator_pod_del
             kubectl("delete", "pod", "-n", NAMESPACE, name, "--wait=false")
             replaced.update(profiler=pods[-1])
 
-    pod, entry = profile_the_gpu_node(
+    pod, entry = profile_the_node(
         kubectl, manifest, history, meanwhile=delete_the_operator_pod_once_the_profiler_runs
     )
     assert replaced, "the operator pod was deleted while the profiler ran"
@@ -468,8 +514,9 @@ def test_a_pod_waiting_for_a_taken_gpu_is_unschedulable_and_a_gpu_taken_away_is_
     kubectl("wait", "-n", "serving", "--for=condition=Ready", "pod/serving", "--timeout=120s")
     labels = our_labels(real_node)
     known = uids(profiler_pods(history))
-    # A measurement change (fewer batches) makes the node due again; short pending timeouts.
-    patch = {"spec": {"batches": [1, 4, 16], "pendingTimeoutSeconds": 8, "retryBackoffSeconds": 5}}
+    # The profile measures the GPU again (its pods ask for it; a measurement change, so the node
+    # is due); short pending timeouts.
+    patch = {"spec": {"device": "gpu", "pendingTimeoutSeconds": 8, "retryBackoffSeconds": 5}}
     kubectl("patch", "rooflineprofile", PROFILE, "--type=merge", "-p", json.dumps(patch))
 
     def waiting() -> dict[str, Any] | None:
@@ -498,8 +545,10 @@ def test_a_pod_waiting_for_a_taken_gpu_is_unschedulable_and_a_gpu_taken_away_is_
     )
     assert our_labels(real_node) == labels
 
-    # The GPU back and free: the node returns and is due under the changed spec (the next
-    # test finds its profiler pod running).
+    # A CPU profile again (the next test finds its pod running), then the GPU back and free.
+    kubectl(
+        "patch", "rooflineprofile", PROFILE, "--type=merge", "-p", '{"spec": {"device": "cpu"}}'
+    )
     kubectl("delete", "namespace", "serving", "--wait=true", timeout=120)
     real_node.set_gpu_capacity(1)
 
@@ -507,12 +556,11 @@ def test_a_pod_waiting_for_a_taken_gpu_is_unschedulable_and_a_gpu_taken_away_is_
 def test_a_profile_deleted_without_its_operator_leaves_its_pods_and_configmap_to_the_collector(
     real_node: RealNode, kubectl: Kubectl, release: NodeRelease, history: PodHistory
 ) -> None:
-    pod = wait_for(
-        lambda: (running_pods(history, set()) or [None])[-1],
-        PROFILE_SECONDS,
-        "the returned node's profiler pod to run",
-        interval=0.5,
-    )
+    def measuring_the_cpu() -> dict[str, Any] | None:
+        pods = [p for p in running_pods(history, set()) if "cpu" in command_of(p)]
+        return pods[-1] if pods else None
+
+    pod = wait_for(measuring_the_cpu, PROFILE_SECONDS, "the CPU profile's pod to run", interval=0.5)
     (config_map,) = [v["configMap"]["name"] for v in pod["spec"]["volumes"] if "configMap" in v]
     kubectl("scale", "deployment", "-n", NAMESPACE, release.deployment, "--replicas=0")
     wait_for(lambda: operator_pod(kubectl, release) is None, 60, "the operator to be gone")
@@ -560,7 +608,7 @@ def without_pods_create(objects: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return broken
 
 
-def test_a_chart_without_pods_create_fails_the_check_the_default_example_passed(
+def test_a_chart_without_pods_create_fails_the_check_the_cpu_profile_passed(
     real_node: RealNode,
     kubectl: Kubectl,
     release: NodeRelease,
@@ -576,7 +624,7 @@ def test_a_chart_without_pods_create_fails_the_check_the_default_example_passed(
     wait_operator_ready(kubectl, broken)
     since = real_node.control_plane.audit_size()
     with pytest.raises(AssertionError, match='cannot create resource "pods"'):
-        profile_the_gpu_node(kubectl, EXAMPLE_PATH, history, timeout=60)
+        profile_the_node(kubectl, cpu_example(workdir), history, timeout=60)
     refused = [
         e
         for e in real_node.control_plane.audit_events(broken.username, since)
