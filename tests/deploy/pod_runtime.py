@@ -6,7 +6,9 @@ image's CMD); the user is ``runAsUser``/``runAsGroup`` (else the image's USER), 
 ``runAsNonRoot`` cannot be verified; the root filesystem is read-only when the security context
 says so; every capability is dropped and no privileges can be gained; emptyDir volumes are
 world-writable scratch directories; the termination message path is a file the container
-writes and that is read back afterwards; the environment is the image's, then the container's.
+writes and that is read back afterwards as the kubelet publishes it (its last 4096 bytes, or the
+log's tail under ``FallbackToLogsOnError``: the emulated kubelet's ``termination_message``, one
+rule for both); the environment is the image's, then the container's.
 
 Not emulated: seccomp profiles, cgroup limits and the network (the container gets an empty
 network namespace, which both images' commands here must live with).
@@ -23,11 +25,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from tests.operator.harness.kubelet import MAX_MESSAGE_BYTES, termination_message
+
 from .images import ImageConfig
 
 DEFAULT_TERMINATION_PATH = "/dev/termination-log"
-#: The kubelet keeps at most this much of a termination message.
-TERMINATION_MESSAGE_LIMIT_BYTES = 4096
+#: The kubelet keeps at most this much of a termination message (the end of the file).
+TERMINATION_MESSAGE_LIMIT_BYTES = MAX_MESSAGE_BYTES
 
 
 class PodRefused(Exception):
@@ -294,7 +298,9 @@ def run_pod_container(
         subprocess.run(
             [*runc, "delete", "--force", name], capture_output=True, check=False, timeout=60
         )
-    message = message_file.read_bytes()[:TERMINATION_MESSAGE_LIMIT_BYTES].decode(errors="replace")
+    policy = container.get("terminationMessagePolicy", "File")
+    log = stdout + stderr
+    message = termination_message(message_file.read_bytes(), policy, process.returncode, log)
     user = spec["process"]["user"]
     return ContainerRun(
         exit_code=process.returncode,

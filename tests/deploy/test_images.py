@@ -240,9 +240,10 @@ def test_a_gpu_profiles_pod_without_a_gpu_fails_in_the_image_naming_the_causes(
     assert "device 'cuda' is not available" in line
     for cause in ("runtime class", "device plugin", "driver"):
         assert cause in line
-    # FallbackToLogsOnError: the termination file is empty, the kubelet takes the log's tail.
-    assert run.termination_message == ""
-    failed = _finished(pod, run, "Failed", run.stderr)
+    # FallbackToLogsOnError: the termination file is empty, so the kubelet publishes the log's
+    # tail (pod_runtime applies the kubelet's rule), which ends with that line.
+    assert run.termination_message.strip().splitlines()[-1] == line
+    failed = _finished(pod, run, "Failed", run.termination_message)
     outcome = classify_pod(pod_facts(failed), parse_spec(CPU_PROFILE), time.time())
     assert isinstance(outcome, Failed), outcome
     assert outcome.reason is FailureReason.POD_FAILED
@@ -306,6 +307,27 @@ def test_the_profiler_pods_root_filesystem_is_read_only_and_tmp_is_writable(
     )
     assert run.exit_code == 0, run.stderr
     assert json.loads(run.stdout) == {"/": False, "/opt": False, "/etc": False, "/tmp": True}
+
+
+#: Over the kubelet's limit: a head the kubelet drops and a tail of exactly the limit it keeps.
+LONG_MESSAGE_HEAD, LONG_MESSAGE_TAIL = "h" * 1000, "t" * (TERMINATION_MESSAGE_LIMIT_BYTES - 1) + "!"
+
+
+def test_a_termination_message_over_4096_bytes_keeps_its_end_as_the_kubelet_does(
+    images: img.Images, operator_rootfs: Path, tmp_path: Path
+) -> None:
+    """A real kubelet reads the message file from its end (``tail.ReadAtMost``)."""
+    write = "import sys; open('/dev/termination-log', 'w').write(sys.argv[1] + sys.argv[2])"
+    run = run_pod_container(
+        pod_spec=deployment_pod_spec(),
+        image=img.inspect_config(images, images.operator),
+        rootfs=operator_rootfs,
+        scratch=tmp_path,
+        argv=["python", "-c", write, LONG_MESSAGE_HEAD, LONG_MESSAGE_TAIL],
+        timeout=120,
+    )
+    assert run.exit_code == 0, run.stderr
+    assert run.termination_message == LONG_MESSAGE_TAIL
 
 
 @pytest.mark.parametrize("target", ["operator", "profiler"])

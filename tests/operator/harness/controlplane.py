@@ -1,7 +1,8 @@
-"""A real control plane for the tests: etcd and kube-apiserver on loopback, built from source.
+"""A real control plane for the tests: etcd and kube-apiserver, built from source.
 
 ``scripts/control-plane.sh`` builds pinned ``etcd``, ``kube-apiserver`` and ``kubectl`` once per
-machine (cached outside the repository). :class:`ControlPlane` starts etcd, then the API server
+machine (cached outside the repository; with ``--node`` the real node's binaries too).
+:class:`ControlPlane` starts etcd, then the API server (on loopback, or on a real node's address)
 with RBAC on, client-certificate authentication for the admin (``system:masters``), signed
 service-account tokens, and an audit log of every request made by a service account, so a test
 can tell exactly which requests the operator made and whether any was forbidden. It waits for
@@ -35,6 +36,10 @@ START_TIMEOUT_SECONDS = 120
 TOO_MANY_REQUESTS_TRIES = 30
 STOP_TIMEOUT_SECONDS = 20
 SERVICE_ACCOUNT_ISSUER = "https://kubernetes.default.svc.cluster.local"
+LOOPBACK = "127.0.0.1"
+SERVICE_CLUSTER_IP_RANGE = "10.96.0.0/16"
+#: The ``kubernetes`` Service's ClusterIP: the first address of the service range.
+KUBERNETES_SERVICE_IP = "10.96.0.1"
 #: Requests by service accounts (the operator) at Metadata level; nothing else is audited.
 AUDIT_POLICY = {
     "apiVersion": "audit.k8s.io/v1",
@@ -51,24 +56,28 @@ class ControlPlaneUnavailable(Exception):
     """The binaries cannot be built here (no Go toolchain); the reason is the message."""
 
 
-def build_binaries() -> Path:
-    """The directory of the pinned binaries, building them on first use (minutes, once)."""
-    if shutil.which("go") is None and not _cached_dir().joinpath("kube-apiserver").exists():
+def build_binaries(node: bool = False) -> Path:
+    """The directory of the pinned binaries, building them on first use (minutes, once): the
+    control plane's, or with ``node`` the real node's (kubelet, scheduler, controller manager,
+    kube-proxy, pause)."""
+    flags = ["--node"] if node else []
+    sample = "kubelet" if node else "kube-apiserver"
+    if shutil.which("go") is None and not _cached_dir(flags).joinpath(sample).exists():
         raise ControlPlaneUnavailable(
-            "Go is not installed, so kube-apiserver, etcd and kubectl cannot be built "
-            "(scripts/control-plane.sh)"
+            "Go is not installed, so the Kubernetes binaries cannot be built "
+            f"(scripts/control-plane.sh {' '.join(flags)})"
         )
     result = subprocess.run(
-        [str(BUILD_SCRIPT)], capture_output=True, text=True, check=False, timeout=3600
+        [str(BUILD_SCRIPT), *flags], capture_output=True, text=True, check=False, timeout=3600
     )
     if result.returncode != 0:
         raise RuntimeError(f"scripts/control-plane.sh failed:\n{result.stdout}{result.stderr}")
     return Path(result.stdout.strip().splitlines()[-1])
 
 
-def _cached_dir() -> Path:
+def _cached_dir(flags: Sequence[str] = ()) -> Path:
     result = subprocess.run(
-        [str(BUILD_SCRIPT), "--dir"], capture_output=True, text=True, check=True
+        [str(BUILD_SCRIPT), *flags, "--dir"], capture_output=True, text=True, check=True
     )
     return Path(result.stdout.strip())
 
@@ -128,8 +137,9 @@ class ApiClient:
             return False
 
 
-class _Process:
-    """One binary of the control plane in its own process group, logging to a file."""
+class BinaryProcess:
+    """One binary of the control plane (or of a node) in its own process group, logging to a
+    file."""
 
     def __init__(self, argv: Sequence[str], log_path: Path) -> None:
         self.argv = list(argv)
@@ -165,27 +175,41 @@ class _Process:
 
 
 class ControlPlane:
-    """etcd + kube-apiserver with RBAC, started from the cached binaries."""
+    """etcd + kube-apiserver with RBAC, started from the cached binaries.
 
-    def __init__(self, binaries: Path, workdir: Path) -> None:
+    By default the API server listens on loopback only and serves no ``kubernetes`` Service
+    endpoints (nothing runs pods). With ``address`` (a real node's address) it listens there,
+    advertises it as the ``kubernetes`` Service's endpoint, serves a certificate that pods can
+    verify under the Service's address and names, and reaches the kubelet with the admin's
+    certificate (``kubectl logs``).
+    """
+
+    def __init__(self, binaries: Path, workdir: Path, address: str = LOOPBACK) -> None:
         self.binaries = binaries
         self.workdir = workdir
-        self.pki: ControlPlanePki = generate(workdir / "pki")
+        self.address = address
+        self.pki: ControlPlanePki = generate(
+            workdir / "pki", ("127.0.0.1", address, KUBERNETES_SERVICE_IP)
+        )
         self.etcd_port = free_port()
         self.etcd_peer_port = free_port()
         self.port = free_port()
         self.audit_log = workdir / "audit.log"
         #: (stopped, ready again) wall-clock times of each API server restart.
         self.outages: list[tuple[float, float]] = []
-        self.etcd = _Process(self._etcd_argv(), workdir / "etcd.log")
-        self.apiserver = _Process(self._apiserver_argv(), workdir / "kube-apiserver.log")
+        self.etcd = BinaryProcess(self._etcd_argv(), workdir / "etcd.log")
+        self.apiserver = BinaryProcess(self._apiserver_argv(), workdir / "kube-apiserver.log")
         context = ssl.create_default_context(cafile=str(self.pki.ca.cert))
         context.load_cert_chain(str(self.pki.admin.cert), str(self.pki.admin.key))
         self.admin = ApiClient(self.url, context)
 
     @property
     def url(self) -> str:
-        return f"https://127.0.0.1:{self.port}"
+        return f"https://{self.address}:{self.port}"
+
+    @property
+    def serves_pods(self) -> bool:
+        return self.address != LOOPBACK
 
     @property
     def kubectl_binary(self) -> Path:
@@ -216,11 +240,21 @@ class ControlPlane:
         policy = self.workdir / "audit-policy.yaml"
         policy.write_text(yaml.safe_dump(AUDIT_POLICY))
         pki = self.pki
+        if self.serves_pods:
+            node_flags = [
+                f"--kubelet-client-certificate={pki.admin.cert}",
+                f"--kubelet-client-key={pki.admin.key}",
+                # The node's name resolves nowhere (no cluster DNS): dial its address.
+                "--kubelet-preferred-address-types=InternalIP",
+            ]
+        else:
+            # No endpoints for the "kubernetes" service: its loopback address is not a valid one.
+            node_flags = ["--endpoint-reconciler-type=none"]
         return [
             str(self.binaries / "kube-apiserver"),
             f"--etcd-servers=http://127.0.0.1:{self.etcd_port}",
-            "--bind-address=127.0.0.1",
-            "--advertise-address=127.0.0.1",
+            f"--bind-address={self.address}",
+            f"--advertise-address={self.address}",
             f"--secure-port={self.port}",
             f"--cert-dir={self.workdir / 'apiserver-certs'}",
             f"--tls-cert-file={pki.serving.cert}",
@@ -230,13 +264,12 @@ class ControlPlane:
             f"--service-account-issuer={SERVICE_ACCOUNT_ISSUER}",
             f"--service-account-key-file={pki.service_account_public_key}",
             f"--service-account-signing-key-file={pki.service_account_key}",
-            "--service-cluster-ip-range=10.96.0.0/16",
+            f"--service-cluster-ip-range={SERVICE_CLUSTER_IP_RANGE}",
             f"--audit-policy-file={policy}",
             f"--audit-log-path={self.audit_log}",
             "--audit-log-format=json",
             "--profiling=false",
-            # No endpoints for the "kubernetes" service: its loopback address is not a valid one.
-            "--endpoint-reconciler-type=none",
+            *node_flags,
             "--v=1",
         ]
 

@@ -1,7 +1,7 @@
 """A fake kubelet: runs bound pods' containers as local processes and reports as a kubelet does.
 
 The real product contract is the pod's command plus its termination message: the profiler writes
-its compact result to ``terminationMessagePath`` and the kubelet copies that file (at most 4096
+its compact result to ``terminationMessagePath`` and the kubelet copies that file (its last 4096
 bytes) into ``state.terminated.message``. So a bound pod's real ``roofline profile`` command runs
 here with one rewrite, the termination path (to a temporary file); a GPU profile's pod
 (``--device cuda``) fails here as it would in a container that sees no GPU, and profiles that
@@ -86,16 +86,20 @@ class ContainerExit:
 
 
 def _fallback_message(log: str) -> str:
-    tail = "\n".join(log.splitlines()[-FALLBACK_LOG_LINES:])
+    """The log's last 80 lines, newlines kept, cut to their last 2048 bytes (the kubelet's
+    ``readLastStringFromContainerLogs``: a tail of lines into a circular buffer)."""
+    tail = "".join(log.splitlines(keepends=True)[-FALLBACK_LOG_LINES:])
     return tail.encode()[-FALLBACK_LOG_BYTES:].decode(errors="replace")
 
 
 def termination_message(raw: bytes, policy: str, exit_code: int, log: str) -> str:
-    """What the kubelet puts in ``state.terminated.message``."""
-    message = raw[:MAX_MESSAGE_BYTES].decode(errors="replace")
-    if not message.strip() and policy == "FallbackToLogsOnError" and exit_code != 0:
+    """What the kubelet puts in ``state.terminated.message``: the file's **last** 4096 bytes (it
+    reads the file from its end: ``getTerminationMessage`` in
+    pkg/kubelet/kuberuntime/kuberuntime_container.go, through ``tail.ReadAtMost``), or, with
+    ``FallbackToLogsOnError``, the log's tail when a failed container left the file empty."""
+    if not raw and policy == "FallbackToLogsOnError" and exit_code != 0:
         return _fallback_message(log)
-    return message
+    return raw[-MAX_MESSAGE_BYTES:].decode(errors="replace")
 
 
 class FakeKubelet:

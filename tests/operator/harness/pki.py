@@ -2,14 +2,19 @@
 
 kube-apiserver authenticates the admin by a client certificate signed by ``--client-ca-file``
 (the group ``system:masters`` is what kubeadm's admin.conf uses), serves TLS with a certificate
-for 127.0.0.1, and signs service-account tokens with an RSA key whose public half it verifies
-them with. Everything is generated per test session; nothing is ever written into the repository.
+for 127.0.0.1 (and, for a real node, the node's address and the ``kubernetes`` Service's address
+and names, which pods dial), and signs service-account tokens with an RSA key whose public half
+it verifies them with. The node's components get client certificates of their own
+(:func:`issue_client`): the kubelet as ``system:node:<name>`` in ``system:nodes``, the
+scheduler, controller manager and kube-proxy as the users the API server's bootstrap RBAC
+binds. Everything is generated per test session; nothing is ever written into the repository.
 """
 
 from __future__ import annotations
 
 import datetime
 import ipaddress
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -19,6 +24,13 @@ from cryptography.hazmat.primitives.asymmetric import ec, rsa
 from cryptography.x509.oid import NameOID
 
 VALIDITY = datetime.timedelta(days=1)
+#: The names a pod reaches the API server by, through the ``kubernetes`` Service.
+SERVICE_NAMES = (
+    "kubernetes",
+    "kubernetes.default",
+    "kubernetes.default.svc",
+    "kubernetes.default.svc.cluster.local",
+)
 
 
 @dataclass(frozen=True)
@@ -95,7 +107,8 @@ def _issue(
     return files
 
 
-def generate(directory: Path) -> ControlPlanePki:
+def generate(directory: Path, addresses: Sequence[str] = ("127.0.0.1",)) -> ControlPlanePki:
+    """A fresh CA and everything signed by it; ``addresses`` are the serving certificate's IPs."""
     directory.mkdir(parents=True, exist_ok=True)
     ca_key = _key()
     ca_name = _name("roofline-test-ca")
@@ -128,7 +141,10 @@ def generate(directory: Path) -> ControlPlanePki:
         ca_cert,
         ca_key,
         x509.oid.ExtendedKeyUsageOID.SERVER_AUTH,
-        [x509.IPAddress(ipaddress.ip_address("127.0.0.1")), x509.DNSName("localhost")],
+        [
+            *(x509.IPAddress(ipaddress.ip_address(a)) for a in dict.fromkeys(addresses)),
+            *(x509.DNSName(name) for name in ("localhost", *SERVICE_NAMES)),
+        ],
     )
     admin = _issue(
         directory,
@@ -148,3 +164,20 @@ def generate(directory: Path) -> ControlPlanePki:
         )
     )
     return ControlPlanePki(ca, serving, admin, sa_private, sa_public)
+
+
+def issue_client(
+    ca: CertFiles, directory: Path, stem: str, user: str, group: str | None = None
+) -> CertFiles:
+    """A client certificate for ``user`` (and ``group``) signed by the CA in ``ca``."""
+    ca_cert = x509.load_pem_x509_certificate(ca.cert.read_bytes())
+    ca_key = serialization.load_pem_private_key(ca.key.read_bytes(), password=None)
+    assert isinstance(ca_key, ec.EllipticCurvePrivateKey)
+    return _issue(
+        directory,
+        stem,
+        _name(user, group),
+        ca_cert,
+        ca_key,
+        x509.oid.ExtendedKeyUsageOID.CLIENT_AUTH,
+    )

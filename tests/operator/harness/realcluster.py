@@ -32,6 +32,8 @@ GROUP_VERSIONS = {
     "nfd.k8s-sigs.io": "v1alpha1",
     "apiextensions.k8s.io": "v1",
     "rbac.authorization.k8s.io": "v1",
+    "apps": "v1",
+    "coordination.k8s.io": "v1",
 }
 
 
@@ -43,20 +45,13 @@ def resource_path(plural: str, namespace: str | None = None, group: str = "") ->
     return f"{base}/{plural}"
 
 
-class RealCluster(ObjectReads):
+class ApiObjects(ObjectReads):
+    """Reading and writing objects on a real control plane as its admin, and ``kubectl apply``."""
+
     def __init__(self, control_plane: ControlPlane, workdir: Path) -> None:
         self.control_plane = control_plane
         self.api = control_plane.admin
         self.workdir = workdir
-        self.faults = FaultBook(default=FaultMode.SUCCEED_INSTANTLY)
-        self.nodes = StandInNodes(self.api, self.faults, workdir)
-
-    def start(self) -> RealCluster:
-        self.nodes.start()
-        return self
-
-    def stop(self) -> None:
-        self.nodes.stop()
 
     @property
     def kubeconfig(self) -> Path:
@@ -142,6 +137,22 @@ class RealCluster(ObjectReads):
         )
         if result.returncode != 0:
             raise AssertionError(f"kubectl apply failed:\n{result.stdout}{result.stderr}")
+
+
+class RealCluster(ApiObjects):
+    """The control plane with the stand-in scheduler and kubelet of test nodes."""
+
+    def __init__(self, control_plane: ControlPlane, workdir: Path) -> None:
+        super().__init__(control_plane, workdir)
+        self.faults = FaultBook(default=FaultMode.SUCCEED_INSTANTLY)
+        self.nodes = StandInNodes(self.api, self.faults, workdir)
+
+    def start(self) -> RealCluster:
+        self.nodes.start()
+        return self
+
+    def stop(self) -> None:
+        self.nodes.stop()
 
     # ---------------------------------------------------------------- nodes and faults
     def add_gpu_node(

@@ -23,6 +23,32 @@ from .store import ObjectStore
 #: Unschedulable pods are retried this often, as the real scheduler's backoff queue does.
 RETRY_SECONDS = 0.5
 _UNSCHEDULABLE_TAINT = "node.kubernetes.io/unschedulable"
+#: The reasons kube-scheduler gives, in its words.
+AFFINITY_MISMATCH = "node(s) didn't match Pod's node affinity/selector"
+UNTOLERATED_TAINT = "node(s) had untolerated taint(s)"
+
+
+def insufficient(resource: str) -> str:
+    return f"Insufficient {resource}"
+
+
+def unschedulable_message(reasons: Mapping[str, int], total: int) -> str:
+    """kube-scheduler's ``FailedScheduling`` message (v1.35, as the real node shows it): the
+    filter reasons by count, then what preemption found. Freeing resources could make room
+    ("No preemption victims found" when nothing of lower priority holds them); a taint or an
+    affinity could not."""
+    detail = ", ".join(f"{n} {r}" for r, n in sorted(reasons.items()))
+    preemption: Counter[str] = Counter()
+    for reason, count in reasons.items():
+        if reason.startswith("Insufficient "):
+            preemption["No preemption victims found for incoming pod"] += count
+        else:
+            preemption["Preemption is not helpful for scheduling"] += count
+    after = ", ".join(f"{n} {r}" for r, n in sorted(preemption.items()))
+    return (
+        f"0/{total} nodes are available: {detail}. no new claims to deallocate, "
+        f"preemption: 0/{total} nodes are available: {after}."
+    )
 
 
 def extended_requests(pod: Mapping[str, Any]) -> Counter[str]:
@@ -209,12 +235,12 @@ class FakeScheduler:
                 if name not in free:
                     free[name] = self._free(name, node)
                 if not _affinity_allows(pod, node):
-                    reasons["node(s) didn't match Pod's node affinity/selector"] += 1
+                    reasons[AFFINITY_MISMATCH] += 1
                 elif any(not _tolerates(pod, t) for t in _taints(node)):
-                    reasons["node(s) had untolerated taint"] += 1
+                    reasons[UNTOLERATED_TAINT] += 1
                 elif any(free[name][r] < q for r, q in wanted.items()):
                     short = next(r for r, q in wanted.items() if free[name][r] < q)
-                    reasons[f"Insufficient {short}"] += 1
+                    reasons[insufficient(short)] += 1
                 else:
                     chosen = name
                     break
@@ -225,10 +251,8 @@ class FakeScheduler:
             else:
                 total = self._node_count() if pinned else len(candidates)
                 if total > len(candidates):
-                    mismatch = "node(s) didn't match Pod's node affinity/selector"
-                    reasons[mismatch] += total - len(candidates)
-                detail = ", ".join(f"{n} {r}" for r, n in sorted(reasons.items()))
-                self._unschedulable(pod, f"0/{total} nodes are available: {detail}.")
+                    reasons[AFFINITY_MISMATCH] += total - len(candidates)
+                self._unschedulable(pod, unschedulable_message(reasons, total))
         return bound
 
     def _bind(self, pod: Mapping[str, Any], node: str) -> None:

@@ -32,7 +32,14 @@ from .controlplane import ApiClient, ApiRequestError
 from .faults import FaultBook, FaultMode
 from .kubelet import FakeKubelet
 from .resources import ApiError
-from .scheduler import _pinned_node, extended_requests, unschedulable_condition
+from .scheduler import (
+    AFFINITY_MISMATCH,
+    _pinned_node,
+    extended_requests,
+    insufficient,
+    unschedulable_condition,
+    unschedulable_message,
+)
 
 SMP = "application/strategic-merge-patch+json"
 RETRY_SECONDS = 0.5
@@ -250,7 +257,7 @@ class StandInNodes:
         node = nodes.get(target) if target else None
         wanted = extended_requests(pod)
         if node is None:
-            message = "0/1 nodes are available: 1 node(s) didn't match Pod's node affinity."
+            message = unschedulable_message({AFFINITY_MISMATCH: 1}, 1)
         else:
             allocatable = node.get("status", {}).get("allocatable", {})
             used = in_use.setdefault(node["metadata"]["name"], Counter())
@@ -262,7 +269,7 @@ class StandInNodes:
                 with contextlib.suppress(ApiError):  # gone or bound meanwhile
                     self.pods_api.bind(meta["namespace"], meta["name"], node["metadata"]["name"])
                 return
-            message = f"0/1 nodes are available: 1 Insufficient {short[0]}."
+            message = unschedulable_message({insufficient(short[0]): 1}, 1)
         condition = unschedulable_condition(pod, message)
         if condition is None:
             return

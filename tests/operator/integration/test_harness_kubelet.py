@@ -10,7 +10,16 @@ from typing import Any
 
 import pytest
 from tests.operator.harness import Cluster, FaultMode, Kubectl, wait_for
-from tests.operator.harness.kubelet import MAX_MESSAGE_BYTES, container_env_value
+from tests.operator.harness.kubelet import (
+    MAX_MESSAGE_BYTES,
+    container_env_value,
+    termination_message,
+)
+from tests.operator.harness.scheduler import (
+    UNTOLERATED_TAINT,
+    insufficient,
+    unschedulable_message,
+)
 
 from roofline_profiler.wire.compact_decode import decode_compact
 
@@ -93,12 +102,35 @@ def test_a_bound_pod_runs_its_command_and_reports_the_termination_message(
     assert kubectl("logs", "runs", "-n", "default").stdout == "working\n"
 
 
-def test_the_termination_message_is_cut_at_4096_bytes(nodes: Cluster) -> None:
+def test_the_termination_message_keeps_its_last_4096_bytes_as_a_kubelet_does(
+    nodes: Cluster,
+) -> None:
+    """A kubelet reads the file from its end (``tail.ReadAtMost``): the tail survives."""
     nodes.add_gpu_node("run-2")
+    tail = "t" * (MAX_MESSAGE_BYTES - 1) + "!"
     nodes.create(
-        "pods", pod("long", "run-2", python(WRITE_MESSAGE, "x" * 5000)), namespace="default"
+        "pods", pod("long", "run-2", python(WRITE_MESSAGE, "h" * 1000 + tail)), namespace="default"
     )
-    assert len(terminated(finished(nodes, "long"))["message"]) == MAX_MESSAGE_BYTES
+    assert terminated(finished(nodes, "long"))["message"] == tail
+
+
+@pytest.mark.parametrize(
+    ("raw", "exit_code", "expected"),
+    [
+        pytest.param(b"", 1, "first line\nthe log's last line\n", id="empty-file-failed"),
+        pytest.param(b"\n", 1, "\n", id="a-newline-is-a-message"),
+        pytest.param(b"", 0, "", id="empty-file-succeeded"),
+        pytest.param(b"x" * 5000 + b"end", 0, "x" * 4093 + "end", id="the-end-of-a-long-file"),
+    ],
+)
+def test_the_log_tail_stands_in_only_for_an_empty_message_of_a_failed_container(
+    raw: bytes, exit_code: int, expected: str
+) -> None:
+    """``FallbackToLogsOnError`` reads the log only when the file is empty (``len(data) == 0``
+    in the kubelet), not when it holds white space."""
+    log = "first line\nthe log's last line\n"
+    message = termination_message(raw, "FallbackToLogsOnError", exit_code, log)
+    assert message == expected
 
 
 def test_a_failed_container_without_a_message_falls_back_to_its_log_tail(nodes: Cluster) -> None:
@@ -108,7 +140,7 @@ def test_a_failed_container_without_a_message_falls_back_to_its_log_tail(nodes: 
     done = finished(nodes, "falls-back")
     assert done["status"]["phase"] == "Failed"
     assert (terminated(done)["exitCode"], terminated(done)["reason"]) == (3, "Error")
-    assert terminated(done)["message"] == "cannot open device"
+    assert terminated(done)["message"] == "cannot open device\n", "the tail, newline and all"
 
 
 def test_a_pod_needing_more_gpus_than_free_stays_pending_as_unschedulable(nodes: Cluster) -> None:
@@ -124,8 +156,38 @@ def test_a_pod_needing_more_gpus_than_free_stays_pending_as_unschedulable(nodes:
 
     condition = wait_for(unschedulable, timeout=10, what="an Unschedulable condition")
     assert condition["status"] == "False"
-    assert "Insufficient nvidia.com/gpu" in condition["message"]
+    assert "1 Insufficient nvidia.com/gpu" in condition["message"]
+    assert "1 No preemption victims found for incoming pod" in condition["message"]
     assert nodes.read("pods", "greedy", namespace="default")["status"]["phase"] == "Pending"
+
+
+@pytest.mark.parametrize(
+    ("reasons", "total", "written"),
+    [
+        pytest.param(
+            {insufficient("nvidia.com/gpu"): 1},
+            1,
+            "0/1 nodes are available: 1 Insufficient nvidia.com/gpu. no new claims to "
+            "deallocate, preemption: 0/1 nodes are available: 1 No preemption victims found "
+            "for incoming pod.",
+            id="gpu-taken",
+        ),
+        pytest.param(
+            {UNTOLERATED_TAINT: 1},
+            1,
+            "0/1 nodes are available: 1 node(s) had untolerated taint(s). no new claims to "
+            "deallocate, preemption: 0/1 nodes are available: 1 Preemption is not helpful for "
+            "scheduling.",
+            id="untolerated-taint",
+        ),
+    ],
+)
+def test_the_emulated_scheduler_words_its_reasons_as_kube_scheduler_does(
+    reasons: dict[str, int], total: int, written: str
+) -> None:
+    """Word for word what kube-scheduler v1.35 wrote on the real node (tests/operator/realnode):
+    the operator copies it into the node's status."""
+    assert unschedulable_message(reasons, total) == written
 
 
 def test_gpus_held_by_a_running_pod_keep_the_next_pod_waiting_until_it_ends(nodes: Cluster) -> None:
