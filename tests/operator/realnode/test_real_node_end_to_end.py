@@ -545,7 +545,7 @@ def test_a_pod_waiting_for_a_taken_gpu_is_unschedulable_and_a_gpu_taken_away_is_
     )
     assert our_labels(real_node) == labels
 
-    # A CPU profile again (the next test finds its pod running), then the GPU back and free.
+    # A CPU profile again, then the GPU back and free.
     kubectl(
         "patch", "rooflineprofile", PROFILE, "--type=merge", "-p", '{"spec": {"device": "cpu"}}'
     )
@@ -554,13 +554,30 @@ def test_a_pod_waiting_for_a_taken_gpu_is_unschedulable_and_a_gpu_taken_away_is_
 
 
 def test_a_profile_deleted_without_its_operator_leaves_its_pods_and_configmap_to_the_collector(
-    real_node: RealNode, kubectl: Kubectl, release: NodeRelease, history: PodHistory
+    real_node: RealNode,
+    kubectl: Kubectl,
+    release: NodeRelease,
+    history: PodHistory,
+    built_images: img.Images,
+    workdir: Path,
 ) -> None:
-    def measuring_the_cpu() -> dict[str, Any] | None:
-        pods = [p for p in running_pods(history, set()) if "cpu" in command_of(p)]
-        return pods[-1] if pods else None
+    # A profiler pod that cannot finish while the test looks (a CPU profile's pod can end in a few
+    # seconds on an idle host): a GPU profile's pod waits for the GPU a serving pod holds, with a
+    # pending timeout longer than the test.
+    kubectl("create", "namespace", "serving")
+    manifest = workdir / "serving.json"
+    manifest.write_text(json.dumps(serving_pod(built_images.operator)))
+    kubectl("apply", "-f", str(manifest))
+    kubectl("wait", "-n", "serving", "--for=condition=Ready", "pod/serving", "--timeout=120s")
+    known = uids(profiler_pods(history))
+    patch = {"spec": {"device": "gpu", "pendingTimeoutSeconds": 3600}}
+    kubectl("patch", "rooflineprofile", PROFILE, "--type=merge", "-p", json.dumps(patch))
 
-    pod = wait_for(measuring_the_cpu, PROFILE_SECONDS, "the CPU profile's pod to run", interval=0.5)
+    def waiting_for_the_gpu() -> dict[str, Any] | None:
+        pods = [p for p in profiler_pods(history) if p["metadata"]["uid"] not in known]
+        return next((p for p in pods if unschedulable(p)), None)
+
+    pod = wait_for(waiting_for_the_gpu, 120, "the profiler pod to wait for the GPU", interval=0.5)
     (config_map,) = [v["configMap"]["name"] for v in pod["spec"]["volumes"] if "configMap" in v]
     kubectl("scale", "deployment", "-n", NAMESPACE, release.deployment, "--replicas=0")
     wait_for(lambda: operator_pod(kubectl, release) is None, 60, "the operator to be gone")
@@ -596,6 +613,7 @@ def test_a_profile_deleted_without_its_operator_leaves_its_pods_and_configmap_to
         60,
         "the profiler pod to be gone",
     )
+    kubectl("delete", "namespace", "serving", "--wait=true", timeout=120)
 
 
 def without_pods_create(objects: list[dict[str, Any]]) -> list[dict[str, Any]]:
