@@ -488,6 +488,15 @@ def serving_pod(image: str) -> dict[str, Any]:
     }
 
 
+def hold_the_gpu(kubectl: Kubectl, workdir: Path, image: str) -> None:
+    """A serving pod in namespace ``serving`` takes the node's GPU and is Ready."""
+    kubectl("create", "namespace", "serving")
+    manifest = workdir / "serving.json"
+    manifest.write_text(json.dumps(serving_pod(image)))
+    kubectl("apply", "-f", str(manifest))
+    kubectl("wait", "-n", "serving", "--for=condition=Ready", "pod/serving", "--timeout=120s")
+
+
 def unschedulable(pod: dict[str, Any]) -> dict[str, Any] | None:
     conditions = pod.get("status", {}).get("conditions") or []
     return next(
@@ -507,11 +516,7 @@ def test_a_pod_waiting_for_a_taken_gpu_is_unschedulable_and_a_gpu_taken_away_is_
     built_images: img.Images,
     workdir: Path,
 ) -> None:
-    kubectl("create", "namespace", "serving")
-    manifest = workdir / "serving.json"
-    manifest.write_text(json.dumps(serving_pod(built_images.operator)))
-    kubectl("apply", "-f", str(manifest))
-    kubectl("wait", "-n", "serving", "--for=condition=Ready", "pod/serving", "--timeout=120s")
+    hold_the_gpu(kubectl, workdir, built_images.operator)
     labels = our_labels(real_node)
     known = uids(profiler_pods(history))
     # The profile measures the GPU again (its pods ask for it; a measurement change, so the node
@@ -564,11 +569,7 @@ def test_a_profile_deleted_without_its_operator_leaves_its_pods_and_configmap_to
     # A profiler pod that cannot finish while the test looks (a CPU profile's pod can end in a few
     # seconds on an idle host): a GPU profile's pod waits for the GPU a serving pod holds, with a
     # pending timeout longer than the test.
-    kubectl("create", "namespace", "serving")
-    manifest = workdir / "serving.json"
-    manifest.write_text(json.dumps(serving_pod(built_images.operator)))
-    kubectl("apply", "-f", str(manifest))
-    kubectl("wait", "-n", "serving", "--for=condition=Ready", "pod/serving", "--timeout=120s")
+    hold_the_gpu(kubectl, workdir, built_images.operator)
     known = uids(profiler_pods(history))
     patch = {"spec": {"device": "gpu", "pendingTimeoutSeconds": 3600}}
     kubectl("patch", "rooflineprofile", PROFILE, "--type=merge", "-p", json.dumps(patch))
