@@ -488,6 +488,16 @@ def serving_pod(image: str) -> dict[str, Any]:
     }
 
 
+def wait_for_a_pod_waiting_for_the_gpu(history: PodHistory, known: set[str]) -> dict[str, Any]:
+    """A profiler pod not in ``known`` that the scheduler found Unschedulable."""
+
+    def waiting() -> dict[str, Any] | None:
+        pods = [p for p in profiler_pods(history) if p["metadata"]["uid"] not in known]
+        return next((p for p in pods if unschedulable(p)), None)
+
+    return wait_for(waiting, 120, "the profiler pod to wait for the GPU", interval=0.5)
+
+
 def hold_the_gpu(kubectl: Kubectl, workdir: Path, image: str) -> None:
     """A serving pod in namespace ``serving`` takes the node's GPU and is Ready."""
     kubectl("create", "namespace", "serving")
@@ -524,11 +534,9 @@ def test_a_pod_waiting_for_a_taken_gpu_is_unschedulable_and_a_gpu_taken_away_is_
     patch = {"spec": {"device": "gpu", "pendingTimeoutSeconds": 8, "retryBackoffSeconds": 5}}
     kubectl("patch", "rooflineprofile", PROFILE, "--type=merge", "-p", json.dumps(patch))
 
-    def waiting() -> dict[str, Any] | None:
-        pods = [p for p in profiler_pods(history) if p["metadata"]["uid"] not in known]
-        return next((unschedulable(p) for p in pods if unschedulable(p)), None)
-
-    condition = wait_for(waiting, 120, "the profiler pod to wait for the GPU", interval=0.5)
+    pod = wait_for_a_pod_waiting_for_the_gpu(history, known)
+    condition = unschedulable(pod)
+    assert condition is not None
     # The real scheduler's words, which the emulated one writes too.
     assert condition["message"] == unschedulable_message({insufficient(GPU_RESOURCE): 1}, 1)
     entry = wait_state(kubectl, "Unschedulable", timeout=90)
@@ -574,11 +582,7 @@ def test_a_profile_deleted_without_its_operator_leaves_its_pods_and_configmap_to
     patch = {"spec": {"device": "gpu", "pendingTimeoutSeconds": 3600}}
     kubectl("patch", "rooflineprofile", PROFILE, "--type=merge", "-p", json.dumps(patch))
 
-    def waiting_for_the_gpu() -> dict[str, Any] | None:
-        pods = [p for p in profiler_pods(history) if p["metadata"]["uid"] not in known]
-        return next((p for p in pods if unschedulable(p)), None)
-
-    pod = wait_for(waiting_for_the_gpu, 120, "the profiler pod to wait for the GPU", interval=0.5)
+    pod = wait_for_a_pod_waiting_for_the_gpu(history, known)
     (config_map,) = [v["configMap"]["name"] for v in pod["spec"]["volumes"] if "configMap" in v]
     kubectl("scale", "deployment", "-n", NAMESPACE, release.deployment, "--replicas=0")
     wait_for(lambda: operator_pod(kubectl, release) is None, 60, "the operator to be gone")
