@@ -83,6 +83,11 @@ def served(
         raise RuntimeError(f"vLLM left processes behind: {server.group_members()}")
 
 
+#: Tries at one batch's window: on a busy host the metrics poller can miss the steady part of
+#: a short decode (one polling interval holding the whole of it), which another try resolves.
+WINDOW_ATTEMPTS = 3
+
+
 def sweep(
     server: vllm_server.VllmServer,
     batches: Sequence[int],
@@ -96,9 +101,16 @@ def sweep(
     for prompt in prompts:
         for batch in batches:
             max_tokens = vllm_server.decode_tokens_needed(batch, prompt, window_steps, CHUNK_TOKENS)
-            window = vllm_server.measure_decode(
-                server, batch, prompt, max_tokens, seed=batch, poll_seconds=poll_seconds
-            )
+            for attempt in range(1, WINDOW_ATTEMPTS + 1):
+                try:
+                    window = vllm_server.measure_decode(
+                        server, batch, prompt, max_tokens, seed=batch, poll_seconds=poll_seconds
+                    )
+                    break
+                except AssertionError as exc:  # no polling interval held only decode steps
+                    if attempt == WINDOW_ATTEMPTS:
+                        raise
+                    log(f"  vLLM B={batch} prompt {prompt}: {exc}; again")
             point = Point(
                 batch=batch,
                 prompt_tokens=prompt,

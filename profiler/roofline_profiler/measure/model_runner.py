@@ -25,7 +25,7 @@ from roofline_profiler.measure.collective import (
 )
 from roofline_profiler.measure.devices import DeviceInfo
 from roofline_profiler.measure.measure_settings import ROOFLINE_ATTENTION, MeasureSettings
-from roofline_profiler.measure.model_measure import attention_source, measure_model
+from roofline_profiler.measure.model_measure import attention_source, linear_source, measure_model
 
 Progress = Callable[[str], None]
 
@@ -124,6 +124,7 @@ def profile_models(
         info, engine, bandwidth_bytes_per_second, peak_flops_per_second
     )
     attention_notes = _attention_notes(engine, attention)
+    linear = linear_source(info, engine)
     plans: list[ModelPlan] = []
     measured: list[ModelMeasurements] = []
     failures: list[ModelFailure] = []
@@ -138,6 +139,7 @@ def profile_models(
             quick=quick,
             attention=attention,
             attention_roofline=roofline,
+            linear=linear,
         )
         try:
             m = measure_model(settings, info, progress)

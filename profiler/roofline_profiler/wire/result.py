@@ -31,10 +31,10 @@ from roofline_profiler.wire.measurement_records import (
     measurement_to_dict,
 )
 
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 #: Versions :meth:`ProfileResult.from_dict` reads (version 1 has no model plans, 2 no ITL model,
-#: 3 no engine).
-READABLE_SCHEMA_VERSIONS = (1, 2, 3, 4)
+#: 3 no engine, 4 no layer glue).
+READABLE_SCHEMA_VERSIONS = (1, 2, 3, 4, 5)
 SCHEMA_RESOURCE = "roofline-result.schema.json"
 
 

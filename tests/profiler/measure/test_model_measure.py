@@ -8,7 +8,7 @@ import torch
 from roofline_profiler.core.decode_model import step_seconds
 from roofline_profiler.core.model_config import model_from_config
 from roofline_profiler.measure import model_measure
-from roofline_profiler.measure.decode_layer import DecoderLayer, StepState
+from roofline_profiler.measure.decode_layer import DecoderLayer, GlueInputs, StepState
 from roofline_profiler.measure.devices import resolve_devices
 from roofline_profiler.measure.model_measure import MeasureSettings, measure_model
 from tests.model_configs import TINY_DENSE, TINY_MOE
@@ -28,6 +28,10 @@ def test_a_tiny_model_is_measured_at_every_batch_and_context(config: dict[str, o
     assert tuple(m.layer_bodies) == kinds
     assert all(not a.extrapolated for a in m.attention)
     assert step_seconds(m, 4, 256) > 0
+    assert m.has_glue()
+    assert tuple(t.batch for t in m.layer_glue[kinds[0]]) == (1, 4)
+    assert all(t.seconds > 0 and t.measurement is not None for t in m.layer_glue[kinds[0]])
+    assert 0 < step_seconds(m, 4, 256, eager_glue=False) < step_seconds(m, 4, 256)
 
 
 def test_the_batches_of_a_layer_share_one_rotation_of_its_copies(
@@ -38,9 +42,12 @@ def test_the_batches_of_a_layer_share_one_rotation_of_its_copies(
     used: list[int] = []
     real = DecoderLayer.forward
 
-    def recording(self: DecoderLayer, x: torch.Tensor, state: StepState) -> torch.Tensor:
-        used.append(id(self))
-        return real(self, x, state)
+    def recording(
+        self: DecoderLayer, x: torch.Tensor, state: StepState, glue: GlueInputs | None = None
+    ) -> torch.Tensor:
+        if glue is None:  # the glue alone runs on one layer, apart from the rotation
+            used.append(id(self))
+        return real(self, x, state, glue)
 
     monkeypatch.setattr(DecoderLayer, "forward", recording)
     monkeypatch.setattr(model_measure, "time_parts", interleaved)
