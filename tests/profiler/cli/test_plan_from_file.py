@@ -25,6 +25,17 @@ from tests.tampering import json_values, tampered_documents
 
 #: A result as ``roofline profile --model llama-3.1-8b --json`` saves it.
 MEASURED = measured_result().to_dict()
+#: The same as a CPU profile saves it, each layer's glue timed alone: re-planned for vLLM's CPU
+#: build, which replaces the glue with its own per-layer work.
+MEASURED_CPU = copy.deepcopy(MEASURED)
+MEASURED_CPU["devices"][0]["backend"] = "cpu"
+MEASURED_CPU["devices"][0]["modelMeasurements"][0]["layerGlue"] = {
+    "dense": [
+        {"batch": t["batch"], "seconds": 3e-5, "measurement": None}
+        for t in MEASURED["devices"][0]["modelMeasurements"][0]["layerBodies"]["dense"]
+    ]
+}
+GLUE = ("devices", 0, "modelMeasurements", 0, "layerGlue", "dense")
 MODEL = "llama-3.1-8b"
 
 
@@ -167,3 +178,34 @@ def test_a_model_config_with_an_integer_of_5000_digits_is_one_usage_error(tmp_pa
     assert line == (
         f"roofline: error: --model {config}: long.json: not valid JSON (an integer of 5000 digits)"
     )
+
+
+def replaced_cpu(path: tuple[Any, ...], value: Any) -> str:
+    """:data:`MEASURED_CPU` as JSON text with the value at ``path`` replaced."""
+    document = copy.deepcopy(MEASURED_CPU)
+    target = document
+    for key in path[:-1]:
+        target = target[key]
+    target[path[-1]] = value
+    return json.dumps(document)
+
+
+def test_a_saved_cpu_profile_with_its_glue_is_re_planned_for_the_engine_that_fuses_it(
+    tmp_path: Path,
+) -> None:
+    document = plan_from(tmp_path, json.dumps(MEASURED_CPU))
+    assert document is not None
+    engines = {plan["engine"]["glue"] for plan in document["devices"][0]["models"]}
+    assert engines == {"fused"}
+
+
+@given(text=tampered_documents(MEASURED_CPU))
+@example(text=replaced_cpu((*GLUE, 0, "seconds"), 1e308))
+@example(text=replaced_cpu((*GLUE, 0, "seconds"), -1.0))
+@example(text=replaced_cpu((*GLUE, 1, "batch"), 10**9))
+@example(text=replaced_cpu(GLUE, []))
+@example(text=replaced_cpu(GLUE[:-1], {"moe": []}))
+def test_roofline_plan_from_a_cpu_file_with_tampered_glue_writes_a_valid_plan_or_exits_2(
+    tmp_path_factory: pytest.TempPathFactory, text: str
+) -> None:
+    plan_from(tmp_path_factory.mktemp("plan"), text)
