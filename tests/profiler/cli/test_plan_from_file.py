@@ -39,9 +39,9 @@ GLUE = ("devices", 0, "modelMeasurements", 0, "layerGlue", "dense")
 MODEL = "llama-3.1-8b"
 
 
-def replaced(path: tuple[Any, ...], value: Any) -> str:
-    """:data:`MEASURED` as JSON text with the value at ``path`` replaced."""
-    document = copy.deepcopy(MEASURED)
+def replaced(path: tuple[Any, ...], value: Any, base: dict[str, Any] | None = None) -> str:
+    """``base`` (:data:`MEASURED`) as JSON text with the value at ``path`` replaced."""
+    document = copy.deepcopy(MEASURED if base is None else base)
     target = document
     for key in path[:-1]:
         target = target[key]
@@ -180,16 +180,6 @@ def test_a_model_config_with_an_integer_of_5000_digits_is_one_usage_error(tmp_pa
     )
 
 
-def replaced_cpu(path: tuple[Any, ...], value: Any) -> str:
-    """:data:`MEASURED_CPU` as JSON text with the value at ``path`` replaced."""
-    document = copy.deepcopy(MEASURED_CPU)
-    target = document
-    for key in path[:-1]:
-        target = target[key]
-    target[path[-1]] = value
-    return json.dumps(document)
-
-
 def test_a_saved_cpu_profile_with_its_glue_is_re_planned_for_the_engine_that_fuses_it(
     tmp_path: Path,
 ) -> None:
@@ -200,11 +190,11 @@ def test_a_saved_cpu_profile_with_its_glue_is_re_planned_for_the_engine_that_fus
 
 
 @given(text=tampered_documents(MEASURED_CPU))
-@example(text=replaced_cpu((*GLUE, 0, "seconds"), 1e308))
-@example(text=replaced_cpu((*GLUE, 0, "seconds"), -1.0))
-@example(text=replaced_cpu((*GLUE, 1, "batch"), 10**9))
-@example(text=replaced_cpu(GLUE, []))
-@example(text=replaced_cpu(GLUE[:-1], {"moe": []}))
+@example(text=replaced((*GLUE, 0, "seconds"), 1e308, MEASURED_CPU))
+@example(text=replaced((*GLUE, 0, "seconds"), -1.0, MEASURED_CPU))
+@example(text=replaced((*GLUE, 1, "batch"), 10**9, MEASURED_CPU))
+@example(text=replaced(GLUE, [], MEASURED_CPU))
+@example(text=replaced(GLUE[:-1], {"moe": []}, MEASURED_CPU))
 def test_roofline_plan_from_a_cpu_file_with_tampered_glue_writes_a_valid_plan_or_exits_2(
     tmp_path_factory: pytest.TempPathFactory, text: str
 ) -> None:
