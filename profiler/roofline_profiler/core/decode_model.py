@@ -57,8 +57,8 @@ class MissingMeasurement(LookupError):
 
 @dataclass(frozen=True)
 class ComponentTime:
-    """Seconds of one part of a step at one batch (the median of its measurement, scaled where
-    only a slice was timed)."""
+    """Seconds of one part of a step at one batch (its measurement's typical run of the quieter
+    passes, ``Measurement.quiet_median``, scaled where only a slice was timed)."""
 
     batch: int
     seconds: float
@@ -225,8 +225,8 @@ def step_seconds(
 
 
 def fastest_parts(m: ModelMeasurements) -> ModelMeasurements:
-    """``m`` with every timed part at its fastest sample instead of its median (the head scaled
-    as its median is). On a shared host outside load only ever slows a run, so these are the
+    """``m`` with every timed part at its fastest sample instead of its typical run (the head
+    scaled as that is). On a shared host outside load only ever slows a run, so these are the
     parts as the device runs them alone; comparisons with an engine on a busy host set them
     against the engine's fastest windows (``bench/vllm_vs_plan.py``)."""
 

@@ -31,6 +31,8 @@ INTERFERENCE = 0.10
 #: A parallel CPU kernel whose threads waited this share of a round for a CPU another process
 #: held ran that much slower, several times the timing noise of a round (:data:`AGREEMENT`).
 CPU_WAIT_SUSPECT = 0.10
+#: Which quantile of the rounds' medians stands for a part's typical run (``quiet_median``).
+QUIET_QUANTILE = 0.25
 #: Fewest rounds in which a level shift can be told from chance (see ``Measurement.step_change``).
 STEP_CHANGE_ROUNDS = 8
 #: Coverage of every interval the profiler reports.
@@ -139,6 +141,28 @@ class Measurement:
         for r, t in zip(self.rounds, self.times, strict=True):
             best[r] = min(t, best.get(r, math.inf))
         return tuple(best[r] for r in sorted(best))
+
+    @property
+    def round_medians(self) -> tuple[float, ...]:
+        """The median run of each round, in round order."""
+        if not self.rounds:
+            return (self.median,)
+        runs: dict[int, list[float]] = {}
+        for r, t in zip(self.rounds, self.times, strict=True):
+            runs.setdefault(r, []).append(t)
+        return tuple(statistics.median(runs[r]) for r in sorted(runs))
+
+    @property
+    def quiet_median(self) -> float:
+        """The typical run of the quieter rounds: the lower quartile of the rounds' medians.
+
+        A part of a decode step is predicted by its typical run, not its luckiest one, but
+        interference from other processes only slows rounds down, and a burst that covers a whole
+        round would otherwise move the median of every sample. Of five rounds this is the
+        second-fastest round's median, so one quiet round alone does not decide it and three
+        disturbed rounds do not move it (one round: its median).
+        """
+        return quantile(sorted(self.round_medians), QUIET_QUANTILE)
 
     @property
     def confirmed_time(self) -> float:

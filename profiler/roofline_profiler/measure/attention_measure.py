@@ -124,7 +124,7 @@ def _attention_at(
     ]
     measured = time_parts(parts, settings.quick, info.device, progress, notes)
     results = [
-        AttentionTime(p.batch, context, m.median, False, m)
+        AttentionTime(p.batch, context, m.quiet_median, False, m)
         for p, m in zip(parts, measured, strict=True)
     ]
     largest = results[-1]

@@ -3,9 +3,13 @@
 Each part (a layer body, the head, attention) is timed at every batch. Timing one batch after the
 other would let a burst of interference from another process land on one batch and, multiplied
 by the layer count, bend the predicted curve there. So the batches are timed in
-:data:`PASSES` round-robin passes and each batch's samples from all passes form its measurement
-(the same defence as the reference bench's interleaved rounds): a burst then costs every batch a
-little instead of one batch a lot.
+round-robin passes (:attr:`PassPolicy.passes`) and each batch's samples from all passes form its
+measurement (the same defence as the reference bench's interleaved rounds): a burst then costs
+every batch a little instead of one batch a lot. A part's time is the typical run of its quieter
+passes (``Measurement.quiet_median``). With two passes of 0.15 s and the median of every sample,
+two batches of a model came out 15-35% slow on a busy 2-vCPU VM while their fastest runs matched
+the engine's: a burst as long as a pass moved half a batch's samples. A profile now takes five
+shorter passes, and up to three can be disturbed without moving the estimate.
 
 Within a pass a fast part is timed adaptively (``timing.measure``: a warm-up call, then runs until
 the pass's time slice is spent). A part whose first run takes :data:`SLOW_RUN_SECONDS` or
@@ -37,22 +41,22 @@ import torch
 from roofline_profiler.core.stats import Measurement
 from roofline_profiler.measure.timing import WaitClock, measure, synchronize
 
-#: Round-robin passes over the batches.
-PASSES = 2
 #: A part whose first run takes this long is timed once per pass (once in all with --quick).
 SLOW_RUN_SECONDS = 0.1
 
 
 @dataclass(frozen=True)
 class PassPolicy:
-    """Per pass and batch: cheap runs repeated within a small time slice."""
+    """Round-robin passes over the batches; per pass and batch, cheap runs repeated within a
+    small time slice."""
 
+    passes: int
     seconds: float
     min_runs: int
 
 
-QUICK_PASS = PassPolicy(seconds=0.04, min_runs=2)
-DEFAULT_PASS = PassPolicy(seconds=0.15, min_runs=3)
+QUICK_PASS = PassPolicy(passes=2, seconds=0.04, min_runs=2)
+DEFAULT_PASS = PassPolicy(passes=5, seconds=0.06, min_runs=2)
 
 
 @dataclass(frozen=True)
@@ -202,11 +206,11 @@ def time_parts(
     policy = QUICK_PASS if quick else DEFAULT_PASS
     timed = [_Timed(part) for part in parts]
     clock = WaitClock.start(device)
-    for number in range(PASSES):
+    for number in range(policy.passes):
         for t in timed:
             if t.slow and quick:
                 continue  # its one sample is the first run of the first pass
-            progress(f"{t.part.label} (pass {number + 1}/{PASSES})")
+            progress(f"{t.part.label} (pass {number + 1}/{policy.passes})")
             clock.reset()
             times = _pass(t, number, policy, device)
             _, share = clock.lap()

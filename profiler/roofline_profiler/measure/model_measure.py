@@ -149,7 +149,7 @@ def measure_layer_bodies(
         ]
         measured = time_parts(parts, settings.quick, device, progress, notes)
         results[kind] = tuple(
-            ComponentTime(p.batch, m.median, m) for p, m in zip(parts, measured, strict=True)
+            ComponentTime(p.batch, m.quiet_median, m) for p, m in zip(parts, measured, strict=True)
         )
         if info.backend == "cpu":
             glue[kind] = _time_glue(first, settings, info, progress, notes)
@@ -179,7 +179,9 @@ def _time_glue(
         label = f"{settings.arch.name} {layer.kind} layer glue B={batch}"
         parts.append(Part(batch, label, run))
     measured = time_parts(parts, settings.quick, info.device, progress, notes)
-    return tuple(ComponentTime(p.batch, m.median, m) for p, m in zip(parts, measured, strict=True))
+    return tuple(
+        ComponentTime(p.batch, m.quiet_median, m) for p, m in zip(parts, measured, strict=True)
+    )
 
 
 def _body_run(
@@ -275,7 +277,8 @@ def measure_head(
         parts.append(Part(batch, f"{arch.name} lm_head B={batch}", run, period=copies))
     measured = time_parts(parts, settings.quick, device, progress, notes)
     times = tuple(
-        ComponentTime(p.batch, m.median * scale, m) for p, m in zip(parts, measured, strict=True)
+        ComponentTime(p.batch, m.quiet_median * scale, m)
+        for p, m in zip(parts, measured, strict=True)
     )
     return times, scale
 

@@ -75,6 +75,35 @@ def test_one_round_index_per_sample_is_required() -> None:
         Measurement("x", (1.0, 2.0), rounds=(0,))
 
 
+def test_round_medians_are_the_median_run_of_each_round_in_round_order() -> None:
+    m = Measurement("x", (3.0, 2.0, 9.0, 5.0, 4.0, 6.0), rounds=(1, 1, 1, 0, 0, 0))
+    assert m.round_medians == (5.0, 3.0)
+    assert Measurement("x", (3.0, 1.0, 2.0)).round_medians == (2.0,)
+
+
+def test_the_quiet_median_of_five_rounds_is_the_second_fastest_rounds_median() -> None:
+    medians = [1.30, 1.0, 1.45, 1.02, 1.60]  # three rounds slowed by a burst
+    times = [t for m in medians for t in (m * 0.9, m, m * 1.5)]
+    rounds = [r for r in range(5) for _ in range(3)]
+    m = Measurement("x", tuple(times), rounds=tuple(rounds))
+    assert m.quiet_median == 1.02
+    assert m.median > 1.4  # what the slowed rounds make of the median of every sample
+
+
+def test_a_single_lucky_round_does_not_set_the_quiet_median() -> None:
+    times = (0.5, 1.0, 1.0, 1.0, 1.0)
+    m = Measurement("x", times, rounds=(0, 1, 2, 3, 4))
+    assert m.quiet_median == 1.0
+
+
+def test_the_quiet_median_interpolates_between_fewer_rounds() -> None:
+    m = Measurement("x", (1.0, 3.0, 2.0, 2.0), rounds=(0, 0, 1, 1))
+    assert m.quiet_median == pytest.approx(2.0 * 0.75 + 2.0 * 0.25)
+    two = Measurement("x", (1.0, 2.0), rounds=(0, 1))
+    assert two.quiet_median == pytest.approx(1.25)
+    assert Measurement("x", (4.0, 1.0, 2.0)).quiet_median == 2.0
+
+
 def test_the_confirmed_best_ignores_a_single_lucky_round() -> None:
     m = _rounds([1.0, 1.01, 0.80, 1.02])
     assert m.confirmed_time == 1.0
