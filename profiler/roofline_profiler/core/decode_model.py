@@ -279,9 +279,9 @@ def attention_notes(m: ModelMeasurements, context_tokens: int) -> tuple[str, ...
 
 def contention_notes(m: ModelMeasurements, context_tokens: int) -> tuple[str, ...]:
     """A note when parts of the step at ``context_tokens`` were measured while another process
-    held the CPUs in every pass (``Measurement.confirmed_cpu_wait``, as the roofline's
-    ``CpuContention`` warning judges its rounds): their times are too slow, so the plan is
-    pessimistic by more than the timing noise."""
+    held the CPUs in both of their two fastest passes (``Measurement.confirmed_cpu_wait``, as
+    the roofline's ``CpuContention`` warning judges its rounds): their times are too slow, so
+    the plan is pessimistic by more than the timing noise."""
     parts: dict[str, list[int]] = {}
     worst = 0.0
 
