@@ -1,0 +1,104 @@
+"""One decode GEMM two ways on a CPU: eager ``F.linear`` on a plain weight, and torch's oneDNN
+linear on a weight packed once (the path the profiler times, as vLLM's CPU build runs its GEMMs).
+
+An eager ``transformers`` step calls ``F.linear`` on plain row-major weights; a serving engine
+packs each weight once for oneDNN (vLLM's ``dispatch_cpu_unquantized_gemm`` does for every dtype).
+The model plan predicts the engine's path, so where the two paths differ the plan and an eager
+``transformers`` step differ too (``model_vs_transformers.py``). This script times both paths side
+by side, interleaved in rounds, at each batch (the GEMM's M) and dtype, on enough copies of the
+weight that every call streams it from memory, and prints each path's median over rounds with
+the weight bytes per second and the ratio.
+
+    python bench/linear_paths.py [--in-features 1536] [--out-features 8192] [--rounds 7]
+
+Needs the ``profiler`` extra (torch).
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import time
+from collections.abc import Callable
+
+import torch
+import torch.nn.functional as F
+
+from flag_types import positive_int
+from profiler_vs_references import cpu_model
+
+BATCHES = (1, 2, 4, 8, 16, 32, 64)
+DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16}
+#: Bytes of weight copies the calls rotate through: several times any CPU's last-level cache.
+STREAM_BYTES = 512 << 20
+CALLS_PER_ROUND = 16
+
+
+def time_calls(call: Callable[[int], object], copies: int) -> float:
+    """Seconds per call over :data:`CALLS_PER_ROUND` calls rotating through the copies."""
+    start = time.perf_counter()
+    for i in range(CALLS_PER_ROUND):
+        call(i % copies)
+    return (time.perf_counter() - start) / CALLS_PER_ROUND
+
+
+def measure(k: int, n: int, dtype: torch.dtype, rounds: int) -> list[tuple[int, float, float]]:
+    """Per batch: the median seconds of a plain and of a packed call."""
+    weight_bytes = k * n * torch.tensor([], dtype=dtype).element_size()
+    copies = max(2, STREAM_BYTES // weight_bytes)
+    generator = torch.Generator().manual_seed(0)
+    plain = [torch.randn(n, k, generator=generator).to(dtype) for _ in range(copies)]
+    packed = [torch.ops.mkldnn._reorder_linear_weight(w, 1) for w in plain]
+    inputs = {b: torch.randn(b, k, generator=generator).to(dtype) for b in BATCHES}
+    samples: dict[tuple[int, str], list[float]] = {}
+    for b in BATCHES:  # warm-up: one rotation of each path
+        time_calls(lambda i, x=inputs[b]: F.linear(x, plain[i]), copies)
+        time_calls(lambda i, x=inputs[b]: _packed(x, packed[i]), copies)
+    for _ in range(rounds):
+        for b in BATCHES:
+            x = inputs[b]
+            samples.setdefault((b, "plain"), []).append(
+                time_calls(lambda i, x=x: F.linear(x, plain[i]), copies)
+            )
+            samples.setdefault((b, "packed"), []).append(
+                time_calls(lambda i, x=x: _packed(x, packed[i]), copies)
+            )
+    return [
+        (b, statistics.median(samples[(b, "plain")]), statistics.median(samples[(b, "packed")]))
+        for b in BATCHES
+    ]
+
+
+def _packed(x: torch.Tensor, weight: torch.Tensor) -> torch.Tensor:
+    return torch.ops.mkldnn._linear_pointwise(x, weight, None, "none", [], "")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--in-features", type=positive_int, default=1536)
+    parser.add_argument("--out-features", type=positive_int, default=8192)
+    parser.add_argument("--rounds", type=positive_int, default=7)
+    args = parser.parse_args()
+    if not torch.backends.mkldnn.is_available():
+        raise SystemExit("this torch has no oneDNN: there is no packed path to compare")
+    k, n = args.in_features, args.out_features
+    print(
+        f"{cpu_model()}, torch {torch.__version__}, {torch.get_num_threads()} threads; "
+        f"weight [{n}, {k}], medians of {args.rounds} interleaved rounds of "
+        f"{CALLS_PER_ROUND} calls"
+    )
+    print("| dtype | batch | F.linear (plain) | oneDNN packed | plain ÷ packed |")
+    print("|---|---:|---:|---:|---:|")
+    for name, dtype in DTYPES.items():
+        weight_bytes = k * n * torch.tensor([], dtype=dtype).element_size()
+        for b, plain, packed in measure(k, n, dtype, args.rounds):
+            print(
+                f"| {name} | {b} | {plain * 1e3:.2f} ms ({weight_bytes / plain / 1e9:.1f} GB/s) "
+                f"| {packed * 1e3:.2f} ms ({weight_bytes / packed / 1e9:.1f} GB/s) "
+                f"| {plain / packed:.2f} |",
+                flush=True,
+            )
+
+
+if __name__ == "__main__":
+    main()
