@@ -159,7 +159,7 @@ class Measurement:
         A part of a decode step is predicted by its typical run, not its luckiest one, but
         interference from other processes only slows rounds down, and a burst that covers a whole
         round would otherwise move the median of every sample. Of five rounds this is the
-        second-fastest round's median, so one quiet round alone does not decide it and three
+        second-fastest round's median, so one unusually fast round does not decide it and three
         disturbed rounds do not move it (one round: its median).
         """
         return quantile(sorted(self.round_medians), QUIET_QUANTILE)
