@@ -7,9 +7,9 @@ round-robin passes (:attr:`PassPolicy.passes`) and each batch's samples from all
 measurement (the same defence as the reference bench's interleaved rounds): a burst then costs
 every batch a little instead of one batch a lot. A part's time is the typical run of its quieter
 passes (``Measurement.quiet_median``). With two passes of 0.15 s and the median of every sample,
-two batches of a model came out 15-35% slow on a busy 2-vCPU VM while their fastest runs matched
-the engine's: a burst as long as a pass moved half a batch's samples. A profile now takes five
-shorter passes, and up to three can be disturbed without moving the estimate.
+the steps at two batches of a model came out 14-34% slow on a busy 2-vCPU VM while their fastest
+runs matched the engine's: a burst as long as a pass moved half a batch's samples. A profile now
+takes five shorter passes, and up to three can be disturbed without moving the estimate.
 
 Within a pass a fast part is timed adaptively (``timing.measure``: a warm-up call, then runs until
 the pass's time slice is spent). A part whose first run takes :data:`SLOW_RUN_SECONDS` or
