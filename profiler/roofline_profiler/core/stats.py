@@ -132,25 +132,24 @@ class Measurement:
         """Work per second of the fastest run."""
         return self.work / self.minimum
 
+    def _round_runs(self) -> list[list[float]]:
+        """The runs of each round, in round order (no rounds: one round of every run)."""
+        if not self.rounds:
+            return [list(self.times)]
+        runs: dict[int, list[float]] = {}
+        for r, t in zip(self.rounds, self.times, strict=True):
+            runs.setdefault(r, []).append(t)
+        return [runs[r] for r in sorted(runs)]
+
     @property
     def round_bests(self) -> tuple[float, ...]:
         """The fastest run of each round, in round order."""
-        if not self.rounds:
-            return (self.minimum,)
-        best: dict[int, float] = {}
-        for r, t in zip(self.rounds, self.times, strict=True):
-            best[r] = min(t, best.get(r, math.inf))
-        return tuple(best[r] for r in sorted(best))
+        return tuple(min(runs) for runs in self._round_runs())
 
     @property
     def round_medians(self) -> tuple[float, ...]:
         """The median run of each round, in round order."""
-        if not self.rounds:
-            return (self.median,)
-        runs: dict[int, list[float]] = {}
-        for r, t in zip(self.rounds, self.times, strict=True):
-            runs.setdefault(r, []).append(t)
-        return tuple(statistics.median(runs[r]) for r in sorted(runs))
+        return tuple(statistics.median(runs) for runs in self._round_runs())
 
     @property
     def quiet_median(self) -> float:
