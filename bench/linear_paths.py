@@ -22,10 +22,11 @@ import time
 from collections.abc import Callable
 
 import torch
-import torch.nn.functional as F
 
 from flag_types import positive_int
 from profiler_vs_references import cpu_model
+from roofline_profiler.core.roofline import dtype_bytes
+from roofline_profiler.measure.engine_linear import EngineLinear
 
 BATCHES = (1, 2, 4, 8, 16, 32, 64)
 DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16}
@@ -42,35 +43,31 @@ def time_calls(call: Callable[[int], object], copies: int) -> float:
     return (time.perf_counter() - start) / CALLS_PER_ROUND
 
 
-def measure(k: int, n: int, dtype: torch.dtype, rounds: int) -> list[tuple[int, float, float]]:
-    """Per batch: the median seconds of a plain and of a packed call."""
-    weight_bytes = k * n * torch.tensor([], dtype=dtype).element_size()
+def measure(k: int, n: int, name: str, rounds: int) -> list[tuple[int, float, float]]:
+    """Per batch: the median seconds of a plain and of a packed call in dtype ``name``."""
+    dtype = DTYPES[name]
+    weight_bytes = k * n * dtype_bytes(name)
     copies = max(2, STREAM_BYTES // weight_bytes)
     generator = torch.Generator().manual_seed(0)
-    plain = [torch.randn(n, k, generator=generator).to(dtype) for _ in range(copies)]
-    packed = [torch.ops.mkldnn._reorder_linear_weight(w, 1) for w in plain]
+    weights = [torch.randn(n, k, generator=generator).to(dtype) for _ in range(copies)]
+    paths = {
+        "plain": [EngineLinear(w, packed=False) for w in weights],
+        "packed": [EngineLinear.prepare(w) for w in weights],
+    }
+    if not all(linear.packed for linear in paths["packed"]):
+        raise SystemExit(f"this torch cannot run a packed oneDNN linear in {dtype}")
     inputs = {b: torch.randn(b, k, generator=generator).to(dtype) for b in BATCHES}
     samples: dict[tuple[int, str], list[float]] = {}
-    for b in BATCHES:  # warm-up: one rotation of each path
-        time_calls(lambda i, x=inputs[b]: F.linear(x, plain[i]), copies)
-        time_calls(lambda i, x=inputs[b]: _packed(x, packed[i]), copies)
-    for _ in range(rounds):
+    for repeat in range(rounds + 1):  # the first round is a warm-up: one rotation of each path
         for b in BATCHES:
-            x = inputs[b]
-            samples.setdefault((b, "plain"), []).append(
-                time_calls(lambda i, x=x: F.linear(x, plain[i]), copies)
-            )
-            samples.setdefault((b, "packed"), []).append(
-                time_calls(lambda i, x=x: _packed(x, packed[i]), copies)
-            )
+            for path, linears in paths.items():
+                seconds = time_calls(lambda i, x=inputs[b], ls=linears: ls[i](x), copies)
+                if repeat:
+                    samples.setdefault((b, path), []).append(seconds)
     return [
         (b, statistics.median(samples[(b, "plain")]), statistics.median(samples[(b, "packed")]))
         for b in BATCHES
     ]
-
-
-def _packed(x: torch.Tensor, weight: torch.Tensor) -> torch.Tensor:
-    return torch.ops.mkldnn._linear_pointwise(x, weight, None, "none", [], "")
 
 
 def main() -> None:
@@ -89,9 +86,9 @@ def main() -> None:
     )
     print("| dtype | batch | F.linear (plain) | oneDNN packed | plain ÷ packed |")
     print("|---|---:|---:|---:|---:|")
-    for name, dtype in DTYPES.items():
-        weight_bytes = k * n * torch.tensor([], dtype=dtype).element_size()
-        for b, plain, packed in measure(k, n, dtype, args.rounds):
+    for name in DTYPES:
+        weight_bytes = k * n * dtype_bytes(name)
+        for b, plain, packed in measure(k, n, name, args.rounds):
             print(
                 f"| {name} | {b} | {plain * 1e3:.2f} ms ({weight_bytes / plain / 1e9:.1f} GB/s) "
                 f"| {packed * 1e3:.2f} ms ({weight_bytes / packed / 1e9:.1f} GB/s) "
