@@ -46,6 +46,10 @@ LABEL_RIDGE_POINT = "roofline.dev/ridge-point"
 LABEL_MIN_BATCH = "roofline.dev/min-batch"
 LABEL_BANDWIDTH_GBPS = "roofline.dev/bandwidth-gbps"
 LABEL_PEAK_TFLOPS = "roofline.dev/peak-tflops"
+#: The node's class: the label-safe form (``labels.label_safe``) of the device its own profiler pod
+#: measured (a GPU's product name, a CPU's model name), never a value copied from another label.
+#: It names the fleet view's peer group and is the stable selector of exported Kueue flavors.
+LABEL_CLASS = "roofline.dev/class"
 NODE_LABEL_KEYS = (
     LABEL_RIDGE_POINT,
     LABEL_MIN_BATCH,
