@@ -41,3 +41,50 @@ TINY_DENSE: dict[str, Any] = {
     "max_position_embeddings": 4096,
     "tie_word_embeddings": True,
 }
+
+#: ``quantization_config`` as published checkpoints carry it, one per format family: AutoAWQ's
+#: 4-bit GEMM layout, AutoGPTQ's, Qwen3-8B-FP8's block-wise FP8, llm-compressor's W8A8 INT8 and
+#: bitsandbytes' 4-bit NF4.
+QUANTIZATION_CONFIGS: dict[str, dict[str, Any]] = {
+    "awq": {
+        "quant_method": "awq",
+        "bits": 4,
+        "group_size": 128,
+        "zero_point": True,
+        "version": "gemm",
+        "modules_to_not_convert": None,
+    },
+    "gptq": {
+        "quant_method": "gptq",
+        "bits": 4,
+        "group_size": 128,
+        "desc_act": False,
+        "sym": True,
+        "damp_percent": 0.01,
+        "checkpoint_format": "gptq",
+    },
+    "fp8": {
+        "quant_method": "fp8",
+        "activation_scheme": "dynamic",
+        "fmt": "e4m3",
+        "weight_block_size": [128, 128],
+    },
+    "compressed-tensors": {
+        "quant_method": "compressed-tensors",
+        "format": "int-quantized",
+        "config_groups": {
+            "group_0": {
+                "targets": ["Linear"],
+                "weights": {"num_bits": 8, "type": "int", "strategy": "channel"},
+                "input_activations": {"num_bits": 8, "type": "int", "dynamic": True},
+            }
+        },
+        "ignore": ["lm_head"],
+    },
+    "bitsandbytes": {
+        "quant_method": "bitsandbytes",
+        "load_in_4bit": True,
+        "bnb_4bit_quant_type": "nf4",
+        "bnb_4bit_compute_dtype": "bfloat16",
+    },
+}

@@ -16,6 +16,10 @@ Qwen3 normalises q and k per head. Qwen-MoE's ``decoder_sparse_step`` and ``mlp_
 the layers whose MLP stays dense (:attr:`ModelArch.moe_layers` counts the others). Mistral's
 ``sliding_window`` is kept; Qwen's per-layer windows (``use_sliding_window``) are rejected.
 
+A config that declares a quantized format (a ``quantization_config``, an 8-bit ``torch_dtype``:
+:mod:`roofline_profiler.core.quantization`) is a :class:`QuantizedConfig`: no plan reads those
+formats yet, and planning their weights at 16 or 32 bits would be wrong by a factor of 2 to 8.
+
 Presets are the models' published ``config.json`` files, copied verbatim into ``presets/``:
 
 * ``llama-3.1-8b``: https://huggingface.co/meta-llama/Llama-3.1-8B/blob/main/config.json
@@ -39,6 +43,7 @@ from types import MappingProxyType
 from typing import Any
 
 from roofline_profiler.core.limits import MAX_CONFIG_BYTES, MAX_CONFIG_FIELDS, MODEL_FIELD_LIMITS
+from roofline_profiler.core.quantization import DeclaredQuantization, declared_quantization
 
 _PRESET_NAMES = ("llama-3.1-8b", "llama-3.1-70b", "qwen3-8b", "mixtral-8x7b", "qwen3-30b-a3b")
 
@@ -84,6 +89,24 @@ class ModelError(ValueError):
 
     def without_values(self) -> str:
         return self.redacted or str(self)
+
+
+#: Why a quantized config is refused, the end of every :class:`QuantizedConfig` message.
+QUANTIZED_NOT_PLANNED = (
+    "quantized formats are not planned yet (the plan would count every weight at 16 or 32 bits)"
+)
+
+
+class QuantizedConfig(ModelError):
+    """A config that declares a quantized format, which no plan reads yet: one line naming the
+    field, the ``quant_method`` when it is a plain name, and why."""
+
+    def __init__(self, source: str, declared: DeclaredQuantization) -> None:
+        super().__init__(
+            f"{source}: {declared.field} {declared.detail}: {QUANTIZED_NOT_PLANNED}",
+            redacted=f"{source}: {declared.field} {declared.redacted}: {QUANTIZED_NOT_PLANNED}",
+        )
+        self.declared = declared
 
 
 def field_error(source: str, key: str, detail: str) -> ModelError:
@@ -203,6 +226,9 @@ def model_from_config(
     Every integer field is bounded (``limits.MODEL_FIELD_LIMITS``), so the work is bounded too.
     """
     check_config_size(config, source)
+    declared = declared_quantization(config)
+    if declared is not None:
+        raise QuantizedConfig(source, declared)
     fields = _Fields(config, source)
     model_type = _model_type(config, source)
     hidden = fields.positive("hidden_size")

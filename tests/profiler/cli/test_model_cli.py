@@ -5,10 +5,12 @@ from __future__ import annotations
 import json
 import subprocess
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from roofline_profiler.wire.result import SCHEMA_VERSION, ProfileResult, validate_document
+from tests.model_configs import QUANTIZATION_CONFIGS
 from tests.profiler.cli_process import assert_refused, run_cli
 
 TINY = {
@@ -229,6 +231,100 @@ def test_bad_model_input_exits_2_with_one_line_and_writes_nothing(
     proc = run_cli("profile", "--device", "cpu", "--quick", *extra, "--json", str(out))
     assert_refused(proc, message)
     assert not out.exists()
+
+
+def _quantized(tmp_path: Path, overrides: dict[str, Any]) -> Path:
+    """A 10-layer Llama config with ``overrides``, as ``<folder>/config.json``."""
+    folder = tmp_path / "quantized"
+    folder.mkdir(exist_ok=True)
+    path = folder / "config.json"
+    path.write_text(json.dumps({**TINY, "num_hidden_layers": 10, **overrides}))
+    return path
+
+
+NOT_PLANNED = "quantized formats are not planned yet"
+
+
+@pytest.mark.parametrize(
+    ("overrides", "message"),
+    [
+        pytest.param(
+            {"quantization_config": QUANTIZATION_CONFIGS["awq"], "torch_dtype": "float16"},
+            "quantization_config declares quant_method 'awq'",
+            id="awq-4-bit",
+        ),
+        pytest.param(
+            {"quantization_config": QUANTIZATION_CONFIGS["gptq"]},
+            "quantization_config declares quant_method 'gptq'",
+            id="gptq-4-bit",
+        ),
+        pytest.param(
+            {"quantization_config": QUANTIZATION_CONFIGS["fp8"], "torch_dtype": "bfloat16"},
+            "quantization_config declares quant_method 'fp8'",
+            id="fp8",
+        ),
+        pytest.param(
+            {"torch_dtype": "float8_e4m3fn"},
+            "torch_dtype is 'float8_e4m3fn', an 8-bit type",
+            id="fp8-dtype",
+        ),
+        pytest.param(
+            {"text_config": {"quantization_config": QUANTIZATION_CONFIGS["compressed-tensors"]}},
+            "text_config.quantization_config declares quant_method 'compressed-tensors'",
+            id="nested-in-text-config",
+        ),
+        pytest.param(
+            {"quantization_config": "awq"},
+            "quantization_config is a string, not an object",
+            id="not-a-mapping",
+        ),
+        pytest.param(
+            {"quantization_config": {"quant_method": "\x1b[2J" + "a" * 50_000}},
+            "quantization_config declares a quant_method that is not a plain name",
+            id="huge-string-method",
+        ),
+    ],
+)
+def test_a_quantized_config_exits_2_naming_the_file_and_method_and_writes_nothing(
+    tmp_path: Path, overrides: dict[str, Any], message: str
+) -> None:
+    """A 10-layer AWQ 4-bit Llama exited 0 with a plan of float32 weights, 4 to 8 times the
+    bytes its weights take, without a word."""
+    config = _quantized(tmp_path, overrides)
+    out = tmp_path / "result.json"
+    proc = run_cli(
+        "profile", "--device", "cpu", "--quick", "--model", str(config),
+        "--json", str(out), "--markdown", str(tmp_path / "report.md"),
+    )  # fmt: skip
+    assert_refused(proc, f"--model {config}: config.json: {message}: {NOT_PLANNED}")
+    assert len(proc.stderr) < 400
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["quantized"]
+
+
+def test_a_quantized_inline_config_of_models_json_exits_2(tmp_path: Path) -> None:
+    """The door the operator's pods use: the same refusal, for the same config."""
+    config = {**TINY, "quantization_config": QUANTIZATION_CONFIGS["gptq"]}
+    models = json.dumps([{"name": "m", "config": config}])
+    out = tmp_path / "result.json"
+    proc = run_cli(
+        "profile", "--device", "cpu", "--quick", "--models-json", models, "--json", str(out)
+    )  # fmt: skip
+    refusal = "--models-json[0].config: quantization_config declares quant_method 'gptq'"
+    assert_refused(proc, f"{refusal}: {NOT_PLANNED}")
+    assert not out.exists()
+
+
+def test_plan_refuses_a_quantized_config_against_a_saved_profile(  # type: ignore[no-untyped-def]
+    profiled, tmp_path: Path
+) -> None:
+    _, out = profiled
+    config = _quantized(tmp_path, {"quantization_config": QUANTIZATION_CONFIGS["awq"]})
+    plan = tmp_path / "plan.json"
+    proc = run_cli(
+        "plan", "--from", str(out / "result.json"), "--model", str(config), "--json", str(plan)
+    )
+    assert_refused(proc, "quantization_config declares quant_method 'awq'")
+    assert not plan.exists()
 
 
 def test_plan_from_a_file_that_is_not_a_result_is_bad_input(tmp_path: Path) -> None:

@@ -6,6 +6,7 @@ import pytest
 
 from roofline_profiler.core import limits, model_config
 from roofline_profiler.core.model_config import ModelError
+from tests.model_configs import QUANTIZATION_CONFIGS
 
 
 def _config(**overrides: object) -> dict[str, object]:
@@ -154,3 +155,33 @@ def test_a_config_text_over_the_size_limit_or_nested_too_deeply_is_one_line() ->
     big = {**model_config.PRESETS["llama-3.1-8b"], "pad": "x" * limits.MAX_CONFIG_BYTES}
     with pytest.raises(ModelError, match="bytes, at most"):
         model_config.model_from_config(big, "m")
+
+
+def test_a_quantized_config_file_is_refused_naming_the_file_and_its_method(
+    tmp_path: Path,
+) -> None:
+    """A 4-bit AWQ Llama was planned as float32 weights, 4 to 8 times its bytes, without a
+    word; it is a :class:`ModelError` (so every caller reports it as bad input), never a plan."""
+    folder = tmp_path / "llama-awq"
+    folder.mkdir()
+    awq = {**_config(), "quantization_config": QUANTIZATION_CONFIGS["awq"]}
+    (folder / "config.json").write_text(json.dumps(awq))
+    with pytest.raises(model_config.QuantizedConfig) as refused:
+        model_config.load_model(str(folder / "config.json"))
+    assert isinstance(refused.value, ModelError)
+    assert str(refused.value) == (
+        "config.json: quantization_config declares quant_method 'awq': quantized formats are "
+        "not planned yet (the plan would count every weight at 16 or 32 bits)"
+    )
+    assert refused.value.declared.method == "awq"
+
+
+def test_a_quantized_config_is_refused_before_its_other_fields_are_read() -> None:
+    """The refusal that says why comes first, whatever else the config lacks (a multimodal
+    ``model_type`` the plan does not read either)."""
+    config = {
+        "model_type": "mistral3",
+        "text_config": {"quantization_config": {"quant_method": "fp8"}},
+    }
+    with pytest.raises(model_config.QuantizedConfig, match=r"text_config\.quantization_config"):
+        model_config.model_from_config(config, "m")

@@ -4,7 +4,7 @@ import json
 from typing import Any
 
 import pytest
-from tests.model_configs import TINY_LLAMA
+from tests.model_configs import QUANTIZATION_CONFIGS, TINY_LLAMA
 
 from roofline_operator.core.model_spec import ModelSpec
 from roofline_operator.decide.model_sources import config_maps_needed, resolve_models
@@ -171,3 +171,51 @@ def test_the_operator_and_the_pod_refuse_the_same_models(model: ModelSpec) -> No
     except ModelsJsonError:
         pod_accepts = False
     assert pod_accepts is not bool(resolution.failures)
+
+
+@pytest.mark.parametrize("method", sorted(QUANTIZATION_CONFIGS))
+def test_a_quantized_model_fails_alone_and_never_reaches_the_pods(method: str) -> None:
+    """Its weights would be planned at 16 or 32 bits, 2 to 8 times their bytes: the model fails
+    with the format named, inline or from a ConfigMap, and the other models go on."""
+    quantized = {**TINY_LLAMA, "quantization_config": QUANTIZATION_CONFIGS[method]}
+    models = (
+        ModelSpec("inline", config=quantized),
+        ModelSpec("mapped", config_map=("cfg", "config.json")),
+        ModelSpec("fine", config=TINY_LLAMA),
+    )
+    resolution = resolve_models(
+        models, "ns", {("ns", "cfg"): {"config.json": json.dumps(quantized)}}
+    )
+    assert [m.spec.name for m in resolution.valid] == ["fine"]
+    assert method not in (resolution.models_json() or "")
+    failures = resolution.failures or {}
+    for name, where in (("inline", "spec.models[0].config"), ("mapped", "spec.models[1].config")):
+        assert failures[name].reason == "InvalidModel"
+        assert failures[name].message.startswith(where)
+        assert failures[name].message.endswith(
+            f"quantization_config declares quant_method {method!r}: quantized formats are not "
+            "planned yet (the plan would count every weight at 16 or 32 bits)"
+        )
+
+
+def test_a_config_map_names_only_a_quantization_the_engines_know() -> None:
+    """Tenants read the status: a ConfigMap's own quant_method or dtype is not echoed, only
+    the field and a name from the engines' vocabulary."""
+    configs = {
+        "method.json": {**TINY_LLAMA, "quantization_config": {"quant_method": SECRET}},
+        "nested.json": {**TINY_LLAMA, "text_config": {"compression_config": [SECRET]}},
+        "dtype.json": {**TINY_LLAMA, "torch_dtype": f"float8_{SECRET}"},
+    }
+    models = tuple(ModelSpec(key, config_map=("cfg", key)) for key in configs)
+    data = {key: json.dumps(config) for key, config in configs.items()}
+    failures = resolve_models(models, "ns", {("ns", "cfg"): data}).failures or {}
+    shown = {name: failure.message.split(": ", 1)[1] for name, failure in failures.items()}
+    not_planned = "quantized formats are not planned yet"
+    assert shown == {
+        "method.json": f"quantization_config declares a quant_method the engines do not name: "
+        f"{not_planned} (the plan would count every weight at 16 or 32 bits)",
+        "nested.json": f"text_config.compression_config is a list: {not_planned} (the plan "
+        "would count every weight at 16 or 32 bits)",
+        "dtype.json": f"torch_dtype is an 8-bit type: {not_planned} (the plan would count "
+        "every weight at 16 or 32 bits)",
+    }

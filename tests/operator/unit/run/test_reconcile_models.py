@@ -9,7 +9,7 @@ from dataclasses import replace
 from typing import Any
 
 import pytest
-from tests.model_configs import TINY_LLAMA
+from tests.model_configs import QUANTIZATION_CONFIGS, TINY_LLAMA
 from tests.operator.unit.model_builders import plan
 from tests.operator.unit.model_client import ENV, ModelClient, loop_with
 from tests.operator.unit.operator_builders import device, fresh_succeeded_pod, node, profile
@@ -328,6 +328,26 @@ async def test_a_config_over_the_size_limit_fails_its_model_alone() -> None:
     (entry,) = [m for m in client.statuses[-1]["models"] if m["name"] == "big"]
     assert entry["reason"] == "InvalidModel"
     assert "bytes, at most 65536" in entry["message"]
+
+
+@pytest.mark.asyncio
+async def test_a_quantized_config_map_model_fails_alone_and_the_node_is_still_profiled() -> None:
+    """An AWQ config in the models ConfigMap: that model fails with the format named in its
+    status entry and ``ModelsReady``, the pod profiles the node's roofline with the other
+    model, and no plan of it (at 16 or 32 bits) is ever asked for."""
+    awq = {**TINY_LLAMA, "quantization_config": QUANTIZATION_CONFIGS["awq"]}
+    client = ModelClient({("ns", "cfg"): {"config.json": json.dumps(awq)}})
+    loop = loop_with(client, {"models": MODELS[:2]}, ENV)
+    await loop.round({"a": node("a")}, [], {})
+    (pod,) = client.created
+    assert [m["name"] for m in client.models_of(pod)] == ["tiny"]
+    (entry,) = [m for m in client.statuses[-1]["models"] if m["name"] == "mapped"]
+    assert entry["reason"] == "InvalidModel"
+    refusal = "quantization_config declares quant_method 'awq': quantized formats are not planned"
+    assert refusal in entry["message"]
+    ready = {c["type"]: c for c in client.statuses[-1]["conditions"]}["ModelsReady"]
+    assert (ready["status"], ready["reason"]) == ("False", "InvalidModel")
+    assert refusal in ready["message"]
 
 
 @pytest.mark.asyncio
