@@ -31,6 +31,8 @@ from roofline_cli.export.commented import render
 from roofline_cli.export.from_result import source_of_result
 from roofline_cli.export.from_status import SourceError, source_of_profile
 from roofline_cli.export.plans import ExportSource
+from roofline_operator.core.resources_spec import parse_quantity
+from roofline_operator.core.spec_fields import SpecError
 from roofline_profiler.core.errors import UsageError, first_line
 
 PROG = "roofline export"
@@ -91,6 +93,30 @@ def _share(text: str) -> float:
     if value > 1:
         raise argparse.ArgumentTypeError(f"{text} must lie in (0, 1]")
     return value
+
+
+def _quantity(text: str) -> str:
+    """A positive Kubernetes quantity (``8``, ``500m``, ``64Gi``)."""
+    try:
+        value = parse_quantity(text, "quantity")
+    except SpecError:
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is not a quantity such as 8, 500m or 64Gi"
+        ) from None
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"{text} must be positive")
+    return text
+
+
+def _accelerator(text: str) -> str:
+    """An extended resource name: cpu and memory have flags of their own."""
+    if text in ("cpu", "memory") or "/" not in text:
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is not an accelerator's extended resource such as nvidia.com/gpu (a "
+            "CPU-device profile needs none; --cpu-per-replica and --memory-per-replica size "
+            "cpu and memory)"
+        )
+    return text
 
 
 def _selector(text: str) -> dict[str, str]:
@@ -234,8 +260,25 @@ def build_parser() -> _Parser:
     )
     p.add_argument(
         "--resource",
+        type=_accelerator,
         default=options.DEFAULT_RESOURCE,
-        help=f"kueue: the quota's resource (default {options.DEFAULT_RESOURCE})",
+        help=f"kueue: the accelerator's resource, also its taint's key (default "
+        f"{options.DEFAULT_RESOURCE}; none on a CPU-device profile)",
+    )
+    p.add_argument(
+        "--cpu-per-replica",
+        type=_quantity,
+        default=options.DEFAULT_CPU_PER_REPLICA,
+        metavar="QUANTITY",
+        help=f"kueue: one serving pod's CPU request (default {options.DEFAULT_CPU_PER_REPLICA})",
+    )
+    p.add_argument(
+        "--memory-per-replica",
+        type=_quantity,
+        default=options.DEFAULT_MEMORY_PER_REPLICA,
+        metavar="QUANTITY",
+        help=f"kueue: one serving pod's memory request (default "
+        f"{options.DEFAULT_MEMORY_PER_REPLICA})",
     )
     p.add_argument(
         "--cohort",
@@ -332,8 +375,9 @@ def export_options(args: argparse.Namespace) -> options.ExportOptions:
         min_replicas=args.min_replicas, max_replicas=args.max_replicas,
         pool_selector=args.pool_selector, target_port=args.target_port, epp_port=args.epp_port,
         tokens_per_second=args.tokens_per_second, utilization=args.utilization,
-        resource=args.resource, cohort=args.cohort, wva_namespace=args.wva_namespace,
-        model_id=args.model_id,
+        resource=args.resource, cpu_per_replica=args.cpu_per_replica,
+        memory_per_replica=args.memory_per_replica, cohort=args.cohort,
+        wva_namespace=args.wva_namespace, model_id=args.model_id,
     )  # fmt: skip
 
 

@@ -130,6 +130,21 @@ def _broken_status(change: Any) -> dict[str, Any]:
             id="utilization",
         ),
         pytest.param(
+            ["--target", "kueue", "--tokens-per-second", "1", "--resource", "cpu"],
+            "not an accelerator's extended resource",
+            id="kueue-cpu-resource",
+        ),
+        pytest.param(
+            ["--target", "kueue", "--tokens-per-second", "1", "--memory-per-replica", "lots"],
+            "not a quantity",
+            id="kueue-memory",
+        ),
+        pytest.param(
+            ["--target", "kueue", "--tokens-per-second", "1", "--cpu-per-replica", "0"],
+            "must be positive",
+            id="kueue-cpu",
+        ),
+        pytest.param(
             ["--target", "keda", "--min-replicas", "5", "--max-replicas", "2"],
             "exceeds",
             id="replicas",
