@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import sys
 from collections.abc import Callable, Sequence
 from dataclasses import replace
@@ -46,6 +47,12 @@ TARGETS: dict[str, Builder] = {
     "kueue": kueue.build,
     "itl-configmap": itl_configmap.build,
 }
+#: The kinds KEDA's ``authenticationRef`` names, and the Prometheus scaler's ``authModes``
+#: (KEDA ``apis/keda/v1alpha1/scaletriggers_types.go``,
+#: ``pkg/scalers/authentication/authentication_types.go``).
+AUTHENTICATION_KINDS = ("TriggerAuthentication", "ClusterTriggerAuthentication")
+AUTH_MODES = ("apiKey", "basic", "tls", "bearer", "custom", "oauth")
+_OBJECT_NAME = re.compile(r"[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?")
 #: The largest file read with --from.
 MAX_SOURCE_BYTES = 64 * 1024 * 1024
 
@@ -117,6 +124,26 @@ def _accelerator(text: str) -> str:
             "cpu and memory)"
         )
     return text
+
+
+def _authentication_ref(text: str) -> tuple[str, str]:
+    kind, sep, name = text.rpartition("/")
+    kind = kind if sep else "TriggerAuthentication"
+    if kind not in AUTHENTICATION_KINDS:
+        raise argparse.ArgumentTypeError(
+            f"{kind!r} is not one of {', '.join(AUTHENTICATION_KINDS)}"
+        )
+    if not _OBJECT_NAME.fullmatch(name):
+        raise argparse.ArgumentTypeError(f"{name!r} is not an object name")
+    return kind, name
+
+
+def _auth_modes(text: str) -> str:
+    modes = [m.strip() for m in text.split(",")]
+    for mode in modes:
+        if mode not in AUTH_MODES:
+            raise argparse.ArgumentTypeError(f"{mode!r} is not one of {', '.join(AUTH_MODES)}")
+    return ",".join(modes)
 
 
 def _selector(text: str) -> dict[str, str]:
@@ -203,6 +230,20 @@ def build_parser() -> _Parser:
         default=options.DEFAULT_PROMETHEUS,
         metavar="URL",
         help=f"keda: Prometheus address (default {options.DEFAULT_PROMETHEUS})",
+    )
+    p.add_argument(
+        "--authentication-ref",
+        type=_authentication_ref,
+        metavar="[KIND/]NAME",
+        help="keda: the TriggerAuthentication (or ClusterTriggerAuthentication/NAME) holding "
+        "the Prometheus credentials",
+    )
+    p.add_argument(
+        "--auth-modes",
+        type=_auth_modes,
+        metavar="MODE[,MODE]",
+        help=f"keda: the Prometheus scaler's authModes ({', '.join(AUTH_MODES)}); needs "
+        "--authentication-ref",
     )
     p.add_argument(
         "--min-replicas",
@@ -365,6 +406,8 @@ def _selected(
 def export_options(args: argparse.Namespace) -> options.ExportOptions:
     if args.target == "keda" and args.engine not in options.METRIC_ENGINES:
         raise UsageError(f"--target keda reads vLLM's or SGLang's metrics, not {args.engine}'s")
+    if args.auth_modes is not None and args.authentication_ref is None:
+        raise UsageError("--auth-modes needs --authentication-ref: the credentials it presents")
     if args.min_replicas > args.max_replicas:
         raise UsageError(
             f"--min-replicas {args.min_replicas} exceeds --max-replicas {args.max_replicas}"
@@ -372,6 +415,7 @@ def export_options(args: argparse.Namespace) -> options.ExportOptions:
     return options.ExportOptions(
         namespace=args.namespace, engine=args.engine, form=args.form, deployment=args.deployment,
         container_index=args.container_index, prometheus=args.prometheus,
+        authentication_ref=args.authentication_ref, auth_modes=args.auth_modes,
         min_replicas=args.min_replicas, max_replicas=args.max_replicas,
         pool_selector=args.pool_selector, target_port=args.target_port, epp_port=args.epp_port,
         tokens_per_second=args.tokens_per_second, utilization=args.utilization,

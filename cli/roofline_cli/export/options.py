@@ -39,6 +39,12 @@ class ExportOptions:
     deployment: str | None = None
     container_index: int = 0
     prometheus: str = DEFAULT_PROMETHEUS
+    #: KEDA's ``authenticationRef`` for a Prometheus that needs credentials: the kind
+    #: (``TriggerAuthentication`` or ``ClusterTriggerAuthentication``) and the name.
+    authentication_ref: tuple[str, str] | None = None
+    #: The Prometheus scaler's ``authModes`` (``bearer``, ``basic``, ``tls``…), when the
+    #: TriggerAuthentication does not carry them.
+    auth_modes: str | None = None
     min_replicas: int = 1
     max_replicas: int = 10
     #: The serving pods' labels (InferencePool selector); default ``app: <model>``.

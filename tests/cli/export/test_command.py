@@ -81,7 +81,8 @@ def test_a_class_can_be_chosen(
     )  # fmt: skip
     assert code == 0
     (scaled,) = yaml.safe_load_all(out)
-    assert scaled["spec"]["triggers"][0]["metadata"]["threshold"] == "104"
+    # The H100 class's SLO batch, 104, below the HPA's 10% tolerance: ⌊104 ÷ 1.1⌋.
+    assert scaled["spec"]["triggers"][0]["metadata"]["threshold"] == "94"
 
 
 def test_the_output_goes_to_a_file(
@@ -148,6 +149,21 @@ def _broken_status(change: Any) -> dict[str, Any]:
             ["--target", "keda", "--min-replicas", "5", "--max-replicas", "2"],
             "exceeds",
             id="replicas",
+        ),
+        pytest.param(
+            ["--target", "keda", "--authentication-ref", "Secret/prom"],
+            "'Secret' is not one of",
+            id="keda-auth-kind",
+        ),
+        pytest.param(
+            ["--target", "keda", "--auth-modes", "bearer"],
+            "needs --authentication-ref",
+            id="keda-modes-alone",
+        ),
+        pytest.param(
+            ["--target", "keda", "--authentication-ref", "p", "--auth-modes", "token"],
+            "'token' is not one of",
+            id="keda-auth-mode",
         ),
         pytest.param(["--target", "gateway", "--target-port", "70000"], "not a port", id="port"),
         pytest.param(["--target", "gateway", "--pool-selector", "app"], "KEY=VALUE", id="selector"),
