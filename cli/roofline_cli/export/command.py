@@ -281,6 +281,18 @@ def build_parser() -> _Parser:
         help=f"gateway: the endpoint picker's port (default {options.DEFAULT_EPP_PORT})",
     )
     p.add_argument(
+        "--failure-mode",
+        default="FailOpen",
+        choices=gateway.FAILURE_MODES,
+        help="gateway: the InferencePool's failureMode (default FailOpen, the chart's)",
+    )
+    p.add_argument(
+        "--flow-control",
+        action="store_true",
+        help="gateway: turn on the endpoint picker's flowControl feature gate (queue requests "
+        "while the pool is saturated; off, it rejects only negative-priority requests)",
+    )
+    p.add_argument(
         "--wva-namespace",
         default=options.DEFAULT_WVA_NAMESPACE,
         metavar="NS",
@@ -406,6 +418,12 @@ def _selected(
 def export_options(args: argparse.Namespace) -> options.ExportOptions:
     if args.target == "keda" and args.engine not in options.METRIC_ENGINES:
         raise UsageError(f"--target keda reads vLLM's or SGLang's metrics, not {args.engine}'s")
+    if args.target == "gateway" and args.engine not in gateway.MODEL_SERVER_TYPES:
+        engines = ", ".join(gateway.MODEL_SERVER_TYPES)
+        raise UsageError(
+            f"--target gateway: the endpoint picker's chart reads {engines} metrics, "
+            f"not {args.engine}'s"
+        )
     if args.auth_modes is not None and args.authentication_ref is None:
         raise UsageError("--auth-modes needs --authentication-ref: the credentials it presents")
     if args.min_replicas > args.max_replicas:
@@ -418,6 +436,7 @@ def export_options(args: argparse.Namespace) -> options.ExportOptions:
         authentication_ref=args.authentication_ref, auth_modes=args.auth_modes,
         min_replicas=args.min_replicas, max_replicas=args.max_replicas,
         pool_selector=args.pool_selector, target_port=args.target_port, epp_port=args.epp_port,
+        failure_mode=args.failure_mode, flow_control=args.flow_control,
         tokens_per_second=args.tokens_per_second, utilization=args.utilization,
         resource=args.resource, cpu_per_replica=args.cpu_per_replica,
         memory_per_replica=args.memory_per_replica, cohort=args.cohort,

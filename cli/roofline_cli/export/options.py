@@ -51,6 +51,10 @@ class ExportOptions:
     pool_selector: Mapping[str, str] = field(default_factory=dict)
     target_port: int = DEFAULT_TARGET_PORT
     epp_port: int = DEFAULT_EPP_PORT
+    #: The InferencePool's ``failureMode`` (gateway): the chart's default, written explicitly.
+    failure_mode: str = "FailOpen"
+    #: The endpoint picker's ``flowControl`` feature gate (gateway).
+    flow_control: bool = False
     #: Decode tokens/s the queue must sustain (kueue).
     tokens_per_second: float | None = None
     utilization: float = DEFAULT_UTILIZATION
