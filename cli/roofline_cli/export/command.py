@@ -250,14 +250,14 @@ def build_parser() -> _Parser:
         type=_count,
         default=1,
         metavar="N",
-        help="keda: minReplicaCount (default 1)",
+        help="keda: minReplicaCount, wva: the HPA's minReplicas (default 1)",
     )
     p.add_argument(
         "--max-replicas",
         type=_positive_int,
         default=10,
         metavar="N",
-        help="keda: maxReplicaCount (default 10)",
+        help="keda: maxReplicaCount, wva: the HPA's maxReplicas (default 10)",
     )
     p.add_argument(
         "--pool-selector",
@@ -291,12 +291,6 @@ def build_parser() -> _Parser:
         action="store_true",
         help="gateway: turn on the endpoint picker's flowControl feature gate (queue requests "
         "while the pool is saturated; off, it rejects only negative-priority requests)",
-    )
-    p.add_argument(
-        "--wva-namespace",
-        default=options.DEFAULT_WVA_NAMESPACE,
-        metavar="NS",
-        help=f"wva: the autoscaler's namespace (default {options.DEFAULT_WVA_NAMESPACE})",
     )
     p.add_argument(
         "--tokens-per-second",
@@ -440,7 +434,7 @@ def export_options(args: argparse.Namespace) -> options.ExportOptions:
         tokens_per_second=args.tokens_per_second, utilization=args.utilization,
         resource=args.resource, cpu_per_replica=args.cpu_per_replica,
         memory_per_replica=args.memory_per_replica, cohort=args.cohort,
-        wva_namespace=args.wva_namespace, model_id=args.model_id,
+        model_id=args.model_id,
     )  # fmt: skip
 
 

@@ -24,7 +24,6 @@ DEFAULT_RESOURCE = "nvidia.com/gpu"
 DEFAULT_CPU_PER_REPLICA = "8"
 DEFAULT_MEMORY_PER_REPLICA = "64Gi"
 DEFAULT_COHORT = "roofline"
-DEFAULT_WVA_NAMESPACE = "workload-variant-autoscaler-system"
 #: The ConfigMap llm-d's autoscaler v0.5.1 reads (``internal/config/helpers.go``).
 WVA_CONFIGMAP = "wva-saturation-scaling-config"
 
@@ -64,7 +63,6 @@ class ExportOptions:
     cpu_per_replica: str = DEFAULT_CPU_PER_REPLICA
     memory_per_replica: str = DEFAULT_MEMORY_PER_REPLICA
     cohort: str = DEFAULT_COHORT
-    wva_namespace: str = DEFAULT_WVA_NAMESPACE
     #: The model's served name where it differs from its plan's name (llm-d's ``model_id``).
     model_id: str | None = None
 

@@ -96,7 +96,8 @@ def test_the_output_goes_to_a_file(
         capsys, "--target", "wva", "--from", str(sources["status"]), "--output", str(target)
     )
     assert (code, out) == (0, "")
-    assert yaml.safe_load(target.read_text())["kind"] == "ConfigMap"
+    kinds = [d["kind"] for d in yaml.safe_load_all(target.read_text())]
+    assert kinds == ["ConfigMap", "VariantAutoscaling", "HorizontalPodAutoscaler"]
 
 
 def test_a_status_reads_from_stdin_and_as_yaml(

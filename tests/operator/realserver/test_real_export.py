@@ -35,7 +35,7 @@ from tests.operator.harness.upstream import (
 
 from roofline_cli.export.command import TARGETS
 
-EXTRA = {"kueue": ["--tokens-per-second", "40000"], "wva": ["--wva-namespace", "default"]}
+EXTRA = {"kueue": ["--tokens-per-second", "40000"]}
 
 
 @pytest.fixture(scope="module")
@@ -92,6 +92,9 @@ def dry_run(kubectl: Kubectl, path: Path) -> subprocess.CompletedProcess[str]:
     return kubectl("apply", "--dry-run=server", "--validate=strict", "-f", str(path), check=False)
 
 
+#: Kinds whose CRD is not fetched: llm-d's autoscaler's module is not served by the module proxy
+#: (tests/cli/export/test_wva.py checks the VariantAutoscaling against its pinned sources).
+WITHOUT_CRD = {"VariantAutoscaling"}
 #: Targets whose output is Kubernetes objects (gateway writes a Helm chart's values).
 OBJECT_TARGETS = [t for t in TARGETS if t not in ("engine-args", "gateway")] + ["engine-args"]
 
@@ -110,6 +113,10 @@ def test_every_exported_object_passes_a_server_side_dry_run(
         tmp_path, "--target", target, "--from", str(sources[source]), *EXTRA.get(target, [])
     )
     documents = [d for d in yaml.safe_load_all(path.read_text()) if d]
+    unchecked = [d for d in documents if d["kind"] in WITHOUT_CRD]
+    if unchecked:
+        documents = [d for d in documents if d["kind"] not in WITHOUT_CRD]
+        path.write_text(yaml.safe_dump_all(documents))
     done = dry_run(kubectl, path)
     assert done.returncode == 0, done.stdout + done.stderr
     for document in documents:
