@@ -5,7 +5,8 @@
 #   Kueue v0.17.0                               the ResourceFlavor, ClusterQueue, Cohort and LocalQueue CRDs
 #   Gateway API Inference Extension v1.6.2      the InferencePool CRD
 #   Gateway API Inference Extension v1.5.0      the endpoint picker's configuration types (the last
-#                                               release whose module holds the endpoint picker)
+#                                               release whose module holds the endpoint picker) and
+#                                               the templates and values of its inferencepool chart
 # into ${ROOFLINE_UPSTREAM_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/roofline-operator/upstream-schemas}
 # in a directory named after the versions; a complete directory is reused as it is.
 #
@@ -31,6 +32,10 @@ FILES=(
     "$GAIE config/crd/bases/inference.networking.k8s.io_inferencepools.yaml inference.networking.k8s.io_inferencepools.yaml"
     "$EPP apix/config/v1alpha1/endpointpickerconfig_types.go epp-endpointpickerconfig_types.go"
     "$EPP pkg/epp/framework/plugins/flowcontrol/saturationdetector/utilization/config.go epp-utilization-config.go"
+    "$EPP config/charts/inferencepool/values.yaml chart-inferencepool-values.yaml"
+    "$EPP config/charts/inferencepool/templates/inferencepool.yaml chart-inferencepool-pool.yaml"
+    "$EPP config/charts/epplib/templates/_config.yaml chart-epplib-config.yaml"
+    "$EPP config/charts/epplib/templates/_deployment.yaml chart-epplib-deployment.yaml"
 )
 
 cache_root="${ROOFLINE_UPSTREAM_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/roofline-operator/upstream-schemas}"

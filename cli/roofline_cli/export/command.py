@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import sys
 from collections.abc import Callable, Sequence
 from dataclasses import replace
@@ -31,6 +32,8 @@ from roofline_cli.export.commented import render
 from roofline_cli.export.from_result import source_of_result
 from roofline_cli.export.from_status import SourceError, source_of_profile
 from roofline_cli.export.plans import ExportSource
+from roofline_operator.core.resources_spec import parse_quantity
+from roofline_operator.core.spec_fields import SpecError
 from roofline_profiler.core.errors import UsageError, first_line
 
 PROG = "roofline export"
@@ -44,6 +47,12 @@ TARGETS: dict[str, Builder] = {
     "kueue": kueue.build,
     "itl-configmap": itl_configmap.build,
 }
+#: The kinds KEDA's ``authenticationRef`` names, and the Prometheus scaler's ``authModes``
+#: (KEDA ``apis/keda/v1alpha1/scaletriggers_types.go``,
+#: ``pkg/scalers/authentication/authentication_types.go``).
+AUTHENTICATION_KINDS = ("TriggerAuthentication", "ClusterTriggerAuthentication")
+AUTH_MODES = ("apiKey", "basic", "tls", "bearer", "custom", "oauth")
+_OBJECT_NAME = re.compile(r"[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?")
 #: The largest file read with --from.
 MAX_SOURCE_BYTES = 64 * 1024 * 1024
 
@@ -91,6 +100,50 @@ def _share(text: str) -> float:
     if value > 1:
         raise argparse.ArgumentTypeError(f"{text} must lie in (0, 1]")
     return value
+
+
+def _quantity(text: str) -> str:
+    """A positive Kubernetes quantity (``8``, ``500m``, ``64Gi``)."""
+    try:
+        value = parse_quantity(text, "quantity")
+    except SpecError:
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is not a quantity such as 8, 500m or 64Gi"
+        ) from None
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"{text} must be positive")
+    return text
+
+
+def _accelerator(text: str) -> str:
+    """An extended resource name: cpu and memory have flags of their own."""
+    if text in ("cpu", "memory") or "/" not in text:
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is not an accelerator's extended resource such as nvidia.com/gpu (a "
+            "CPU-device profile needs none; --cpu-per-replica and --memory-per-replica size "
+            "cpu and memory)"
+        )
+    return text
+
+
+def _authentication_ref(text: str) -> tuple[str, str]:
+    kind, sep, name = text.rpartition("/")
+    kind = kind if sep else "TriggerAuthentication"
+    if kind not in AUTHENTICATION_KINDS:
+        raise argparse.ArgumentTypeError(
+            f"{kind!r} is not one of {', '.join(AUTHENTICATION_KINDS)}"
+        )
+    if not _OBJECT_NAME.fullmatch(name):
+        raise argparse.ArgumentTypeError(f"{name!r} is not an object name")
+    return kind, name
+
+
+def _auth_modes(text: str) -> str:
+    modes = [m.strip() for m in text.split(",")]
+    for mode in modes:
+        if mode not in AUTH_MODES:
+            raise argparse.ArgumentTypeError(f"{mode!r} is not one of {', '.join(AUTH_MODES)}")
+    return ",".join(modes)
 
 
 def _selector(text: str) -> dict[str, str]:
@@ -179,18 +232,32 @@ def build_parser() -> _Parser:
         help=f"keda: Prometheus address (default {options.DEFAULT_PROMETHEUS})",
     )
     p.add_argument(
+        "--authentication-ref",
+        type=_authentication_ref,
+        metavar="[KIND/]NAME",
+        help="keda: the TriggerAuthentication (or ClusterTriggerAuthentication/NAME) holding "
+        "the Prometheus credentials",
+    )
+    p.add_argument(
+        "--auth-modes",
+        type=_auth_modes,
+        metavar="MODE[,MODE]",
+        help=f"keda: the Prometheus scaler's authModes ({', '.join(AUTH_MODES)}); needs "
+        "--authentication-ref",
+    )
+    p.add_argument(
         "--min-replicas",
         type=_count,
         default=1,
         metavar="N",
-        help="keda: minReplicaCount (default 1)",
+        help="keda: minReplicaCount, wva: the HPA's minReplicas (default 1)",
     )
     p.add_argument(
         "--max-replicas",
         type=_positive_int,
         default=10,
         metavar="N",
-        help="keda: maxReplicaCount (default 10)",
+        help="keda: maxReplicaCount, wva: the HPA's maxReplicas (default 10)",
     )
     p.add_argument(
         "--pool-selector",
@@ -214,10 +281,16 @@ def build_parser() -> _Parser:
         help=f"gateway: the endpoint picker's port (default {options.DEFAULT_EPP_PORT})",
     )
     p.add_argument(
-        "--wva-namespace",
-        default=options.DEFAULT_WVA_NAMESPACE,
-        metavar="NS",
-        help=f"wva: the autoscaler's namespace (default {options.DEFAULT_WVA_NAMESPACE})",
+        "--failure-mode",
+        default="FailOpen",
+        choices=gateway.FAILURE_MODES,
+        help="gateway: the InferencePool's failureMode (default FailOpen, the chart's)",
+    )
+    p.add_argument(
+        "--flow-control",
+        action="store_true",
+        help="gateway: turn on the endpoint picker's flowControl feature gate (queue requests "
+        "while the pool is saturated; off, it rejects only negative-priority requests)",
     )
     p.add_argument(
         "--tokens-per-second",
@@ -234,8 +307,25 @@ def build_parser() -> _Parser:
     )
     p.add_argument(
         "--resource",
+        type=_accelerator,
         default=options.DEFAULT_RESOURCE,
-        help=f"kueue: the quota's resource (default {options.DEFAULT_RESOURCE})",
+        help=f"kueue: the accelerator's resource, also its taint's key (default "
+        f"{options.DEFAULT_RESOURCE}; none on a CPU-device profile)",
+    )
+    p.add_argument(
+        "--cpu-per-replica",
+        type=_quantity,
+        default=options.DEFAULT_CPU_PER_REPLICA,
+        metavar="QUANTITY",
+        help=f"kueue: one serving pod's CPU request (default {options.DEFAULT_CPU_PER_REPLICA})",
+    )
+    p.add_argument(
+        "--memory-per-replica",
+        type=_quantity,
+        default=options.DEFAULT_MEMORY_PER_REPLICA,
+        metavar="QUANTITY",
+        help=f"kueue: one serving pod's memory request (default "
+        f"{options.DEFAULT_MEMORY_PER_REPLICA})",
     )
     p.add_argument(
         "--cohort",
@@ -322,6 +412,14 @@ def _selected(
 def export_options(args: argparse.Namespace) -> options.ExportOptions:
     if args.target == "keda" and args.engine not in options.METRIC_ENGINES:
         raise UsageError(f"--target keda reads vLLM's or SGLang's metrics, not {args.engine}'s")
+    if args.target == "gateway" and args.engine not in gateway.MODEL_SERVER_TYPES:
+        engines = ", ".join(gateway.MODEL_SERVER_TYPES)
+        raise UsageError(
+            f"--target gateway: the endpoint picker's chart reads {engines} metrics, "
+            f"not {args.engine}'s"
+        )
+    if args.auth_modes is not None and args.authentication_ref is None:
+        raise UsageError("--auth-modes needs --authentication-ref: the credentials it presents")
     if args.min_replicas > args.max_replicas:
         raise UsageError(
             f"--min-replicas {args.min_replicas} exceeds --max-replicas {args.max_replicas}"
@@ -329,10 +427,13 @@ def export_options(args: argparse.Namespace) -> options.ExportOptions:
     return options.ExportOptions(
         namespace=args.namespace, engine=args.engine, form=args.form, deployment=args.deployment,
         container_index=args.container_index, prometheus=args.prometheus,
+        authentication_ref=args.authentication_ref, auth_modes=args.auth_modes,
         min_replicas=args.min_replicas, max_replicas=args.max_replicas,
         pool_selector=args.pool_selector, target_port=args.target_port, epp_port=args.epp_port,
+        failure_mode=args.failure_mode, flow_control=args.flow_control,
         tokens_per_second=args.tokens_per_second, utilization=args.utilization,
-        resource=args.resource, cohort=args.cohort, wva_namespace=args.wva_namespace,
+        resource=args.resource, cpu_per_replica=args.cpu_per_replica,
+        memory_per_replica=args.memory_per_replica, cohort=args.cohort,
         model_id=args.model_id,
     )  # fmt: skip
 

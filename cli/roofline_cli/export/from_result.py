@@ -2,9 +2,9 @@
 
 A result is one machine: its devices of one name are one GPU class, and the machine is one
 measured class of nodes, labelled (once the operator profiles it) with its worst device's
-recommended min batch, as the operator labels a node. A model planned at several contexts is
-exported at the first, as the operator publishes it; ``roofline plan --context`` re-plans a
-saved result at another. Pure module.
+product as its class (``roofline.dev/class``), as the operator labels a node. A model planned
+at several contexts is exported at the first, as the operator publishes it; ``roofline plan
+--context`` re-plans a saved result at another. Pure module.
 """
 
 from __future__ import annotations
@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from roofline_cli.export.plans import ClassPlan, ExportSource, Itl, NodeClass
+from roofline_operator.decide.labels import label_safe
 from roofline_profiler.core.itl_model import stated_error
 from roofline_profiler.core.planning import ModelPlan
 from roofline_profiler.core.units import round_significant
@@ -106,11 +107,15 @@ def source_of_result(result: ProfileResult, where: str) -> ExportSource:
         rate = class_plan.tokens_per_second_at_max_batch
         if rate is not None:
             rates[class_plan.model] = min(rate, rates.get(class_plan.model, rate))
+    # The operator labels a node with the device a node-wide label must describe: the one that
+    # needs the largest batch (``NodeResult.worst_gpu``).
+    worst = min(result.devices, key=lambda d: (-d.recommended_min_batch, d.index))
     node = NodeClass(
-        min_batch_label=max(d.recommended_min_batch for d in result.devices),
-        products=tuple(dict.fromkeys(d.name for d in result.devices)),
+        label=label_safe(worst.name),
+        product=worst.name,
         nodes=(where,),
         gpus=len(result.devices),
         tokens_per_second=rates,
+        accelerated=worst.backend != "cpu",
     )
     return ExportSource(description=where, plans=plans, node_classes=(node,))

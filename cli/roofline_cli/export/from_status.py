@@ -4,8 +4,8 @@ The status is read like anything that crosses a boundary: once, here, into bound
 every defect one :class:`SourceError` that names the field. Each model's plan per GPU product
 class comes from ``status.models[].classes`` (the operator's worst-of-class numbers and its
 slowest node's ITL model); the measured classes of nodes (for Kueue flavors) from the listed
-``status.nodes[]``, grouped by the recommended min batch their ``roofline.dev/min-batch`` label
-carries. Pure module.
+``status.nodes[]``, grouped by the product each node measured, the class its
+``roofline.dev/class`` label carries. Pure module.
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from roofline_cli.export.plans import ClassPlan, ExportSource, Itl, NodeClass
+from roofline_operator.decide.labels import label_safe
 from roofline_profiler.core import limits, plausibility
 
 #: A node's name: a DNS subdomain.
@@ -137,29 +138,32 @@ def _model_plans(status: Mapping[str, Any]) -> list[ClassPlan]:
     return plans
 
 
-def _node_classes(status: Mapping[str, Any], plans: Sequence[ClassPlan]) -> list[NodeClass]:
-    """The listed nodes grouped by the min batch their label carries."""
-    groups: dict[int, list[tuple[str, str, int, Mapping[str, Any]]]] = {}
+def _node_classes(
+    status: Mapping[str, Any], plans: Sequence[ClassPlan], accelerated: bool
+) -> list[NodeClass]:
+    """The listed nodes grouped by the class the operator labels them with: the label-safe name
+    of the product each node's own pod measured (``roofline.dev/class``). A node that names no
+    product has no class label to select it by and is left out."""
+    groups: dict[str, list[tuple[str, str, int, Mapping[str, Any]]]] = {}
     for i, raw in enumerate(_list(status.get("nodes"), "status.nodes", MAX_NODES)):
         entry = _mapping(raw, f"status.nodes[{i}]")
-        label = _whole(entry, "recommendedMinBatch", "min batch", f"status.nodes[{i}]")
         name, product = entry.get("name"), entry.get("product")
-        if label is None or not isinstance(name, str) or not NODE_NAME.match(name):
+        if not isinstance(name, str) or not NODE_NAME.match(name):
             continue
         if not isinstance(product, str) or not plausibility.DEVICE_NAME.match(product):
-            product = "unknown"
+            continue
         gpus = _whole(entry, "gpus", "gpus", f"status.nodes[{name}]") or 1
-        groups.setdefault(label, []).append((name, product, gpus, entry))
+        groups.setdefault(label_safe(product), []).append((name, product, gpus, entry))
     classes = []
     for label in sorted(groups):
         members = groups[label]
-        products = tuple(dict.fromkeys(p for _, p, _, _ in members))
+        product = members[0][1]
         rates: dict[str, float] = {}
         for plan in plans:
             node_rates = [_node_rate(e, plan.model, n) for n, _, _, e in members]
             known = [r for r in node_rates if r is not None]
             fallback = plan.tokens_per_second_at_max_batch
-            if len(known) < len(node_rates) and plan.gpu_class in products and fallback:
+            if len(known) < len(node_rates) and plan.gpu_class == product and fallback:
                 known.append(fallback)
             if known:
                 rates[plan.model] = min(
@@ -167,11 +171,12 @@ def _node_classes(status: Mapping[str, Any], plans: Sequence[ClassPlan]) -> list
                 )
         classes.append(
             NodeClass(
-                min_batch_label=label,
-                products=products,
+                label=label,
+                product=product,
                 nodes=tuple(n for n, _, _, _ in members),
                 gpus=sum(g for _, _, g, _ in members),
                 tokens_per_second=rates,
+                accelerated=accelerated,
             )
         )
     return classes
@@ -191,6 +196,7 @@ def source_of_profile(document: Any, where: str) -> ExportSource:
         raise SourceError("not a RooflineProfile or a status object")
     profile: str | None = None
     slo: str | None = None
+    accelerated = True
     if document.get("kind") == "RooflineProfile":
         metadata = document.get("metadata")
         name = metadata.get("name") if isinstance(metadata, Mapping) else None
@@ -199,6 +205,7 @@ def source_of_profile(document: Any, where: str) -> ExportSource:
         slo_spec = spec.get("slo") if isinstance(spec, Mapping) else None
         latency = slo_spec.get("interTokenLatency") if isinstance(slo_spec, Mapping) else None
         slo = latency if isinstance(latency, str) and len(latency) <= 32 else None
+        accelerated = not (isinstance(spec, Mapping) and spec.get("device") == "cpu")
         raw_status = document.get("status")
         status = {} if raw_status is None else _mapping(raw_status, "status")
     elif any(key in document for key in ("models", "nodes", "summary")):
@@ -215,7 +222,7 @@ def source_of_profile(document: Any, where: str) -> ExportSource:
     return ExportSource(
         description=described,
         plans=tuple(plans),
-        node_classes=tuple(_node_classes(status, plans)),
+        node_classes=tuple(_node_classes(status, plans, accelerated)),
         profile=profile,
         itl_slo=slo,
     )

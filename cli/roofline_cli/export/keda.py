@@ -3,17 +3,26 @@ Prometheus triggers hold each replica of a vLLM or SGLang Deployment at the plan
 
 Two triggers, each ``metricType: AverageValue`` (the HPA divides the query by the replicas):
 
-* the requests in the engines, running plus waiting, against the plan's ``maxBatch`` per
-  replica: ``⌈requests / maxBatch⌉`` replicas run every request within the memory and the ITL
-  SLO (running requests alone cannot exceed the engine's cap, ``--max-num-seqs``, so they could
-  never ask for more replicas);
+* the requests in the engines, running plus waiting, against a target below the plan's
+  ``maxBatch`` per replica: the HPA changes the replicas only when requests per replica pass
+  the target by more than its tolerance (10%), so the target is ``⌊maxBatch ÷ 1.1⌋``
+  (``thresholds.scale_up_target``) and a replica is added no later than when each holds its
+  SLO batch, before requests wait behind the engine's cap (``--max-num-seqs`` = ``maxBatch``);
+  a target of ``maxBatch`` itself would add one only once a tenth of a batch per replica
+  already waits. Running requests alone cannot exceed that cap, so they could never ask for
+  more replicas;
 * the waiting queue against the queue depth a replica may hold (``thresholds.queue_depth``),
   whose ``activationThreshold`` of 0 wakes a Deployment scaled to zero as soon as a request
   waits (with ``--min-replicas 0`` and a queue in front of the engines, e.g. the gateway's).
 
 The Prometheus scaler's metadata keys are KEDA v2.21.1's (``pkg/scalers/prometheus_scaler.go``:
-``serverAddress``, ``query``, ``threshold``, ``activationThreshold``); every metadata value is a
-string, as the CRD requires. The engines' series are those of docs/sizing.md: vLLM's
+``serverAddress``, ``query``, ``threshold``, ``activationThreshold``; v2.20.2 lines 49-53); every
+metadata value is a string, as the CRD requires. A Prometheus that needs credentials is reached
+through ``triggers[].authenticationRef`` (``--authentication-ref``: a TriggerAuthentication, or a
+ClusterTriggerAuthentication, ``apis/keda/v1alpha1/scaletriggers_types.go:38-50`` of v2.20.2)
+and the scaler's ``authModes`` (``--auth-modes``; read from the trigger's metadata or the
+TriggerAuthentication's parameters, ``pkg/scalers/authentication/authentication_types.go:76``).
+The engines' series are those of docs/sizing.md: vLLM's
 ``vllm:num_requests_running``/``vllm:num_requests_waiting`` and SGLang's
 ``sglang:num_running_reqs``/``sglang:num_queue_reqs``, labelled with the served ``model_name``.
 Pure module.
@@ -42,10 +51,28 @@ def _queries(engine: str, model: str, namespace: str) -> tuple[str, str]:
     return demand, f"sum({waiting}{selector})"
 
 
+def _authenticate(trigger: dict[str, Any], options: ExportOptions) -> None:
+    """The credentials of a Prometheus that needs them, on one trigger."""
+    if options.auth_modes is not None:
+        trigger["metadata"]["authModes"] = Note(
+            options.auth_modes,
+            "triggers[].metadata.authModes (--auth-modes): how the scaler presents the "
+            "credentials of the authenticationRef",
+        )
+    if options.authentication_ref is not None:
+        kind, name = options.authentication_ref
+        trigger["authenticationRef"] = Note(
+            {"name": name, "kind": kind},
+            f"triggers[].authenticationRef (--authentication-ref): the {kind} holding the "
+            "Prometheus credentials (bearerToken, username/password or ca/cert/key); its "
+            "parameters may also carry authModes",
+        )
+
+
 def _scaled_object(model: str, options: ExportOptions, source: ExportSource) -> dict[str, Any]:
     plans = by_model(source.plans)[model]
     plan = safest(plans)
-    batch, batch_how = thresholds.requests_per_replica(plan)
+    batch, batch_how = thresholds.scale_up_target(plan)
     depth, depth_how = thresholds.queue_depth(plan)
     served = options.model_id or model
     demand, waiting = _queries(options.engine, served, options.namespace)
@@ -72,6 +99,7 @@ def _scaled_object(model: str, options: ExportOptions, source: ExportSource) -> 
             ),
         },
     }
+    _authenticate(requests, options)
     queue = {
         "type": "prometheus",
         "name": "waiting-queue",
@@ -89,6 +117,7 @@ def _scaled_object(model: str, options: ExportOptions, source: ExportSource) -> 
             ),
         },
     }
+    _authenticate(queue, options)
     spec = {
         "scaleTargetRef": {"name": options.deployment or object_name(model)},
         "minReplicaCount": Note(

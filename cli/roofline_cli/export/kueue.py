@@ -1,35 +1,69 @@
 """``--target kueue``: Kueue v0.17 (``kueue.x-k8s.io/v1beta2``) objects sized by measured tokens/s.
 
-* one **ResourceFlavor** per measured class of nodes: the nodes whose ``roofline.dev/min-batch``
-  label (the operator's) carries the same recommended min batch, and, from a status, its
-  profile's ``roofline.dev/profile`` label; Kueue adds ``spec.nodeLabels`` to the admitted pods'
-  node selector;
-* one **Cohort**, in which the model queues borrow each other's unused quota;
-* per model, a **ClusterQueue** whose ``nominalQuota`` per flavor is the GPUs that sustain the
-  demand ``T`` (``--tokens-per-second``) on that flavor: ``⌈T / (tokens/s per replica × u)⌉``
-  replicas of ``tensorParallel`` GPUs, ``u`` the planned share of the decode ceiling
-  (``--utilization``, default 0.75: room for prefill, bursts and uneven routing). The flavors are
-  alternatives for the same demand, fastest first, so Kueue fills the class that needs the fewest
-  GPUs before the next. Its ``fairSharing.weight`` is the demand in GPUs of that fastest class
-  (unrounded): fair sharing divides a queue's borrowed GPUs by its weight, so queues borrow in
-  proportion to what their demand needs on the hardware that serves it, not by GPU count alone;
-* per model, a **LocalQueue** in ``--namespace`` pointing at it.
+What Kueue v0.17.0 does with them, from its sources:
+
+* it refuses a workload that requests a resource its ClusterQueue does not cover ("resource cpu
+  unavailable in ClusterQueue", ``pkg/scheduler/flavorassigner/flavorassigner.go:783``), so a
+  queue covers every resource a serving pod requests: ``cpu``, ``memory`` and, on an
+  accelerated class, the accelerator (``--resource``);
+* each flavor's ``nominalQuota`` is capacity of its own, and with the default
+  ``flavorFungibility`` (``whenCanPreempt: TryNextFlavor``,
+  ``apis/kueue/v1beta2/clusterqueue_types.go:411``) a workload that does not fit one flavor goes
+  to the next, so the flavors of one ClusterQueue *add up*. Two classes that are alternatives
+  for one demand (26 H100s *or* 105 L40Ss) are therefore two ClusterQueues, not two flavors of
+  one: each sized for the whole demand on its class, with its own LocalQueue. A serving
+  Deployment targets one class anyway, since each class has its own engine flags
+  (``--max-num-seqs`` is the class's SLO batch: ``--target engine-args --class``);
+* a flavor's ``nodeLabels`` join the admitted pods' node selector and its ``tolerations`` their
+  tolerations (``apis/kueue/v1beta2/resourceflavor_types.go:66,104``). The flavors select nodes
+  by the operator's stable class label ``roofline.dev/class`` (the label-safe product the
+  node's own profiler pod measured), never by a measured number a re-profile may move, and
+  tolerate the accelerator's taint (``--resource``, ``NoSchedule``), as the project's
+  walk-through (manifests/examples/kueue.yaml) does;
+* pods join a LocalQueue by the label ``kueue.x-k8s.io/queue-name``
+  (``pkg/controller/constants/constants.go:23``); on a Deployment, Kueue's webhook copies it to
+  the pod template (``pkg/controller/jobs/deployment/deployment_webhook.go:91``).
+
+Objects:
+
+* one **ResourceFlavor** per measured class of nodes;
+* one **Cohort**, in which queues of the same class lend each other idle quota (a queue can
+  only borrow quota of the flavors it lists, so a model's queues on two classes never add up);
+* per model and class, a **ClusterQueue** whose quota is ``r = ⌈T / (tokens/s per replica ×
+  u)⌉`` replicas (``T`` is ``--tokens-per-second``, ``u`` the planned share of the decode
+  ceiling, ``--utilization``, default 0.75: room for prefill, bursts and uneven routing), each
+  ``tensorParallel`` accelerators and one pod's CPU and memory (``--cpu-per-replica``,
+  ``--memory-per-replica``: the plan does not say what the engine's host side needs), and a
+  **LocalQueue** of the same name in ``--namespace``.
+
+No ``fairSharing.weight``: it acts only when fair sharing is enabled in Kueue's own
+configuration (``fairSharing`` is commented out in
+``config/components/manager/controller_manager_config.yaml:67``), and the quotas alone decide.
 
 Pure module.
 """
 
 from __future__ import annotations
 
+import re
+from decimal import Decimal
 from typing import Any
 
 from roofline_cli.export import thresholds
 from roofline_cli.export.commented import Note
 from roofline_cli.export.options import ExportOptions, by_model, object_name
-from roofline_cli.export.plans import ExportSource, NodeClass
+from roofline_cli.export.plans import ClassPlan, ExportSource, NodeClass
 
 API = "kueue.x-k8s.io/v1beta2"
 PROFILE_LABEL = "roofline.dev/profile"
-MIN_BATCH_LABEL = "roofline.dev/min-batch"
+#: The operator's class label (``roofline_operator.core.names.LABEL_CLASS``).
+CLASS_LABEL = "roofline.dev/class"
+#: The label that hands a pod to a LocalQueue.
+QUEUE_NAME_LABEL = "kueue.x-k8s.io/queue-name"
+#: A Kubernetes quantity split into its number and suffix.
+_QUANTITY = re.compile(
+    r"^(?P<number>[+]?[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?P<suffix>[A-Za-z]*|[eE][0-9]+)$"
+)
 
 
 class NoDemand(ValueError):
@@ -37,20 +71,46 @@ class NoDemand(ValueError):
 
 
 def flavor_name(node_class: NodeClass) -> str:
-    return f"roofline-min-batch-{node_class.min_batch_label}"
+    return object_name(f"roofline-{node_class.label}")
 
 
-def _flavor(node_class: NodeClass, source: ExportSource) -> tuple[str, dict[str, Any]]:
+def queue_name(model: str, node_class: NodeClass) -> str:
+    """The ClusterQueue and LocalQueue of ``model`` on one class."""
+    return object_name(f"{model}-{node_class.label}")
+
+
+def scaled_quantity(quantity: str, factor: int) -> str:
+    """``factor`` times a Kubernetes quantity, in its own suffix (``64Gi`` × 3 = ``192Gi``)."""
+    match = _QUANTITY.match(quantity)
+    if match is None:
+        raise ValueError(f"{quantity!r} is not a quantity")
+    number = Decimal(match["number"]) * factor
+    text = format(number.normalize(), "f") if number else "0"
+    return f"{text}{match['suffix']}"
+
+
+def _flavor(
+    node_class: NodeClass, options: ExportOptions, source: ExportSource
+) -> tuple[str, dict[str, Any]]:
     labels: dict[str, Any] = {}
     if source.profile is not None:
         labels[PROFILE_LABEL] = Note(source.profile, "nodes the profile measured")
-    labels[MIN_BATCH_LABEL] = Note(
-        str(node_class.min_batch_label),
-        f"the recommended min batch the operator measured on {', '.join(node_class.nodes)} "
-        f"({', '.join(node_class.products)}, {node_class.gpus} device(s))",
+    labels[CLASS_LABEL] = Note(
+        node_class.label,
+        f"the class the operator labels {', '.join(node_class.nodes)} with: the product their "
+        f"own profiler pods measured, {node_class.product} ({node_class.gpus} device(s)); a "
+        "re-profile does not move it",
     )
-    spec = {"nodeLabels": Note(labels, "spec.nodeLabels: Kueue adds them to the pods' selector")}
-    header = f"Measured class: nodes with min batch {node_class.min_batch_label}."
+    spec: dict[str, Any] = {
+        "nodeLabels": Note(labels, "spec.nodeLabels: Kueue adds them to the pods' selector")
+    }
+    if node_class.accelerated:
+        spec["tolerations"] = Note(
+            [{"key": options.resource, "operator": "Exists", "effect": "NoSchedule"}],
+            f"spec.tolerations: Kueue adds them to the admitted pods, so they tolerate the "
+            f"{options.resource} taint of the accelerator nodes",
+        )
+    header = f"Measured class {node_class.product}: the nodes labelled {CLASS_LABEL}."
     document = {
         "apiVersion": API,
         "kind": "ResourceFlavor",
@@ -60,53 +120,126 @@ def _flavor(node_class: NodeClass, source: ExportSource) -> tuple[str, dict[str,
     return header, document
 
 
-def _quota(model: str, tp: int, options: ExportOptions, node_class: NodeClass) -> tuple[int, str]:
+def _plan_on(plans: list[ClassPlan], node_class: NodeClass) -> ClassPlan:
+    """The model's plan on the class's product (the first one when the class is unplanned)."""
+    return next((p for p in plans if p.gpu_class == node_class.product), plans[0])
+
+
+def _resources(
+    model: str, plan: ClassPlan, options: ExportOptions, node_class: NodeClass
+) -> tuple[list[str], list[dict[str, Any]], int]:
     demand = options.tokens_per_second or 0.0
     rate = node_class.tokens_per_second[model]
     replicas = thresholds.replicas_for(rate, demand, options.utilization)
-    return replicas * tp, (
-        f"nominalQuota: ⌈{demand:g} tokens/s ÷ ({rate:.4g} tokens/s per replica at maxBatch × "
-        f"{options.utilization:g})⌉ = {replicas} replica(s) × tensorParallel {tp} = "
-        f"{replicas * tp} {options.resource}; tokens/s measured on the slowest of "
-        f"{', '.join(node_class.nodes)}"
+    sizing = (
+        f"⌈{demand:g} tokens/s ÷ ({rate:.4g} tokens/s per replica at maxBatch × "
+        f"{options.utilization:g})⌉ = {replicas} replica(s)"
     )
+    cpu = scaled_quantity(options.cpu_per_replica, replicas)
+    memory = scaled_quantity(options.memory_per_replica, replicas)
+    resources: list[dict[str, Any]] = [
+        {
+            "name": "cpu",
+            "nominalQuota": Note(
+                cpu, f"{sizing} × {options.cpu_per_replica} CPU per pod (--cpu-per-replica)"
+            ),
+        },
+        {
+            "name": "memory",
+            "nominalQuota": Note(
+                memory,
+                f"{replicas} replica(s) × {options.memory_per_replica} per pod "
+                "(--memory-per-replica)",
+            ),
+        },
+    ]
+    covered = ["cpu", "memory"]
+    if node_class.accelerated:
+        tp = plan.tensor_parallel
+        resources.append(
+            {
+                "name": options.resource,
+                "nominalQuota": Note(
+                    replicas * tp,
+                    f"{replicas} replica(s) × tensorParallel {tp} = {replicas * tp} "
+                    f"{options.resource}; tokens/s measured on the slowest of "
+                    f"{', '.join(node_class.nodes)}",
+                ),
+            }
+        )
+        covered.append(options.resource)
+    return covered, resources, replicas
 
 
-def _cluster_queue(model: str, options: ExportOptions, source: ExportSource) -> dict[str, Any]:
-    tp = by_model(source.plans)[model][0].tensor_parallel
-    classes = [c for c in source.node_classes if model in c.tokens_per_second]
-    classes.sort(key=lambda c: (-c.tokens_per_second[model], c.min_batch_label))
-    flavors = []
-    for node_class in classes:
-        quota, how = _quota(model, tp, options, node_class)
-        resources = [{"name": options.resource, "nominalQuota": Note(quota, how)}]
-        flavors.append({"name": flavor_name(node_class), "resources": resources})
-    fastest = classes[0].tokens_per_second[model]
-    weight = (options.tokens_per_second or 0.0) / (fastest * options.utilization) * tp
+def _cluster_queue(
+    model: str, plan: ClassPlan, options: ExportOptions, node_class: NodeClass
+) -> dict[str, Any]:
+    covered, resources, _ = _resources(model, plan, options, node_class)
+    what = "cpu, memory and the accelerator" if node_class.accelerated else "cpu and memory"
     spec = {
-        "cohortName": options.cohort,
+        "cohortName": Note(
+            options.cohort,
+            "spec.cohortName (--cohort): queues of the same class lend each other idle quota",
+        ),
         "namespaceSelector": {},
         "resourceGroups": [
             Note(
-                {"coveredResources": [options.resource], "flavors": flavors},
-                "the flavors are alternatives for the same demand, fastest first",
+                {
+                    "coveredResources": covered,
+                    "flavors": [{"name": flavor_name(node_class), "resources": resources}],
+                },
+                f"every resource a serving pod requests ({what}): Kueue refuses a workload "
+                "asking for one the queue does not cover",
             )
         ],
-        "fairSharing": {
-            "weight": Note(
-                f"{weight:.2f}",
-                f"fairSharing.weight: the demand in {options.resource} of the fastest class, "
-                f"{options.tokens_per_second:g} ÷ ({fastest:.4g} × {options.utilization:g}) × "
-                f"{tp}: queues borrow in proportion to what their demand needs",
-            )
-        },
     }
-    metadata = {"name": object_name(model)}
+    metadata = {"name": queue_name(model, node_class)}
     return {"apiVersion": API, "kind": "ClusterQueue", "metadata": metadata, "spec": spec}
 
 
+def _queues(
+    model: str, options: ExportOptions, source: ExportSource
+) -> list[tuple[str, dict[str, Any]]]:
+    plans = by_model(source.plans)[model]
+    classes = [c for c in source.node_classes if model in c.tokens_per_second]
+    classes.sort(key=lambda c: (-c.tokens_per_second[model], c.label))
+    others = len(classes) - 1
+    documents: list[tuple[str, dict[str, Any]]] = []
+    for node_class in classes:
+        name = queue_name(model, node_class)
+        alternative = (
+            f" One of {len(classes)} alternatives for the same demand, one per class: serve "
+            "from one of them (the quotas of the others stay idle, lent to their cohort)."
+            if others
+            else ""
+        )
+        documents.append(
+            (
+                f"{model} on {node_class.product}: {options.tokens_per_second:g} decode "
+                f"tokens/s, from {source.description}.{alternative}",
+                _cluster_queue(model, _plan_on(plans, node_class), options, node_class),
+            )
+        )
+        local = {
+            "apiVersion": API,
+            "kind": "LocalQueue",
+            "metadata": {"name": name, "namespace": options.namespace},
+            "spec": {"clusterQueue": name},
+        }
+        documents.append(
+            (
+                f"Where {model}'s serving pods on {node_class.product} queue: label the "
+                f"Deployment {QUEUE_NAME_LABEL}: {name} (Kueue's webhook copies it to the pod "
+                f"template), and give its "
+                f"engine this class's flags (--target engine-args --class '{node_class.product}').",
+                local,
+            )
+        )
+    return documents
+
+
 def build(source: ExportSource, options: ExportOptions) -> list[tuple[str, Any]]:
-    """Flavors, the Cohort, and a ClusterQueue and LocalQueue per model."""
+    """Flavors, the Cohort, and a ClusterQueue and LocalQueue per model and class."""
     if options.tokens_per_second is None:
         raise NoDemand("--target kueue needs --tokens-per-second: the decode tokens/s to serve")
     models = [
@@ -114,26 +247,13 @@ def build(source: ExportSource, options: ExportOptions) -> list[tuple[str, Any]]
     ]
     if not models:
         raise NoDemand("no measured class of nodes has a plan's tokens/s for these models")
-    documents: list[tuple[str, Any]] = [_flavor(c, source) for c in source.node_classes]
+    documents: list[tuple[str, Any]] = [_flavor(c, options, source) for c in source.node_classes]
     documents.append(
         (
-            "The cohort in which the model queues share unused quota.",
+            "The cohort in which queues of the same class lend each other idle quota.",
             {"apiVersion": API, "kind": "Cohort", "metadata": {"name": options.cohort}, "spec": {}},
         )
     )
     for model in models:
-        documents.append(
-            (
-                f"{model}: {options.tokens_per_second:g} decode tokens/s, from "
-                f"{source.description}.",
-                _cluster_queue(model, options, source),
-            )
-        )
-        local = {
-            "apiVersion": API,
-            "kind": "LocalQueue",
-            "metadata": {"name": object_name(model), "namespace": options.namespace},
-            "spec": {"clusterQueue": object_name(model)},
-        }
-        documents.append((f"Where {model}'s serving workloads queue.", local))
+        documents.extend(_queues(model, options, source))
     return documents

@@ -19,8 +19,11 @@ DEFAULT_TARGET_PORT = 8000
 DEFAULT_EPP_PORT = 9002
 DEFAULT_UTILIZATION = 0.75
 DEFAULT_RESOURCE = "nvidia.com/gpu"
+#: A serving pod's CPU and memory requests when the plan does not say them (kueue): those of the
+#: project's vLLM walk-through (manifests/examples/kueue.yaml) for one replica.
+DEFAULT_CPU_PER_REPLICA = "8"
+DEFAULT_MEMORY_PER_REPLICA = "64Gi"
 DEFAULT_COHORT = "roofline"
-DEFAULT_WVA_NAMESPACE = "workload-variant-autoscaler-system"
 #: The ConfigMap llm-d's autoscaler v0.5.1 reads (``internal/config/helpers.go``).
 WVA_CONFIGMAP = "wva-saturation-scaling-config"
 
@@ -35,18 +38,31 @@ class ExportOptions:
     deployment: str | None = None
     container_index: int = 0
     prometheus: str = DEFAULT_PROMETHEUS
+    #: KEDA's ``authenticationRef`` for a Prometheus that needs credentials: the kind
+    #: (``TriggerAuthentication`` or ``ClusterTriggerAuthentication``) and the name.
+    authentication_ref: tuple[str, str] | None = None
+    #: The Prometheus scaler's ``authModes`` (``bearer``, ``basic``, ``tls``…), when the
+    #: TriggerAuthentication does not carry them.
+    auth_modes: str | None = None
     min_replicas: int = 1
     max_replicas: int = 10
     #: The serving pods' labels (InferencePool selector); default ``app: <model>``.
     pool_selector: Mapping[str, str] = field(default_factory=dict)
     target_port: int = DEFAULT_TARGET_PORT
     epp_port: int = DEFAULT_EPP_PORT
+    #: The InferencePool's ``failureMode`` (gateway): the chart's default, written explicitly.
+    failure_mode: str = "FailOpen"
+    #: The endpoint picker's ``flowControl`` feature gate (gateway).
+    flow_control: bool = False
     #: Decode tokens/s the queue must sustain (kueue).
     tokens_per_second: float | None = None
     utilization: float = DEFAULT_UTILIZATION
+    #: The accelerator's extended resource (kueue); a CPU-device profile requests none.
     resource: str = DEFAULT_RESOURCE
+    #: One replica's pod requests, Kubernetes quantities (kueue).
+    cpu_per_replica: str = DEFAULT_CPU_PER_REPLICA
+    memory_per_replica: str = DEFAULT_MEMORY_PER_REPLICA
     cohort: str = DEFAULT_COHORT
-    wva_namespace: str = DEFAULT_WVA_NAMESPACE
     #: The model's served name where it differs from its plan's name (llm-d's ``model_id``).
     model_id: str | None = None
 

@@ -67,15 +67,20 @@ class ClassPlan:
 
 @dataclass(frozen=True)
 class NodeClass:
-    """A measured class of nodes as the operator's labels select it: nodes that measured the same
-    recommended min batch (``roofline.dev/min-batch``), one Kueue flavor."""
+    """A measured class of nodes as the operator's labels select it: the nodes whose own profiler
+    pod measured the same device, labelled ``roofline.dev/class`` with its label-safe name (one
+    Kueue flavor). A re-profile that moves a measured number leaves the label unchanged."""
 
-    min_batch_label: int
-    products: tuple[str, ...]
+    #: The ``roofline.dev/class`` value: ``label_safe(product)``, as the operator writes it.
+    label: str
+    #: The device product the class's nodes measured (``status.nodes[].product``).
+    product: str
     nodes: tuple[str, ...]
     gpus: int
     #: Each model's tokens/s per replica at its max batch on the slowest node of the class.
     tokens_per_second: Mapping[str, float] = field(default_factory=dict)
+    #: ``False`` for a CPU-device profile: its pods request no accelerator.
+    accelerated: bool = True
 
 
 @dataclass(frozen=True)

@@ -25,11 +25,16 @@ Pure module.
 from __future__ import annotations
 
 import math
+from fractions import Fraction
 
 from roofline_cli.export.plans import ClassPlan
 
 #: Share of the SLO batch a replica's engine may queue (GAIE flow control: 110% of the batch).
 QUEUE_SHARE = 0.1
+#: The HPA's tolerance: it changes the replicas only when the metric per replica is more than
+#: this share away from its target (kube-controller-manager's
+#: ``--horizontal-pod-autoscaler-tolerance``, default 0.1).
+HPA_TOLERANCE = 0.1
 #: llm-d's autoscaler defaults (v0.5.1 ``deploy/configmap-saturation-scaling.yaml``).
 WVA_DEFAULT_KV_THRESHOLD = 0.8
 WVA_DEFAULT_QUEUE_THRESHOLD = 5
@@ -110,6 +115,29 @@ def requests_per_replica(plan: ClassPlan) -> tuple[int, str]:
         f"maxBatch {plan.max_batch}: min(maxBatchByMemory {plan.max_batch_by_memory}, "
         f"maxBatchByLatency {plan.max_batch_by_latency}), the largest batch within the memory "
         f"and the ITL SLO at {plan.context_tokens} tokens{at}"
+    )
+
+
+def scale_up_target(plan: ClassPlan) -> tuple[int, str]:
+    """The requests per replica an HPA targets so that it adds a replica no later than when
+    each replica holds its SLO batch: the largest target ``t`` with ``t × (1 + tolerance) <
+    maxBatch``.
+
+    The HPA adds replicas only when requests per replica exceed the target by more than its
+    tolerance (a ratio within ``1 ± tolerance`` changes nothing); a target of ``maxBatch`` (the
+    engine's ``--max-num-seqs``) would wait until each replica holds ``1.1 × maxBatch``
+    requests, a tenth of a batch already queued behind the engine's cap.
+    """
+    batch, _ = requests_per_replica(plan)
+    limit = Fraction(batch) / (1 + Fraction(str(HPA_TOLERANCE)))
+    value = max(1, math.ceil(limit) - 1)
+    return value, (
+        f"the largest target whose {1 + HPA_TOLERANCE:g}× (the HPA's tolerance, "
+        f"{HPA_TOLERANCE:g}) lies below maxBatch {batch}, = {value}: the HPA adds replicas once "
+        f"requests per replica exceed {float(value * (1 + Fraction(str(HPA_TOLERANCE)))):.4g}, "
+        f"by the time each replica holds its SLO batch of {batch} (--max-num-seqs), before a "
+        f"request waits; it removes them below "
+        f"{float(value * (1 - Fraction(str(HPA_TOLERANCE)))):.4g}"
     )
 
 

@@ -7,6 +7,7 @@ from dataclasses import replace
 import pytest
 
 from roofline_cli.export.from_result import source_of_result
+from roofline_operator.decide.labels import label_safe
 from roofline_profiler.core.itl_model import ItlModel
 from roofline_profiler.wire.result import ProfileResult
 from tests.profiler.synthetic import planned_result
@@ -61,9 +62,13 @@ def test_devices_of_one_name_fold_into_the_numbers_that_hold_on_each() -> None:
     assert "device 0, 1" in plan.source
 
 
-def test_the_machine_is_one_measured_class_labelled_with_its_worst_min_batch() -> None:
+def test_the_machine_is_one_class_labelled_with_its_worst_devices_product() -> None:
     (node,) = source_of_result(_two_devices(), "result.json").node_classes
-    assert node.min_batch_label == 128
+    assert (node.label, node.product, node.accelerated) == (
+        label_safe("NVIDIA H200"),
+        "NVIDIA H200",
+        True,
+    )
     assert node.gpus == 2
     assert node.tokens_per_second == {"llama-3.1-8b": 6000.0}
 
@@ -74,3 +79,10 @@ def test_a_plan_without_an_itl_model_exports_none() -> None:
     result = replace(result, devices=(replace(result.devices[0], models=bare),))
     assert source_of_result(result, "r").plans[0].itl is None
     assert isinstance(ItlModel, type)
+
+
+def test_a_cpu_result_is_a_class_without_an_accelerator() -> None:
+    result = planned_result()
+    result = replace(result, devices=(replace(result.devices[0], backend="cpu"),))
+    (node,) = source_of_result(result, "r").node_classes
+    assert not node.accelerated

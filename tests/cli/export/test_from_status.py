@@ -10,6 +10,7 @@ from hypothesis import example, given
 from hypothesis import strategies as st
 
 from roofline_cli.export.from_status import SourceError, source_of_profile
+from roofline_operator.decide.labels import label_safe
 from tests.cli.export_sources import H100, L40S, MODEL, PROFILE, status_profile
 from tests.tampering import json_values, tampered_documents
 
@@ -29,11 +30,29 @@ def test_each_class_of_the_status_is_a_plan_with_its_slowest_nodes_itl() -> None
     assert h100.engine_flags is None
 
 
-def test_nodes_group_into_measured_classes_by_their_min_batch_label() -> None:
-    low, high = source_of_profile(status_profile(), "p").node_classes
-    assert (low.min_batch_label, low.nodes, low.products) == (64, ("gpu-c",), (L40S,))
-    assert (high.min_batch_label, high.nodes, high.gpus) == (128, ("gpu-a", "gpu-b"), 2)
-    assert high.tokens_per_second[MODEL] == pytest.approx(104 / 0.049, rel=1e-3)
+def test_nodes_group_into_classes_by_the_product_their_class_label_carries() -> None:
+    h100, l40s = source_of_profile(status_profile(), "p").node_classes
+    assert (h100.label, h100.product, h100.nodes, h100.gpus) == (
+        label_safe(H100),
+        H100,
+        ("gpu-a", "gpu-b"),
+        2,
+    )
+    assert (l40s.label, l40s.nodes, l40s.accelerated) == (label_safe(L40S), ("gpu-c",), True)
+    assert h100.tokens_per_second[MODEL] == pytest.approx(104 / 0.049, rel=1e-3)
+
+
+def test_nodes_of_one_product_are_one_class_whatever_min_batch_they_measured() -> None:
+    document = status_profile()
+    document["status"]["nodes"][1]["recommendedMinBatch"] = 256
+    h100, _ = source_of_profile(document, "p").node_classes
+    assert h100.nodes == ("gpu-a", "gpu-b")
+
+
+def test_a_cpu_device_profile_has_no_accelerated_class() -> None:
+    document = status_profile()
+    document["spec"]["device"] = "cpu"
+    assert not any(c.accelerated for c in source_of_profile(document, "p").node_classes)
 
 
 def test_a_bare_status_is_read_without_a_profile_label() -> None:
@@ -47,7 +66,7 @@ def test_a_node_whose_rate_was_trimmed_takes_its_classs() -> None:
     for node in document["status"]["nodes"]:
         for model in node["models"]:
             model.pop("tokensPerSecondAtMaxBatch", None)
-    (_, high) = source_of_profile(document, "p").node_classes
+    (high, _) = source_of_profile(document, "p").node_classes
     assert high.tokens_per_second[MODEL] == pytest.approx(2122)
 
 

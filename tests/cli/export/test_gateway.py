@@ -1,26 +1,44 @@
-"""The endpoint picker's configuration and the InferencePool."""
+"""The inference gateway's ``inferencepool`` chart values: the endpoint picker's configuration
+where the chart mounts it, the pool the chart creates, its failure mode and flow control."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
+import pytest
 import yaml
 
 from roofline_cli.export import gateway
 from roofline_cli.export.commented import plain
+from roofline_cli.export.engine_args import OneModelOnly
 from roofline_cli.export.from_status import source_of_profile
 from roofline_cli.export.options import ExportOptions
-from tests.cli.export_sources import status_profile
+from tests.cli.export_sources import class_plan, status_profile
 
 
-def _documents(**options: Any) -> list[dict[str, Any]]:
+def _values(**options: Any) -> dict[str, Any]:
     source = source_of_profile(status_profile(), "p")
-    return [plain(d) for _, d in gateway.build(source, ExportOptions(**options))]
+    ((_, document),) = gateway.build(source, ExportOptions(**options))
+    values: dict[str, Any] = plain(document)
+    return values
 
 
-def test_the_utilization_detector_gets_the_plans_thresholds() -> None:
-    config_map, _ = _documents()
-    config = yaml.safe_load(config_map["data"][gateway.CONFIG_KEY])
+def _config(values: dict[str, Any]) -> dict[str, Any]:
+    extension = values["inferenceExtension"]
+    assert extension["pluginsConfigFile"] == gateway.CONFIG_KEY
+    config: dict[str, Any] = yaml.safe_load(
+        extension["pluginsCustomConfig"][extension["pluginsConfigFile"]]
+    )
+    return config
+
+
+def test_the_thresholds_go_where_the_chart_mounts_the_pickers_file() -> None:
+    """The chart merges pluginsCustomConfig into its own <release>-epp ConfigMap and starts the
+    picker with --config-file /config/<pluginsConfigFile>; nothing else is a ConfigMap."""
+    values = _values()
+    assert "kind" not in values
+    config = _config(values)
     assert config["kind"] == "EndpointPickerConfig"
     detector = next(p for p in config["plugins"] if p["type"] == "utilization-detector")
     # The L40S class: maxBatch 24 of 40 sequences = 0.6 of the KV cache; ⌈2.4⌉ = 3 queued.
@@ -30,11 +48,39 @@ def test_the_utilization_detector_gets_the_plans_thresholds() -> None:
     assert [p["pluginRef"] for p in profiles] == [name for name, _ in gateway.SCORERS]
 
 
-def test_the_pool_selects_the_serving_pods_and_names_the_picker() -> None:
-    _, pool = _documents(pool_selector={"app": "vllm", "model": "llama"}, target_port=8080)
-    assert pool["spec"]["selector"] == {"matchLabels": {"app": "vllm", "model": "llama"}}
-    assert pool["spec"]["targetPorts"] == [{"number": 8080}]
-    assert pool["spec"]["endpointPickerRef"] == {
-        "name": "llama-3-1-8b-epp",
-        "port": {"number": 9002},
-    }
+def test_the_chart_creates_the_pool_with_an_explicit_failure_mode() -> None:
+    values = _values(pool_selector={"app": "vllm", "model": "llama"}, target_port=8080)
+    pool = values["inferencePool"]
+    assert pool["modelServers"] == {"matchLabels": {"app": "vllm", "model": "llama"}}
+    assert pool["targetPorts"] == [{"number": 8080}]
+    assert pool["modelServerType"] == "vllm"
+    assert values["inferenceExtension"]["failureMode"] == "FailOpen"
+    assert values["inferenceExtension"]["extProcPort"] == 9002
+    assert _values(failure_mode="FailClose")["inferenceExtension"]["failureMode"] == "FailClose"
+
+
+def test_flow_control_is_off_unless_asked_and_the_comment_says_what_that_means() -> None:
+    source = source_of_profile(status_profile(), "p")
+    ((header, document),) = gateway.build(source, ExportOptions())
+    assert "featureGates" not in _config(plain(document))
+    note = document["inferenceExtension"]["pluginsCustomConfig"].comment
+    assert "rejects only negative-priority requests" in note
+    assert _config(_values(flow_control=True))["featureGates"] == ["flowControl"]
+    assert "named as the release" in header
+
+
+def test_the_metrics_extractor_reads_the_engines_own_series() -> None:
+    config = _config(_values(engine="sglang"))
+    extractor = next(p for p in config["plugins"] if p["type"] == "core-metrics-extractor")
+    assert extractor["parameters"] == {"defaultEngine": "sglang"}
+    assert _values(engine="sglang")["inferencePool"]["modelServerType"] == "sglang"
+    vllm = _config(_values())
+    assert {"type": "core-metrics-extractor"} in vllm["plugins"]
+    assert {"type": "metrics-data-source"} in vllm["plugins"]
+
+
+def test_one_release_serves_one_model() -> None:
+    source = source_of_profile(status_profile(), "p")
+    two = replace(source, plans=(*source.plans, class_plan(model="other")))
+    with pytest.raises(OneModelOnly, match="--model"):
+        gateway.build(two, ExportOptions())

@@ -1,14 +1,18 @@
-"""The ScaledObject: triggers at the plan's batch and queue, the engine's series."""
+"""The ScaledObject: triggers below the plan's batch by the HPA's tolerance and at its queue, the
+engine's series, the Prometheus credentials."""
 
 from __future__ import annotations
 
+from fractions import Fraction
 from typing import Any
 
-from roofline_cli.export import keda
+import pytest
+
+from roofline_cli.export import keda, thresholds
 from roofline_cli.export.commented import plain
 from roofline_cli.export.from_status import source_of_profile
 from roofline_cli.export.options import ExportOptions
-from tests.cli.export_sources import MODEL, status_profile
+from tests.cli.export_sources import MODEL, class_plan, status_profile
 
 
 def _scaled(**options: Any) -> dict[str, Any]:
@@ -18,10 +22,11 @@ def _scaled(**options: Any) -> dict[str, Any]:
     return scaled
 
 
-def test_each_replica_holds_the_smallest_slo_batch_and_a_tenth_of_it_queued() -> None:
+def test_replicas_are_added_before_the_smallest_slo_batch_fills_and_a_tenth_of_it_queued() -> None:
     scaled = _scaled(namespace="serving", deployment="llama", max_replicas=40)
     requests, queue = scaled["spec"]["triggers"]
-    assert requests["metadata"]["threshold"] == "24"
+    # The L40S class's SLO batch is 24: ⌊24 ÷ 1.1⌋ = 21, and the HPA acts above 21 × 1.1 = 23.1.
+    assert requests["metadata"]["threshold"] == "21"
     assert queue["metadata"]["threshold"] == "3"
     assert queue["metadata"]["activationThreshold"] == "0"
     assert requests["metricType"] == queue["metricType"] == "AverageValue"
@@ -46,3 +51,35 @@ def test_sglang_and_a_served_name_change_the_series() -> None:
 def test_every_metadata_value_is_a_string_as_the_crd_requires() -> None:
     for trigger in _scaled()["spec"]["triggers"]:
         assert all(isinstance(v, str) for v in trigger["metadata"].values())
+
+
+@pytest.mark.parametrize("batch", [1, 2, 10, 11, 24, 96, 104, 129, 1000])
+def test_the_hpa_adds_a_replica_before_a_request_waits(batch: int) -> None:
+    """The HPA scales up when requests per replica exceed target × (1 + tolerance): with the
+    exported target that happens by the time each replica holds its SLO batch (the engine's
+    --max-num-seqs, beyond which requests wait), and not before it holds most of it."""
+    target, how = thresholds.scale_up_target(class_plan(max_batch=batch))
+    tolerance = 1 + Fraction(str(thresholds.HPA_TOLERANCE))
+    assert 1 <= target <= batch
+    if batch > 1:
+        assert batch / Fraction(target) > tolerance  # a full replica is beyond the tolerance
+        assert batch / Fraction(target + 1) <= tolerance  # and no larger target would be
+    assert f"maxBatch {batch}" in how
+
+
+def test_a_prometheus_that_needs_credentials_is_reached_through_an_authentication_ref() -> None:
+    scaled = _scaled(
+        authentication_ref=("ClusterTriggerAuthentication", "prometheus"), auth_modes="bearer"
+    )
+    for trigger in scaled["spec"]["triggers"]:
+        assert trigger["authenticationRef"] == {
+            "name": "prometheus",
+            "kind": "ClusterTriggerAuthentication",
+        }
+        assert trigger["metadata"]["authModes"] == "bearer"
+
+
+def test_without_credentials_no_trigger_names_any() -> None:
+    for trigger in _scaled()["spec"]["triggers"]:
+        assert "authenticationRef" not in trigger
+        assert "authModes" not in trigger["metadata"]

@@ -22,6 +22,11 @@ CRD_FILES = {
 }
 #: The endpoint picker's configuration types (Gateway API Inference Extension v1.5.0).
 EPP_TYPES = ("epp-endpointpickerconfig_types.go", "epp-utilization-config.go")
+#: The inferencepool chart of the same release: its values and the templates that read them
+#: (the InferencePool, the picker's ConfigMap and Deployment).
+CHART_VALUES = "chart-inferencepool-values.yaml"
+CHART_POOL_TEMPLATE = "chart-inferencepool-pool.yaml"
+CHART_TEMPLATES = (CHART_POOL_TEMPLATE, "chart-epplib-config.yaml", "chart-epplib-deployment.yaml")
 
 
 def upstream_schemas() -> Path:
