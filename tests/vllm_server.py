@@ -374,6 +374,8 @@ class MetricsSample:
     itl_count: float
     itl_sum: float
     preemptions: float
+    #: ``vllm:request_success_total``: requests finished (every finish reason).
+    finished_requests: float = 0.0
 
     @classmethod
     def parse(cls, text: str, at: float) -> MetricsSample:
@@ -394,6 +396,7 @@ class MetricsSample:
             itl_count=values.get("vllm:inter_token_latency_seconds_count", 0.0),
             itl_sum=values.get("vllm:inter_token_latency_seconds_sum", 0.0),
             preemptions=values.get("vllm:num_preemptions_total", 0.0),
+            finished_requests=values.get("vllm:request_success_total", 0.0),
         )
 
 

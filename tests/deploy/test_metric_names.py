@@ -57,6 +57,9 @@ EXTERNAL_METRICS = frozenset(
         "trtllm_num_context_requests",
         "trtllm_kv_cache_used_blocks",
         "trtllm_kv_cache_tokens_per_block",
+        # Whether each engine makes progress (RooflineEngineStalled).
+        "vllm:generation_tokens_total",
+        "sglang:generation_tokens_total",
     }
 )
 _PRINTF_QUERY = re.compile(r'printf\s+"((?:\\.|[^"\\])*)"')

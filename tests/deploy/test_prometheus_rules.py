@@ -197,8 +197,8 @@ def test_promtool_unit_tests_fail_when_the_model_join_breaks(
             id="context-term-dropped",
         ),
         pytest.param(
-            "max by (node, model) (roofline_model_itl_intercept_seconds)",
-            "min by (node, model) (roofline_model_itl_intercept_seconds)",
+            "max by (node, model, profile) (roofline_model_itl_intercept_seconds)",
+            "min by (node, model, profile) (roofline_model_itl_intercept_seconds)",
             "vLLM: pods decoding as their plan predicts stay silent",
             id="fastest-gpu-predicts",
         ),
@@ -220,6 +220,89 @@ def test_promtool_unit_tests_fail_when_the_drift_rules_read_the_wrong_step(
     result = promtool("test", "rules", str(tmp_path / "tests" / drift.name))
     assert result.returncode != 0
     assert failing_test in result.stdout + result.stderr
+
+
+@needs_promtool
+@pytest.mark.parametrize(
+    ("original", "broken", "test_file", "failing_test"),
+    [
+        pytest.param(
+            "max by (namespace, pod, model_name) "
+            "(last_over_time(roofline:serving_kv_cache_capacity_tokens[1d]))",
+            "max by (namespace, pod, model_name) (roofline:serving_kv_cache_capacity_tokens)",
+            "plan-drift-held.test.yaml",
+            "vLLM: a slow engine whose requests stop finishing keeps firing",
+            id="vllm-context-waits-for-a-finished-request",
+        ),
+        pytest.param(
+            'last_over_time(roofline:serving_finished_context_tokens{engine="tgi"}[1h])',
+            'roofline:serving_finished_context_tokens{engine="tgi"}',
+            "plan-drift-held.test.yaml",
+            "TGI: a slow engine whose requests stop finishing",
+            id="tgi-context-not-held",
+        ),
+        pytest.param(
+            'last_over_time(roofline:serving_finished_context_tokens{engine="tgi"}[1h])',
+            'last_over_time(roofline:serving_finished_context_tokens{engine="tgi"}[1d])',
+            "plan-drift-held.test.yaml",
+            "TGI: a slow engine whose requests stop finishing",
+            id="tgi-context-held-unbounded",
+        ),
+        pytest.param(
+            "on (namespace, pod, engine, model_name) group_left ()",
+            "on (namespace, pod, engine) group_left ()",
+            "plan-drift-held.test.yaml",
+            "many-to-many matching not allowed",
+            id="two-models-match-many-to-many",
+        ),
+        pytest.param(
+            "min by (node, model) (max by (node, model, profile)",
+            "max by (node, model) (max by (node, model, profile)",
+            "plan-drift-held.test.yaml",
+            "a second, slower profile of the same model",
+            id="slower-profile-hides-drift",
+        ),
+        pytest.param(
+            "roofline:serving_decode_rate == 0",
+            "roofline:serving_decode_rate < 0",
+            "engine-stalled.test.yaml",
+            "Engines that hold running requests and produce no token fire",
+            id="stalled-engine-unseen",
+        ),
+    ],
+)
+def test_promtool_unit_tests_fail_when_a_slow_or_stalled_engine_goes_unseen(
+    tmp_path: Path, original: str, broken: str, test_file: str, failing_test: str
+) -> None:
+    """Guards on the guard: each way of losing a slow or stalled engine (a context that waits for
+    a request to finish, a held context without a bound, a many-to-many match, the slowest of
+    two profiles, a stall rule that never fires) breaks a unit test."""
+    text = RULES_FILE.read_text()
+    assert original in text
+    (tmp_path / "rules").mkdir()
+    (tmp_path / "rules" / RULES_FILE.name).write_text(text.replace(original, broken))
+    (tmp_path / "tests").mkdir()
+    (tests,) = [p for p in RULE_TESTS if p.name == test_file]
+    shutil.copy(tests, tmp_path / "tests" / tests.name)
+    result = promtool("test", "rules", str(tmp_path / "tests" / tests.name))
+    assert result.returncode != 0
+    assert failing_test in result.stdout + result.stderr
+
+
+def test_the_stalled_engine_alert_fires_for_every_engine_with_a_progress_counter() -> None:
+    fired = {
+        alert["exp_labels"]["engine"]
+        for case in alert_cases()
+        if case["alertname"] == "RooflineEngineStalled"
+        for alert in case.get("exp_alerts", [])
+    }
+    counted = {
+        rule["labels"]["engine"]
+        for group in plain_rules()["groups"]
+        for rule in group["rules"]
+        if rule.get("record") == "roofline:serving_decode_rate"
+    }
+    assert fired == counted == ENGINES - {"tensorrt-llm"}
 
 
 def test_the_drift_alert_fires_and_stays_silent_for_every_engine() -> None:
@@ -312,6 +395,7 @@ def test_chart_values_tune_the_thresholds_and_windows() -> None:
             "failedProfile": {"for": "1h", "severity": "critical"},
             "slowerThanPeers": {"for": "1h", "severity": "critical"},
             "planDrift": {"ratio": 1.5, "for": "1h", "severity": "critical"},
+            "engineStalled": {"for": "20m", "severity": "critical"},
             "staleProfile": {"maxAgeSeconds": 86400, "for": "10m", "severity": "warning"},
             "overfilledBatch": {
                 "window": "20m",
@@ -347,6 +431,8 @@ def test_chart_values_tune_the_thresholds_and_windows() -> None:
     drift = by_name["RooflinePlanDrift"]
     assert drift["expr"] == "roofline:model_itl_ratio > 1.5"
     assert (drift["for"], drift["labels"]["severity"]) == ("1h", "critical")
+    stalled = by_name["RooflineEngineStalled"]
+    assert (stalled["for"], stalled["labels"]["severity"]) == ("20m", "critical")
     slower = by_name["RooflineNodeSlowerThanPeers"]
     assert (slower["for"], slower["labels"]["severity"]) == ("1h", "critical")
     assert "roofline_profile_timestamp_seconds > 86400\n" in by_name["RooflineProfileStale"]["expr"]

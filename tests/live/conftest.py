@@ -71,6 +71,9 @@ CUT_CPUS = 0.15
 BATCH = 8
 PROMPT_TOKENS = 128
 GENERATED_TOKENS = 600
+#: The engine's context limit: room for requests that outlast the rules' window when its CPU is
+#: cut (test_live_drift's slow engine generates up to it).
+MAX_MODEL_LEN = 2048
 #: The rules' windows and the alert's patience in the test's copy of the rules file.
 WINDOW = "30s"
 ALERT_FOR = "15s"
@@ -92,6 +95,9 @@ class WaveLoad:
     server: vllm_server.VllmServer
     batch: int
     stop: threading.Event = field(default_factory=threading.Event)
+    #: Set to hold the waves back (:meth:`paused`); ``idle`` is set once no wave runs.
+    hold: threading.Event = field(default_factory=threading.Event)
+    idle: threading.Event = field(default_factory=threading.Event)
     errors: list[BaseException] = field(default_factory=list)
     #: ``(monotonic end time, window)`` of every wave measured.
     windows: list[tuple[float, vllm_server.DecodeWindow]] = field(default_factory=list)
@@ -105,9 +111,25 @@ class WaveLoad:
             self.stop.set()
             thread.join(timeout=900)
 
+    @contextlib.contextmanager
+    def paused(self, timeout: float = 120) -> Iterator[None]:
+        """No wave from entering to leaving: the wave under way ends first."""
+        self.idle.clear()
+        self.hold.set()
+        try:
+            if not self.idle.wait(timeout):
+                raise AssertionError(f"the wave under way did not end in {timeout} s")
+            yield
+        finally:
+            self.hold.clear()
+
     def _waves(self) -> None:
         seed = 1
         while not self.stop.is_set():
+            if self.hold.is_set():
+                self.idle.set()
+                time.sleep(0.2)
+                continue
             try:
                 window = wave(self.server, self.batch, seed)
                 self.windows.append((time.monotonic(), window))
@@ -169,7 +191,7 @@ def engine(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Engine]:
     except vllm_server.VllmUnavailable as error:
         pytest.skip(str(error))
     settings = vllm_server.ServeSettings(
-        max_model_len=1024,
+        max_model_len=MAX_MODEL_LEN,
         max_num_seqs=16,
         kv_cache_gib=1,
         cores=str(engine_core()),

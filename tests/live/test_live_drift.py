@@ -8,7 +8,10 @@ the alert's patience shortened. Checked through Prometheus's HTTP API:
 1. on the engine as calibrated, ``roofline:model_itl_ratio`` is near 1 and ``RooflinePlanDrift``
    stays silent;
 2. with the engine's CPU budget cut, the alert goes pending, then firing; restored, it resolves;
-3. a wrong prediction (the ITL model halved: live reads twice the prediction) fires it; a
+3. slowed while its requests are far from done, so that none finishes for longer than the rules'
+   window, the engine keeps the alert firing (the live context is the KV cache in use, not the
+   tokens of finished requests);
+4. a wrong prediction (the ITL model halved: live reads twice the prediction) fires it; a
    pessimistic one (doubled) keeps it silent.
 
 The margins are measured, not hoped for (docs/testing-operator.md, "The live suite").
@@ -18,15 +21,21 @@ from __future__ import annotations
 
 import math
 import statistics
+import threading
 import time
 from typing import Any
 
 import pytest
 
+from tests import vllm_server
 from tests.live.conftest import (
     ALERT,
     ALERT_FOR,
+    BATCH,
     CUT_CPUS,
+    MAX_MODEL_LEN,
+    PROMPT_TOKENS,
+    WINDOW,
     Engine,
     WaveLoad,
 )
@@ -50,14 +59,21 @@ SAMPLE_SECONDS = 2
 ALERT_SECONDS = int(ALERT_FOR.rstrip("s"))
 #: A window of the rules fully refilled after a change, plus two scrapes.
 SETTLE_SECONDS = 30 + 4
+WINDOW_SECONDS = int(WINDOW.rstrip("s"))
+#: How long the slow engine's alert must stay firing with no request finishing: longer than the
+#: rules' window, so every window read in that time holds no finished request.
+HOLD_SECONDS = WINDOW_SECONDS + 15
+#: Tokens each of the slow engine's requests generates (``ignore_eos``): as many as its context
+#: allows. With its CPU cut a step takes 60-100 ms, so they last 110 s or more, longer than the
+#: alert takes to fire plus the hold.
+LONG_TOKENS = MAX_MODEL_LEN - PROMPT_TOKENS - 8
 
 
 def ratios(prometheus: PrometheusServer, seconds: float) -> list[float]:
     """``roofline:model_itl_ratio`` of the one serving pod, every 2 s for ``seconds``.
 
-    A NaN is no ratio: the live context is the prompt and generation tokens of the requests that
-    finished in the window over their count, 0/0 in a window where none finished (it read NaN
-    once just after the engine's CPUs were restored).
+    A NaN would be no ratio (the rules never record one: a window without a decode step has no
+    live ITL, and the live context does not depend on requests finishing).
     """
     found = []
     deadline = time.monotonic() + seconds
@@ -152,6 +168,58 @@ def test_a_slowed_engine_fires_pending_then_firing_and_resolves_when_restored(
     restored = ratios(prometheus, 10)
     assert restored
     assert max(restored) < THRESHOLD, restored
+
+
+def test_a_slow_engine_whose_requests_do_not_finish_stays_firing(
+    prometheus: PrometheusServer, engine: Engine, load: WaveLoad
+) -> None:
+    """The waves held back, :data:`BATCH` requests of :data:`LONG_TOKENS` start on the cut engine:
+    the alert fires, and stays firing for longer than the rules' window while not one request
+    finishes; the finished requests' context is then absent, and the ratio is not."""
+    server = engine.server
+    errors: list[BaseException] = []
+
+    def one(prompt: list[int]) -> None:
+        try:
+            server.complete(prompt, LONG_TOKENS)
+        except BaseException as error:  # reported below
+            errors.append(error)
+
+    prompts = vllm_server.prompts(BATCH, PROMPT_TOKENS, 7000, server.vocab_size)
+    threads = [threading.Thread(target=one, args=(p,), daemon=True) for p in prompts]
+    held: list[tuple[float, str, float | None, float | None]] = []
+    with load.paused():
+        finished = server.metrics().finished_requests
+        engine.budget.set_cpus(CUT_CPUS)
+        try:
+            for thread in threads:
+                thread.start()
+            firing = alert_reached(prometheus, "firing", timeout=150)
+            start = time.monotonic()
+            while (elapsed := time.monotonic() - start) < HOLD_SECONDS:
+                states = [a["state"] for a in drift_alerts(prometheus)]
+                context = prometheus.value("roofline:serving_context_tokens")
+                held.append((round(elapsed), ",".join(states), prometheus.value(RATIO), context))
+                assert server.metrics().finished_requests == finished, (
+                    f"a request finished while the alert was held (raise LONG_TOKENS): {held}"
+                )
+                assert states == ["firing"], held
+                time.sleep(SAMPLE_SECONDS)
+            without_finished = prometheus.query("roofline:serving_finished_context_tokens")
+        finally:
+            engine.budget.set_cpus(None)
+        for thread in threads:
+            thread.join(timeout=600)
+    print(f"slow, nothing finishing: firing at ratio {firing['value']}, then {held}")
+    assert not errors, errors[:3]
+    assert without_finished == [], "a finished request counted in the last window"
+    ratios_held = [ratio for _, _, ratio, _ in held]
+    assert all(r is not None and r > THRESHOLD for r in ratios_held), held
+    # The running sequences grew while the alert was held: the live context followed them.
+    contexts = [c for _, _, _, c in held if c is not None]
+    assert contexts, held
+    assert contexts[-1] > contexts[0], held
+    wait_for(lambda: drift_alerts(prometheus) == [], timeout=180, what="the alert to resolve")
 
 
 def test_a_wrong_prediction_fires_and_a_pessimistic_one_stays_silent(

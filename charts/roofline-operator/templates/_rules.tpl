@@ -12,6 +12,7 @@ the file exactly, which tests/deploy checks.
 {{- $failed := .Values.prometheusRule.failedProfile }}
 {{- $slower := .Values.prometheusRule.slowerThanPeers }}
 {{- $drift := .Values.prometheusRule.planDrift }}
+{{- $stalled := .Values.prometheusRule.engineStalled }}
 {{- $stale := .Values.prometheusRule.staleProfile }}
 {{- $overfilled := .Values.prometheusRule.overfilledBatch }}
 node_namespace_pod:roofline_serving_running_requests:avg_over_time:
@@ -54,6 +55,9 @@ RooflinePlanDrift:
   expr: roofline:model_itl_ratio > {{ $drift.ratio }}
   for: {{ $drift.for }}
   severity: {{ $drift.severity }}
+RooflineEngineStalled:
+  for: {{ $stalled.for }}
+  severity: {{ $stalled.severity }}
 RooflineNodeSlowerThanPeers:
   for: {{ $slower.for }}
   severity: {{ $slower.severity }}
