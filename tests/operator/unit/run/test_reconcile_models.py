@@ -362,3 +362,29 @@ async def test_a_squatted_models_config_map_fails_the_models_and_is_never_mounte
     assert pod_facts(later).node == "b"
     assert [m["name"] for m in client.models_of(later)] == ["tiny"]
     assert pod_facts(later).spec_hash != pod_facts(pod).spec_hash, "a re-profile with models"
+
+
+@pytest.mark.asyncio
+async def test_the_models_config_map_replaced_after_a_round_is_caught_before_the_next_pod() -> None:
+    """The operator's own immutable ConfigMap, deleted and created again as a mutable
+    look-alike with the profile's owner reference and a broken models file: the next round
+    mounts nothing of it, fails the models alone, and the next node is profiled as usual."""
+    client = ModelClient({})
+    loop = loop_with(client, {"models": MODELS[:1]}, ENV)
+    await loop.round({"a": node("a")}, [], {})
+    ((key, own),) = client.objects.items()
+    client.objects[key] = {
+        **own,
+        "metadata": {**own["metadata"], "uid": "theirs"},
+        "immutable": False,
+        "data": {"models.json": "[{"},
+    }
+    client.config_maps[key] = {"models.json": "[{"}
+    await loop.round({"a": node("a"), "b": node("b")}, [], {})
+    later = client.created[-1]
+    assert pod_facts(later).node == "b"
+    assert not [v for v in later["spec"]["volumes"] if "configMap" in v], "nothing mounted"
+    ready = {c["type"]: c for c in client.statuses[-1]["conditions"]}["ModelsReady"]
+    assert ready["reason"] == "ModelsConfigMapConflict"
+    assert "it is mutable" in ready["message"]
+    assert client.config_map_deletes == []
