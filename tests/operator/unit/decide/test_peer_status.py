@@ -30,7 +30,9 @@ def test_a_class_entry_has_its_medians_with_intervals_and_names_its_slower_nodes
     (entry,) = peer_status.classes_to_status(fleet())
     assert entry == {
         "name": "NVIDIA H200",
+        "device": "gpu",
         "nodes": 5,
+        "devices": 5,
         "bandwidthBytesPerSecond": {"median": 4.3e12, "low": 4.257e12, "high": 4.343e12},
         "peakFlopsPerSecond": {"median": 1e15, "low": 9.9e14, "high": 1.01e15},
         "ridgePoint": {"median": 232.6, "low": 230.2, "high": 234.9},

@@ -14,8 +14,8 @@ from tests.operator.unit.model_builders import plan
 from tests.operator.unit.model_client import ENV, ModelClient, loop_with
 from tests.operator.unit.operator_builders import device, fresh_succeeded_pod, node, profile
 
-from roofline_operator.core.names import LABEL_PROFILE
-from roofline_operator.decide.labels import label_claim
+from roofline_operator.core.names import LABEL_PROFILE, NODE_LABEL_KEYS
+from roofline_operator.decide.labels import label_claim, label_safe
 from roofline_operator.decide.node_features import build_node_feature, node_feature_name
 from roofline_operator.decide.pods import pod_facts
 from roofline_operator.run import model_delivery
@@ -125,7 +125,9 @@ async def test_the_node_feature_backend_writes_objects_instead_of_patching_nodes
     assert feature["metadata"]["namespace"] == "op"
     assert feature["metadata"]["labels"]["nfd.node.kubernetes.io/node-name"] == "a"
     assert feature["spec"]["labels"][LABEL_PROFILE] == "fleet"
-    assert len(feature["spec"]["labels"]) == 5
+    assert set(feature["spec"]["labels"]) == set(NODE_LABEL_KEYS)
+    assert feature["spec"]["labels"]["roofline.dev/class"] == label_safe("NVIDIA H200")
+    assert feature["spec"]["labels"]["roofline.dev/device"] == "gpu"
     assert json.loads(feature["metadata"]["annotations"]["record.roofline.dev/fleet"])["gpu"] == "0"
     await loop.round({}, [], {})  # the node left
     assert client.feature_deletes == [node_feature_name("fleet", "a")]
