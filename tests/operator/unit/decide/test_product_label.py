@@ -4,6 +4,8 @@ else is a mismatch naming both values, and no label is no mismatch."""
 from __future__ import annotations
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 from tests.operator.unit.operator_builders import device, profile
 
 from roofline_operator.core.node_results import from_compact
@@ -76,3 +78,18 @@ def test_a_mismatch_names_the_label_and_the_worst_gpus_product() -> None:
     result = from_compact(profile(device(name="NVIDIA H200")), "h")
     found = label_mismatch({PRODUCT_LABEL: "NVIDIA-B200"}, result)
     assert found == LabelMismatch("NVIDIA-B200", "NVIDIA H200")
+
+
+@given(label=st.text(max_size=80), measured=st.text(min_size=1, max_size=64))
+def test_any_label_gives_no_mismatch_or_one_naming_a_label_value(label: str, measured: str) -> None:
+    """Node labels are untrusted: whatever one holds, the cross-check ends as no mismatch or as
+    one whose label is a label value (never control characters into a message)."""
+    result = from_compact(profile(device(name="NVIDIA H200")), "h")
+    found = label_mismatch({PRODUCT_LABEL: label}, result)
+    if found is not None:
+        assert found.label == label
+        assert product_label({PRODUCT_LABEL: label}) == label
+        assert label.isascii()
+        assert label.isprintable()
+        assert len(label) <= 63
+    assert label_agrees(gfd_form(measured), measured)
