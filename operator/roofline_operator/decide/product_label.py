@@ -11,7 +11,9 @@ never moves the node into another class.
 GFD writes the product NVML reports with each space replaced by ``-`` (``NVIDIA H200`` becomes
 ``NVIDIA-H200``), and with time-slicing (``renameByDefault: false``) appends ``-SHARED``; those
 forms agree with the measured name. Under MIG's ``single`` strategy both name the slice
-(``NVIDIA-A100-SXM4-40GB-MIG-1g.5gb``), so they agree too.
+(``NVIDIA-A100-SXM4-40GB-MIG-1g.5gb``), so they agree too; under the ``mixed`` strategy the label
+names the whole GPU while a pod given a slice measures the slice, so a label that names the
+measured slice's GPU (``NVIDIA-A100-SXM4-40GB`` for ``... MIG 1g.5gb``) agrees as well.
 
 Pure module: no Kopf, no Kubernetes client.
 """
@@ -28,6 +30,8 @@ from roofline_operator.core.node_results import NodeResult
 PRODUCT_LABEL = "nvidia.com/gpu.product"
 #: What GFD appends to the product of a time-sliced GPU.
 SHARED_SUFFIX = "-SHARED"
+#: What follows a GPU's product in the name of one of its MIG slices, in GFD's form.
+MIG_INFIX = "-MIG-"
 #: A label value as the API server admits it (``validation.IsValidLabelValue``).
 _LABEL_VALUE = re.compile(r"(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?")
 _MAX_LABEL_VALUE_CHARS = 63
@@ -48,8 +52,10 @@ def gfd_form(product: str) -> str:
 
 def label_agrees(label: str, measured: str) -> bool:
     """Whether ``label`` names the ``measured`` product, in GFD's form or as measured."""
-    form = gfd_form(measured)
-    return gfd_form(label) in (form, form + SHARED_SUFFIX)
+    form, named = gfd_form(measured), gfd_form(label)
+    if named in (form, form + SHARED_SUFFIX):
+        return True
+    return bool(named) and form.startswith(named + MIG_INFIX)
 
 
 def product_label(labels: Mapping[str, str]) -> str | None:

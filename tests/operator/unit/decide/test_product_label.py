@@ -29,6 +29,7 @@ from roofline_operator.decide.product_label import (
         pytest.param(
             "NVIDIA-A100-SXM4-40GB-MIG-1g.5gb", "NVIDIA A100-SXM4-40GB MIG 1g.5gb", id="mig-single"
         ),
+        pytest.param("NVIDIA-A100-SXM4-40GB", "NVIDIA A100-SXM4-40GB MIG 1g.5gb", id="mig-mixed"),
     ],
 )
 def test_gfds_forms_of_the_measured_product_agree(label: str, measured: str) -> None:
@@ -42,6 +43,10 @@ def test_gfds_forms_of_the_measured_product_agree(label: str, measured: str) -> 
         pytest.param("NVIDIA-H200-NVL", "NVIDIA H200", id="a-longer-product"),
         pytest.param("nvidia-h200", "NVIDIA H200", id="another-case"),
         pytest.param("NVIDIA-H200-SHARED-SHARED", "NVIDIA H200", id="suffix-twice"),
+        pytest.param("NVIDIA-A100", "NVIDIA A100-SXM4-40GB MIG 1g.5gb", id="a-prefix-not-a-gpu"),
+        pytest.param(
+            "NVIDIA-A100-SXM4-80GB", "NVIDIA A100-SXM4-40GB MIG 1g.5gb", id="mig-of-another-gpu"
+        ),
     ],
 )
 def test_another_product_disagrees(label: str, measured: str) -> None:
