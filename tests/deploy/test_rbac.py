@@ -128,6 +128,7 @@ async def _exercise(client: KubeClient) -> set[str]:
         "write_node_feature": client.write_node_feature(feature),
         "delete_node_feature": client.delete_node_feature(OPERATOR_NS, "f"),
         "get_config_map": client.get_config_map(PROFILER_NS, "c"),
+        "get_config_map_object": client.get_config_map_object(PROFILER_NS, "c"),
         "create_config_map": client.create_config_map({"metadata": {"namespace": PROFILER_NS}}),
         "delete_config_map": client.delete_config_map(PROFILER_NS, "c", "uid"),
         "patch_profile_status": client.patch_profile_status("p", {}),

@@ -50,12 +50,18 @@ LABEL_PEAK_TFLOPS = "roofline.dev/peak-tflops"
 #: measured (a GPU's product name, a CPU's model name), never a value copied from another label.
 #: It names the fleet view's peer group and is the stable selector of exported Kueue flavors.
 LABEL_CLASS = "roofline.dev/class"
+#: The kind of device the node's labels describe: ``gpu`` or ``cpu``, the ``spec.device`` of the
+#: profile that owns them (the oldest profile selecting the node, which may be a CPU profile on a
+#: node with GPUs): a selector that means GPU numbers requires ``roofline.dev/device=gpu``.
+LABEL_DEVICE = "roofline.dev/device"
 NODE_LABEL_KEYS = (
     LABEL_RIDGE_POINT,
     LABEL_MIN_BATCH,
     LABEL_BANDWIDTH_GBPS,
     LABEL_PEAK_TFLOPS,
     LABEL_PROFILE,
+    LABEL_CLASS,
+    LABEL_DEVICE,
 )
 
 UNSCHEDULABLE_TAINT = "node.kubernetes.io/unschedulable"

@@ -52,6 +52,15 @@ class NodeResult:
     gpus: tuple[GpuResult, ...]
     #: The node's model plans as rebuilt from the status; :meth:`node_models` prefers the GPUs'.
     restored_models: tuple[CompactModelPlan, ...] = ()
+    #: The kind of device measured (:data:`DEVICE_KINDS`), by the backend the result names
+    #: (``cpu``, else a GPU's), which ``asked.py`` checked is the one its pod was given; ``None``
+    #: for a result restored from a status written before the operator kept it (the profile's
+    #: ``spec.device`` stands for it: see :meth:`device_or`).
+    device: str | None = None
+
+    def device_or(self, spec_device: str) -> str:
+        """The device kind the numbers describe: the result's own, else ``spec_device``."""
+        return self.device or spec_device
 
     def node_models(self) -> tuple[CompactModelPlan, ...]:
         """Each model's plan for the node as a whole (see :func:`model_plans.node_plans`)."""
@@ -74,8 +83,24 @@ class NodeResult:
         )
 
 
-def from_compact(profile: CompactProfile, spec_hash: str) -> NodeResult:
-    """The result a profiler pod reported, measured under ``spec_hash``."""
+#: The kinds of device a result describes: ``spec.device``'s values.
+DEVICE_KINDS = ("gpu", "cpu")
+
+
+def device_kind(backend: str | None, asked_device: str | None = None) -> str:
+    """``cpu`` for a result measured on the CPU backend, else ``gpu``; a result that names no
+    backend (compact versions 2 and 3) was measured on the device its pod asked for (``cpu``
+    or ``cuda``, on which the profiler refuses to start anywhere else)."""
+    if backend is None:
+        return "cpu" if asked_device == "cpu" else "gpu"
+    return "cpu" if backend == "cpu" else "gpu"
+
+
+def from_compact(
+    profile: CompactProfile, spec_hash: str, asked_device: str | None = None
+) -> NodeResult:
+    """The result a profiler pod reported, measured under ``spec_hash``; ``asked_device`` is
+    the ``--device`` of its pod's command."""
     return NodeResult(
         spec_hash=spec_hash,
         profiled_at=profile.created_at,
@@ -94,6 +119,7 @@ def from_compact(profile: CompactProfile, spec_hash: str) -> NodeResult:
             )
             for d in profile.devices
         ),
+        device=device_kind(profile.backend, asked_device),
     )
 
 
@@ -259,6 +285,8 @@ def to_status(result: NodeResult) -> dict[str, Any]:
         "gpu": str(worst.index),
         **_gpu_numbers(worst),
     }
+    if result.device is not None:
+        fields["device"] = result.device
     models = result.node_models()
     if models:
         fields["models"] = [model_plans.plan_to_status(m) for m in models]
@@ -319,7 +347,18 @@ def from_status(entry: Mapping[str, Any], now: float | None = None) -> NodeResul
         shape_n=shape_n,
         gpus=tuple(_gpu_from_status(g, entry.get("product")) for g in gpus),
         restored_models=model_plans.plans_from_status(entry.get("models")),
+        device=_device_from_status(entry.get("device")),
     )
+
+
+def _device_from_status(raw: Any) -> str | None:
+    if raw is None:
+        return None
+    if raw not in DEVICE_KINDS:
+        raise plausibility.ImplausibleValue(
+            f"field 'device' = {str(raw)[:20]!r} is not one of {', '.join(DEVICE_KINDS)}"
+        )
+    return str(raw)
 
 
 def _index(text: Any) -> int:

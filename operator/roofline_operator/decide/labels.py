@@ -15,6 +15,8 @@ from typing import Any
 
 from roofline_operator.core.names import (
     LABEL_BANDWIDTH_GBPS,
+    LABEL_CLASS,
+    LABEL_DEVICE,
     LABEL_MIN_BATCH,
     LABEL_PEAK_TFLOPS,
     LABEL_PROFILE,
@@ -22,7 +24,7 @@ from roofline_operator.core.names import (
     NODE_LABEL_KEYS,
     parse_time,
 )
-from roofline_operator.core.node_results import GpuResult
+from roofline_operator.core.node_results import DEVICE_KINDS, GpuResult
 from roofline_operator.core.nodes import NodeFacts, select_nodes
 from roofline_operator.core.selection_spec import NodeSelection
 from roofline_operator.core.spec import parse_spec
@@ -68,18 +70,26 @@ def format_label_value(value: float, decimals: int = 1) -> str:
     return text
 
 
-def node_labels_for(gpu: GpuResult, profile: str) -> dict[str, str]:
-    """The labels that describe a node by ``gpu``, its worst GPU, owned by ``profile``.
+def node_labels_for(gpu: GpuResult, profile: str, device: str = "gpu") -> dict[str, str]:
+    """The labels that describe a node by ``gpu``, its worst GPU (or its CPU, for a ``device:
+    cpu`` profile), owned by ``profile``.
 
     The owner label holds :func:`label_safe` of the profile name, which is the name itself for
-    any name of at most 63 characters.
+    any name of at most 63 characters. The class label holds :func:`label_safe` of the product
+    the node's own pod measured (``status.nodes[].product``): what the fleet view classes it by
+    and what exported Kueue flavors select, never a value copied from another label. The device
+    label says which kind of device every number describes.
     """
+    if device not in DEVICE_KINDS:
+        raise ValueError(f"device {device!r} is not one of {', '.join(DEVICE_KINDS)}")
     return {
         LABEL_RIDGE_POINT: format_label_value(gpu.ridge_point),
         LABEL_MIN_BATCH: str(gpu.recommended_min_batch),
         LABEL_BANDWIDTH_GBPS: format_label_value(gpu.bandwidth_bytes_per_second / 1e9, 0),
         LABEL_PEAK_TFLOPS: format_label_value(gpu.peak_flops_per_second / 1e12),
         LABEL_PROFILE: label_safe(profile),
+        LABEL_CLASS: label_safe(gpu.product),
+        LABEL_DEVICE: device,
     }
 
 

@@ -145,17 +145,22 @@ def build_models_config_map(
 
 def foreign_config_map(existing: Mapping[str, Any], wanted: Mapping[str, Any]) -> str | None:
     """Why a ConfigMap found under the name of ``wanted`` is not the profile's own (``None``
-    when it is: its owner reference names the profile's UID and it holds exactly the models).
+    when it is: its owner reference names the profile's UID, it is immutable, and it holds
+    exactly the models).
 
-    Anyone who may create ConfigMaps in the profiler namespace may have created it first, to
-    choose the models every pod plans, or to fail every pod that mounts it; it is never
-    mounted, and never deleted."""
+    Anyone who may create ConfigMaps in the profiler namespace may have created it first, or
+    after deleting the operator's own, to choose the models every pod plans, or to fail every
+    pod that mounts it. The profile's UID is readable by tenants and its models follow from the
+    spec, so owner and content alone are not enough: a mutable one could be edited once
+    checked. Such a ConfigMap is never mounted, and never deleted."""
     metadata = existing.get("metadata") or {}
     uid = wanted["metadata"]["ownerReferences"][0]["uid"]
     owners = metadata.get("ownerReferences") or []
     if not any(isinstance(o, Mapping) and o.get("uid") == uid for o in owners):
         return "no owner reference names the profile's UID"
-    if existing.get("data") != wanted["data"]:
+    if existing.get("immutable") is not True:
+        return "it is mutable"
+    if existing.get("data") != wanted["data"] or existing.get("binaryData"):
         return "it holds other models"
     return None
 

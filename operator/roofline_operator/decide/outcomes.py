@@ -67,7 +67,8 @@ def _succeeded(pod: PodFacts, spec: ProfileSpec, now: float, gpus: int | None) -
         check_relations(profile, not_before=pod.created_at)
         refused = refusal(profile, pod.asked)
         if refused is None:
-            return Succeeded(from_compact(profile, pod.spec_hash))
+            asked = pod.asked.device if pod.asked is not None else None
+            return Succeeded(from_compact(profile, pod.spec_hash, asked))
     except CompactDecodeError as exc:
         return Failed(
             FailureReason.INVALID_RESULT, first_line(exc, "invalid result", MAX_MESSAGE_CHARS)

@@ -1,14 +1,20 @@
 """The fleet view (``peers.py``) in a profile's status.
 
-* ``status.classes[]``: per GPU product class, its node count, the median bandwidth, peak and
-  ridge point with their intervals, and the nodes slower than their peers;
-* each listed node's ``gpuClass``, ``relativePerformance`` (its ratio to each median, with the
-  ratio's 95% interval) and its ``SlowerThanPeers`` condition;
+* ``status.classes[]``: per measured product class, its device kind, node and device counts,
+  the median bandwidth, peak and ridge point with their intervals, and the nodes slower than
+  their peers;
+* each listed node's ``gpuClass``, ``relativePerformance`` (its farthest GPU's ratio to each
+  median, with the ratio's 95% interval), ``slowerGpus`` (the indices of its GPUs slower than
+  their peers, on a node of several) and its ``SlowerThanPeers`` condition (naming each slower
+  GPU on a node of several);
+* each listed node's ``ProductLabelMismatch`` condition while its ``nvidia.com/gpu.product``
+  label disagrees with the product it measured (``product_label.py``);
 * the profile's own ``SlowerThanPeers`` condition, naming the slower nodes.
 
 Bounded like the rest of the status: at most :data:`MAX_CLASSES` classes (the largest), and at
 most :data:`MAX_NAMED_SLOWER` slower nodes named per class (``slower`` counts them all). Class
-names are label values or device names, both at most 64 characters.
+names are measured device names, at most 64 characters; ``slowerGpus`` holds at most one index
+per GPU the pod measured (``plausibility.MAX_DEVICES``).
 
 Pure module: no Kopf, no Kubernetes client.
 """
@@ -19,6 +25,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from roofline_operator.core.model_plans import STATUS_SIGNIFICANT_DIGITS
+from roofline_operator.decide import product_label
 from roofline_operator.decide.peers import (
     COMPARED,
     FleetView,
@@ -37,6 +44,8 @@ MAX_NAMED_SLOWER = 10
 MAX_NODES_IN_MESSAGE = 5
 #: The type of the node entries' and the profile's condition.
 CONDITION_TYPE = "SlowerThanPeers"
+#: The type of a node entry's condition while its product label disagrees with what it measured.
+MISMATCH_CONDITION_TYPE = "ProductLabelMismatch"
 
 
 def _rounded(value: float) -> float | int:
@@ -53,7 +62,9 @@ def class_entry(item: PeerClass, view: FleetView) -> dict[str, Any]:
     slower = [n for n in item.nodes if view.standings.get(n) and view.standings[n].slower]
     entry: dict[str, Any] = {
         "name": item.name,
+        "device": item.device,
         "nodes": len(item.nodes),
+        "devices": item.devices,
         **{c.headline.key: _spread(item.medians[c.quantity], "median") for c in COMPARED},
         "slower": len(slower),
     }
@@ -69,11 +80,24 @@ def classes_to_status(view: FleetView) -> list[dict[str, Any]]:
 
 
 def standing_to_status(item: Standing) -> dict[str, Any]:
-    """A node entry's ``gpuClass`` and ``relativePerformance``."""
-    return {
+    """A node entry's ``gpuClass``, ``relativePerformance`` and, on a node of several GPUs with
+    some slower than their peers, ``slowerGpus``."""
+    fields: dict[str, Any] = {
         "gpuClass": item.gpu_class,
         "relativePerformance": {c.key: _spread(item.ratios[c.quantity], "ratio") for c in COMPARED},
     }
+    if item.multi_device and item.slower_gpus():
+        fields["slowerGpus"] = list(item.slower_gpus())
+    return fields
+
+
+def mismatch_condition(node: str, mismatch: product_label.LabelMismatch) -> tuple[bool, str, str]:
+    """A node's ``ProductLabelMismatch`` condition as ``(status, reason, message)``."""
+    message = (
+        f"{product_label.describe(node, mismatch)} (check GPU Feature Discovery on the node, "
+        "and who else may write its labels)"
+    )
+    return True, "LabelDisagrees", message
 
 
 def node_condition(item: Standing, threshold_percent: int) -> tuple[bool, str, str]:
@@ -100,6 +124,23 @@ def profile_condition(view: FleetView) -> tuple[bool, str, str]:
     rest = len(slower) - MAX_NODES_IN_MESSAGE
     message = "; ".join(lines) + (f"; and {rest} more node(s)" if rest > 0 else "")
     return True, "BelowClassMedian", message
+
+
+def mismatched_from_status(status: Mapping[str, Any]) -> frozenset[str]:
+    """The nodes a written status says carry a product label that disagrees with what they
+    measured: what a restarted operator announced already."""
+    found: set[str] = set()
+    for entry in status.get("nodes") or []:
+        if not isinstance(entry, Mapping):
+            continue
+        for condition in entry.get("conditions") or []:
+            if (
+                isinstance(condition, Mapping)
+                and condition.get("type") == MISMATCH_CONDITION_TYPE
+                and condition.get("status") == "True"
+            ):
+                found.add(str(entry.get("name")))
+    return frozenset(found)
 
 
 def slower_from_status(status: Mapping[str, Any]) -> frozenset[str]:

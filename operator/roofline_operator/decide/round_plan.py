@@ -318,7 +318,8 @@ def _plan_labels(
         retained = record is not None and record.state is NodeState.UNAVAILABLE
         owns = owner == ours or (owner is None and retained)
         if owns and record is not None and record.result is not None:
-            desired = node_labels_for(record.result.worst_gpu(), ours)
+            result = record.result
+            desired = node_labels_for(result.worst_gpu(), ours, result.device_or(inp.spec.device))
         elif node.labels.get(LABEL_PROFILE) != label_safe(ours):
             continue
         plan.label_sets[name] = desired

@@ -249,8 +249,8 @@ def build_status(
     ``lastTransitionTime`` while their status holds.
     """
     conditions = desired_conditions(records, spec_hash, conflicts, spec_error)
-    slower = frozenset(peers.slower_nodes()) if peers is not None else frozenset()
-    listed = listed_nodes(records, spec_hash, max_nodes, slower)
+    attention = peers.attention_nodes() if peers is not None else frozenset()
+    listed = listed_nodes(records, spec_hash, max_nodes, attention)
     summary = summarize(records, spec_hash)
     summary.update(listed=len(listed), omitted=len(records) - len(listed))
     status: dict[str, Any] = {
@@ -312,22 +312,38 @@ def _add_peers(
     generation: int | None,
     now: float,
 ) -> None:
-    """The fleet view: ``status.classes[]``, each listed node's standing and condition, the
-    count of slower nodes and the profile's ``SlowerThanPeers`` condition."""
+    """The fleet view: ``status.classes[]``, each listed node's standing and conditions
+    (``SlowerThanPeers``, ``ProductLabelMismatch``), the counts of slower and mislabelled nodes
+    and the profile's ``SlowerThanPeers`` condition."""
     before = {e.get("name"): e for e in previous_nodes if isinstance(e, Mapping)}
     for entry in status["nodes"]:
-        item = view.standings.get(entry["name"])
-        if item is None:
-            continue
-        entry.update(peer_status.standing_to_status(item))
-        desired = Condition(
-            peer_status.CONDITION_TYPE, *peer_status.node_condition(item, view.threshold_percent)
-        )
-        previous = (before.get(entry["name"]) or {}).get("conditions") or []
-        entry["conditions"] = merge_conditions(previous, [desired], generation, now)
+        name = entry["name"]
+        desired = []
+        item = view.standings.get(name)
+        if item is not None:
+            entry.update(peer_status.standing_to_status(item))
+            desired.append(
+                Condition(
+                    peer_status.CONDITION_TYPE,
+                    *peer_status.node_condition(item, view.threshold_percent),
+                )
+            )
+        mismatch = view.mismatches.get(name)
+        if mismatch is not None:
+            desired.append(
+                Condition(
+                    peer_status.MISMATCH_CONDITION_TYPE,
+                    *peer_status.mismatch_condition(name, mismatch),
+                )
+            )
+        if desired:
+            previous = (before.get(name) or {}).get("conditions") or []
+            entry["conditions"] = merge_conditions(previous, desired, generation, now)
     if view.classes:
         status["classes"] = peer_status.classes_to_status(view)
         status["summary"]["slowerThanPeers"] = len(view.slower_nodes())
+    if view.mismatches:
+        status["summary"]["productLabelMismatches"] = len(view.mismatches)
     conditions.append(Condition(peer_status.CONDITION_TYPE, *peer_status.profile_condition(view)))
 
 

@@ -282,16 +282,23 @@ class KubeClient:
             if exc.status not in (404, 409):
                 raise
 
-    async def get_config_map(self, namespace: str, name: str) -> dict[str, str] | None:
-        """A ConfigMap's ``data``; ``None`` when there is no such ConfigMap."""
+    async def get_config_map_object(self, namespace: str, name: str) -> dict[str, Any] | None:
+        """A ConfigMap as the API server has it now (metadata, ``immutable``, ``data``);
+        ``None`` when there is no such ConfigMap."""
         try:
-            answer = await self.request(
+            return await self.request(
                 "GET", f"/api/v1/namespaces/{quote(namespace)}/configmaps/{quote(name)}"
             )
         except ApiError as exc:
             if exc.status == 404:
                 return None
             raise
+
+    async def get_config_map(self, namespace: str, name: str) -> dict[str, str] | None:
+        """A ConfigMap's ``data``; ``None`` when there is no such ConfigMap."""
+        answer = await self.get_config_map_object(namespace, name)
+        if answer is None:
+            return None
         data = answer.get("data") or {}
         return {str(k): str(v) for k, v in data.items()} if isinstance(data, dict) else {}
 

@@ -1,5 +1,5 @@
 """Getting a profile's models to its pods: read their ConfigMaps, check them off the event loop,
-write the ConfigMap the pods mount.
+write the ConfigMap the pods mount, and check it is still the profile's own each round.
 
 The I/O side of ``model_sources`` (which stays pure). Every failure here fails the models it
 concerns, never the round: a ConfigMap read the API refuses (403) or fails (5xx) fails the models
@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 from dataclasses import dataclass
+from typing import Any
 
 from roofline_operator.core.spec import ProfileSpec
 from roofline_operator.decide.model_sources import (
@@ -88,23 +89,47 @@ class ModelDelivery:
     async def deliver(
         self, client: KubeClient, uid: str, namespace: str, models: ModelResolution
     ) -> Delivery:
-        """Write the ConfigMap that carries the valid models to the pods (once per model set),
-        delete this profile's ConfigMaps of earlier model sets.
+        """Make sure the ConfigMap that carries the valid models to the pods is the profile's
+        own, every round before a pod may mount it (:meth:`verified`); delete this profile's
+        ConfigMaps of earlier model sets.
 
         A ConfigMap of that name that is not the profile's (``foreign_config_map``) is neither
-        mounted nor deleted: the delivery reports the conflict instead.
+        mounted nor deleted: the delivery reports the conflict instead, which fails the models
+        alone (the roofline is profiled as usual, without them).
         """
         body = build_models_config_map(self.profile, uid, namespace, models)
         wanted = None if body is None else (namespace, str(body["metadata"]["name"]))
         delivery = Delivery(None if wanted is None else wanted[1])
-        if body is not None and wanted is not None and wanted not in self.written:
-            stored = await client.create_config_map(body)
-            why = "it is gone" if stored is None else foreign_config_map(stored, body)
-            if why is None and stored is not None:
-                self.written[wanted] = str((stored.get("metadata") or {}).get("uid", ""))
-            else:
+        if body is not None and wanted is not None:
+            why = await self.verified(client, body, wanted)
+            if why is not None:
                 where = f"ConfigMap {namespace}/{wanted[1]}"
                 delivery = Delivery(conflict=f"{where} exists and is not this profile's ({why})")
         for stale in [key for key in self.written if key != wanted]:
             await client.delete_config_map(*stale, self.written.pop(stale))
         return delivery
+
+    async def verified(
+        self, client: KubeClient, body: dict[str, Any], wanted: tuple[str, str]
+    ) -> str | None:
+        """Read the models ConfigMap as it is now, create it when it is missing (the first
+        round of a model set, or the operator's own deleted since), and check it; why it is
+        not the profile's own, or ``None``.
+
+        Checked each round, not only when created: the operator's own immutable one can be
+        deleted and created again with other content under its name at any time. One GET per
+        round of a profile with models."""
+        stored = await client.get_config_map_object(*wanted)
+        if stored is None:
+            stored = await client.create_config_map(body)
+        if stored is None:
+            self.written.pop(wanted, None)
+            return "it is gone"
+        why = foreign_config_map(stored, body)
+        found_uid = str((stored.get("metadata") or {}).get("uid", ""))
+        if why is None:
+            self.written[wanted] = found_uid
+        elif self.written.get(wanted) != found_uid:
+            # Not the object this profile created: never deleted by it.
+            self.written.pop(wanted, None)
+        return why

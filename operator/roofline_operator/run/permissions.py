@@ -121,8 +121,8 @@ PERMISSIONS: tuple[Permission, ...] = (
         ("get",),
         Scope.PROFILER_NAMESPACES,
         Caller.OPERATOR,
-        "model configs named by spec.models[].configMapRef; the models ConfigMap found under "
-        "its name (owner and content checked)",
+        "model configs named by spec.models[].configMapRef; the models ConfigMap read back "
+        "each round before a pod mounts it (owner, immutability and content checked)",
     ),
     Permission(
         "",

@@ -84,6 +84,8 @@ class ProfileLoop:
         #: The nodes last announced as slower than their peers (``SlowerThanPeers``), so that the
         #: Warning Event names each once, not once a round; a restart reads them from the status.
         self.slower: frozenset[str] = peer_status.slower_from_status(status)
+        #: The nodes last announced as labelled another product than they measured.
+        self.mismatched: frozenset[str] = peer_status.mismatched_from_status(status)
         config = runtime.config
         features = (
             config.operator_namespace if config.node_label_backend == BACKEND_NODE_FEATURE else None
@@ -240,11 +242,14 @@ class ProfileLoop:
         """Tell what the round did: Events and counters, the status, the metrics snapshot."""
         inp, models = observed.round_input, observed.models
         self.events().announce_round(plan, [*plan.failures, *rejected])
+        device = inp.spec.device
         fleet = peers.fleet_view(
-            peers.members(self.records, inp.nodes, inp.spec_hash),
+            peers.members(self.records, inp.spec_hash, device),
             inp.spec.outlier_threshold_percent,
+            peers.mismatches(self.records, inp.nodes, inp.spec_hash, device),
         )
         self.slower = self.events().announce_slower(fleet, self.slower)
+        self.mismatched = self.events().announce_mismatches(fleet, self.mismatched)
         view = ModelsView(inp.spec.models, models.failures or {}, inp.spec.gpu_hour_cost)
         await self.write_status(client, plan.conflicts, inp.spec_hash, None, inp.now, view, fleet)
         planned = tuple(m.spec.name for m in models.valid)

@@ -18,7 +18,7 @@ from typing import Any, cast
 import kopf
 
 from roofline_operator.core.names import FailureReason
-from roofline_operator.decide import peers, provenance
+from roofline_operator.decide import peers, product_label, provenance
 from roofline_operator.decide.outcomes import Failed
 from roofline_operator.decide.pods import PodFacts
 from roofline_operator.decide.round_plan import RoundPlan
@@ -147,6 +147,27 @@ class ProfileEvents:
             logger.warning("Profile %s: %s", self.profile, message)
             self._warn("SlowerThanPeers", message)
         return slower
+
+    def announce_mismatches(
+        self, view: peers.FleetView, announced: frozenset[str]
+    ) -> frozenset[str]:
+        """One ``ProductLabelMismatch`` Warning Event per round in which nodes were found whose
+        ``nvidia.com/gpu.product`` label disagrees with the product they measured, naming both
+        values; returns the nodes mismatched now (each announced once while it lasts)."""
+        mismatched = frozenset(view.mismatches)
+        new = sorted(mismatched - announced)
+        if new:
+            lines = "; ".join(
+                product_label.describe(n, view.mismatches[n]) for n in new[:NAMED_NODES]
+            )
+            more = f"; and {len(new) - NAMED_NODES} more node(s)" if len(new) > NAMED_NODES else ""
+            message = (
+                f"{lines}{more} (check GPU Feature Discovery on the node, and who else may "
+                "write its labels)"
+            )
+            logger.warning("Profile %s: %s", self.profile, message)
+            self._warn("ProductLabelMismatch", message)
+        return mismatched
 
     def announce_foreign_pods(self, foreign: Sequence[tuple[PodFacts, str]]) -> None:
         """A Warning ``ForeignPodIgnored`` naming a few pods that carry the profile's labels but

@@ -32,7 +32,7 @@ from tests.prometheus_server import (
     wait_for_alert,
 )
 
-from roofline_operator.decide.peers import PRODUCT_LABEL
+from roofline_operator.decide.product_label import PRODUCT_LABEL
 
 ROOT = Path(__file__).resolve().parents[3]
 RULES = ROOT / "observability" / "prometheus" / "rules" / "roofline.rules.yaml"
@@ -97,10 +97,14 @@ def test_a_node_made_slower_is_found_among_its_peers_and_alerted_by_prometheus(
         names,
         what="every node within its peers",
     )
-    assert {e["gpuClass"] for e in entries.values()} == {"NVIDIA-H200"}
+    # The class is what the pods measured; GFD's label (its own form) agrees, so no mismatch.
+    assert {e["gpuClass"] for e in entries.values()} == {"NVIDIA H200"}
+    assert not any(
+        c["type"] == "ProductLabelMismatch" for e in entries.values() for c in e["conditions"]
+    )
     (fleet_class,) = profile_status(shared_cluster, "fleet")["classes"]
     assert (fleet_class["name"], fleet_class["nodes"], fleet_class["slower"]) == (
-        "NVIDIA-H200",
+        "NVIDIA H200",
         5,
         0,
     )
@@ -135,8 +139,8 @@ def test_a_node_made_slower_is_found_among_its_peers_and_alerted_by_prometheus(
     pending = wait_for_alert(prometheus, ALERT, "pending", timeout=30, profile="fleet")
     firing = wait_for_alert(prometheus, ALERT, "firing", timeout=30, profile="fleet")
     assert pending["labels"]["node"] == firing["labels"]["node"] == slow
-    assert firing["labels"]["gpu_class"] == "NVIDIA-H200"
-    assert "of the medians of its GPU class (NVIDIA-H200)" in firing["annotations"]["description"]
+    assert firing["labels"]["gpu_class"] == "NVIDIA H200"
+    assert "of the medians of its GPU class (NVIDIA H200)" in firing["annotations"]["description"]
     alerted = {
         a["labels"]["node"] for a in prometheus.alerts(ALERT) if a["labels"]["profile"] == "fleet"
     }

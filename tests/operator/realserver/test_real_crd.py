@@ -65,6 +65,12 @@ GOOD = [
         ),
         id="memory-request-at-its-limit",
     ),
+    pytest.param(
+        example_with(
+            (("spec", "resources"), {"requests": {"cpu": "500m"}, "limits": {"cpu": "0.5"}})
+        ),
+        id="cpu-request-at-its-limit",
+    ),
     pytest.param(example_with((("spec", "device"), "cpu")), id="cpu-profile"),
 ]
 
@@ -127,6 +133,18 @@ BAD = [
         ),
         "spec.resources.requests.memory must be at most spec.resources.limits.memory",
         id="memory-request-over-limit",
+    ),
+    pytest.param(
+        example_with(
+            (("spec", "resources"), {"requests": {"cpu": "4"}, "limits": {"cpu": "500m"}})
+        ),
+        "spec.resources.requests.cpu must be at most spec.resources.limits.cpu",
+        id="cpu-request-over-limit",
+    ),
+    pytest.param(
+        example_with((("spec", "resources"), {"limits": {"memory": "1" * 65}})),
+        "spec.resources.limits.memory: Too long",
+        id="quantity-too-long",
     ),
     pytest.param(
         example_with((("spec", "device"), "tpu")),

@@ -29,6 +29,8 @@ from tests.operator.harness.realsuite import (
 )
 from tests.operator.harness.releases import Release
 
+from roofline_operator.decide.labels import label_safe
+
 NFD_GROUP = "nfd.k8s-sigs.io"
 
 
@@ -83,6 +85,68 @@ def test_a_model_plan_from_an_inline_config_and_a_config_map_reaches_status(
     assert "real-models" in shown
 
 
+def test_the_models_config_map_replaced_by_a_mutable_look_alike_fails_the_models_alone(
+    real_cluster: RealCluster,
+    node_release: Release,
+    real_operators: RealOperators,
+) -> None:
+    """The operator's own immutable models ConfigMap, deleted and created again under its name
+    as a mutable look-alike with the profile's owner reference and the same models (all that
+    a ConfigMap writer can read or derive): the next rounds fail the models alone with the
+    reason, never delete it, and once it is gone the operator creates its own again."""
+    real_cluster.add_gpu_node("real-cm-swap")
+    spec = {"models": [{"name": "tiny", "config": TINY_LLAMA}]}
+    real_operators.start(node_release)
+    real_cluster.create(
+        "rooflineprofiles", example_profile("real-cm-swap", **spec), group="roofline.dev"
+    )
+    wait_for_nodes(real_cluster, "real-cm-swap", planned(["tiny"]), ["real-cm-swap"], timeout=90)
+
+    def models_config_maps() -> list[dict[str, Any]]:
+        found = real_cluster.list("configmaps", PROFILER_NAMESPACE)
+        return [c for c in found if c["metadata"]["name"].startswith("roofline-models-real-cm")]
+
+    (own,) = models_config_maps()
+    assert own["immutable"] is True
+    name = own["metadata"]["name"]
+    real_cluster.delete("configmaps", name, PROFILER_NAMESPACE)
+    look_alike = {
+        "metadata": {
+            "name": name,
+            "labels": own["metadata"]["labels"],
+            "ownerReferences": own["metadata"]["ownerReferences"],
+        },
+        "data": own["data"],
+    }
+    real_cluster.create("configmaps", look_alike, PROFILER_NAMESPACE)
+
+    def models_ready() -> dict[str, Any]:
+        return condition(profile_status(real_cluster, "real-cm-swap"), "ModelsReady")
+
+    refused = wait_for(
+        lambda: (c := models_ready()).get("reason") == "ModelsConfigMapConflict" and c,
+        timeout=30,
+        what="the look-alike to fail the models",
+    )
+    assert "it is mutable" in refused["message"]
+    assert refused["status"] == "False"
+    (still,) = models_config_maps()
+    assert still["metadata"]["uid"] != own["metadata"]["uid"], "the look-alike is not deleted"
+
+    real_cluster.delete("configmaps", name, PROFILER_NAMESPACE)
+    recreated = wait_for(
+        lambda: [c for c in models_config_maps() if c.get("immutable") is True],
+        timeout=30,
+        what="the operator to create its own models ConfigMap again",
+    )
+    assert recreated[0]["metadata"]["name"] == name
+    wait_for(
+        lambda: models_ready().get("status") == "True",
+        timeout=60,
+        what="the models to be ready again",
+    )
+
+
 def test_the_node_feature_backend_writes_one_node_feature_per_node_and_deletes_them(
     real_cluster: RealCluster,
     nfd_release: Release,
@@ -110,6 +174,8 @@ def test_the_node_feature_backend_writes_one_node_feature_per_node_and_deletes_t
         labels = written[node]["spec"]["labels"]
         assert labels["roofline.dev/profile"] == "real-nfd"
         assert int(labels["roofline.dev/min-batch"]) == entries[node]["recommendedMinBatch"]
+        assert labels["roofline.dev/class"] == label_safe(entries[node]["product"])
+        assert labels["roofline.dev/device"] == entries[node]["device"]
         assert not any(k.startswith("roofline.dev/") for k in labels_of(real_cluster, node)), (
             "the nodeFeature backend never writes nodes"
         )

@@ -25,6 +25,7 @@ from tests.operator.harness.realcluster import RealCluster
 from tests.operator.harness.realsuite import PROFILER_NAMESPACE, RealOperators, labels_of
 from tests.operator.harness.releases import Release
 
+from roofline_operator.decide.labels import label_safe
 from roofline_profiler.wire.compact_decode import decode_compact
 
 
@@ -69,6 +70,14 @@ def test_the_example_profiles_nodes_with_labels_status_columns_and_metrics(
         labels = our_labels(real_cluster, node)
         assert labels["roofline.dev/profile"] == "real-decode"
         assert int(labels["roofline.dev/min-batch"]) == entries[node]["recommendedMinBatch"]
+        # A CPU profile: the labels say so, and the class is the CPU model each pod measured.
+        assert entries[node]["device"] == "cpu"
+        assert labels["roofline.dev/device"] == "cpu"
+        assert labels["roofline.dev/class"] == label_safe(entries[node]["product"])
+        by_class = kubectl.json(
+            "get", "nodes", "-l", f"roofline.dev/class={labels['roofline.dev/class']}"
+        )
+        assert node in [n["metadata"]["name"] for n in by_class["items"]]
     assert our_labels(real_cluster, "real-cpu-only") == {}
     selected = kubectl.json("get", "nodes", "-l", "roofline.dev/profile=real-decode")
     assert sorted(n["metadata"]["name"] for n in selected["items"]) == nodes

@@ -43,6 +43,9 @@ class ModelClient(RecordingClient):
             raise self.refused[(namespace, name)]
         return self.config_maps.get((namespace, name))
 
+    async def get_config_map_object(self, namespace: str, name: str) -> dict[str, Any] | None:
+        return self.objects.get((namespace, name))
+
     async def create_config_map(self, body: Mapping[str, Any]) -> dict[str, Any] | None:
         """Create it, or answer with the object that already has its name (as on a 409)."""
         metadata = body["metadata"]

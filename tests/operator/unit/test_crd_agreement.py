@@ -21,6 +21,7 @@ import yaml
 from tests.operator.harness.structural import as_json_schema
 
 from roofline_operator.core.model_spec import ModelSpecError
+from roofline_operator.core.resources_spec import MAX_QUANTITY_CHARS
 from roofline_operator.core.spec import parse_spec
 from roofline_operator.core.spec_fields import SpecError
 from roofline_operator.decide.model_sources import resolve_models
@@ -164,6 +165,21 @@ CASES = [
     pytest.param({"reprofileInterval": "1h 30m"}, False, id="interval-with-a-space"),
     pytest.param({"retainUnavailableFor": "720h"}, True, id="retain-at-limit"),
     pytest.param({"retainUnavailableFor": "90us"}, False, id="retain-in-microseconds"),
+    pytest.param(
+        {"resources": {"limits": {"memory": "1" * MAX_QUANTITY_CHARS}}},
+        True,
+        id="quantity-at-length-limit",
+    ),
+    pytest.param(
+        {"resources": {"limits": {"memory": "1" * (MAX_QUANTITY_CHARS + 1)}}},
+        False,
+        id="quantity-over-length-limit",
+    ),
+    pytest.param(
+        {"resources": {"requests": {"cpu": "0." + "0" * 150_000 + "1"}}},
+        False,
+        id="quantity-150000-digits",
+    ),
     pytest.param(with_config(LLAMA), True, id="inline-llama"),
     pytest.param(with_config(QWEN_MOE, num_hidden_layers=1024), True, id="moe-1024-layers"),
     pytest.param(with_config(QWEN_MOE, num_hidden_layers=10**7), False, id="moe-10^7-layers"),
@@ -225,3 +241,24 @@ def test_the_cel_translation_reads_field_paths_and_skips_what_it_cannot_evaluate
         "self['shape']['k'] * self['shape']['n'] <= 4"
     )
     assert cel_as_python("duration(self.x) > duration('1m')") is None
+
+
+def test_the_crd_bounds_quantity_strings_at_the_parsers_length() -> None:
+    resources = SPEC_SCHEMA["properties"]["resources"]["properties"]
+    for section in ("requests", "limits"):
+        assert resources[section]["additionalProperties"]["maxLength"] == MAX_QUANTITY_CHARS
+
+
+@pytest.mark.parametrize("resource", ["cpu", "memory"])
+def test_the_crd_refuses_a_request_above_its_limit_for_cpu_and_memory(resource: str) -> None:
+    """docs/operator.md says the CRD refuses both, as the operator does (``InvalidSpec``); the
+    rules use ``quantity()``, which needs an API server (tests/operator/realserver runs them)."""
+    rules = SPEC_SCHEMA["properties"]["resources"]["x-kubernetes-validations"]
+    compared = [
+        r
+        for r in rules
+        if f"quantity(string(self.requests['{resource}']))" in r["rule"]
+        and f"quantity(string(self.limits['{resource}']))" in r["rule"]
+    ]
+    assert len(compared) == 1
+    assert f"spec.resources.requests.{resource} must be at most" in compared[0]["message"]

@@ -88,3 +88,37 @@ def test_one_more_row_of_the_headline_table_reaches_the_status_the_record_and_th
     assert registry.get_sample_value(row.metric, labels) == number.value
     low = registry.get_sample_value(row.interval_metric, {**labels, "bound": "low"})
     assert low == number.interval[0]
+
+
+@pytest.mark.parametrize(
+    ("backend", "asked", "kind"),
+    [
+        pytest.param("cuda", "cuda", "gpu", id="cuda"),
+        pytest.param("rocm", "cuda", "gpu", id="rocm"),
+        pytest.param("cpu", "cpu", "cpu", id="cpu"),
+        pytest.param(None, "cpu", "cpu", id="no-backend-cpu-pod"),
+        pytest.param(None, "cuda", "gpu", id="no-backend-gpu-pod"),
+        pytest.param(None, None, "gpu", id="nothing-said"),
+    ],
+)
+def test_the_device_kind_is_the_backend_the_result_names_else_what_its_pod_asked(
+    backend: str | None, asked: str | None, kind: str
+) -> None:
+    result = from_compact(replace(profile(device()), backend=backend), "h", asked)
+    assert result.device == kind
+    assert to_status(result)["device"] == kind
+
+
+def test_a_status_entry_without_a_device_kind_restores_none_and_a_bad_one_is_damage() -> None:
+    entry = to_status(from_compact(profile(device()), "h"))
+    now = 1_700_000_100.0
+    restored = from_status(entry, now)
+    assert restored is not None
+    assert restored.device == "gpu"
+    entry.pop("device")
+    without = from_status(entry, now)
+    assert without is not None
+    assert without.device is None
+    assert without.device_or("cpu") == "cpu"
+    with pytest.raises(ValueError, match="field 'device'"):
+        from_status({**entry, "device": "tpu\n"}, now)

@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 
 import pytest
 from tests.operator.unit.operator_builders import gpu, node, spec
@@ -41,15 +42,52 @@ def test_numbers_without_a_label_form_are_refused(value: float) -> None:
 
 
 def test_node_labels_describe_the_given_device_and_name_the_owner() -> None:
-    labels = node_labels_for(gpu(ridge=187.4, min_batch=256, bandwidth=4.1e12), "fleet")
+    described = gpu(ridge=187.4, min_batch=256, bandwidth=4.1e12)
+    labels = node_labels_for(described, "fleet")
     assert labels == {
         "roofline.dev/ridge-point": "187.4",
         "roofline.dev/min-batch": "256",
         "roofline.dev/bandwidth-gbps": "4100",
         "roofline.dev/peak-tflops": "768.3",
         "roofline.dev/profile": "fleet",
+        "roofline.dev/class": label_safe(described.product),
+        "roofline.dev/device": "gpu",
     }
     assert all(LABEL_VALUE.fullmatch(v) for v in labels.values())
+
+
+@pytest.mark.parametrize(
+    ("product", "device"),
+    [
+        pytest.param("NVIDIA H200", "gpu", id="gpu-with-spaces"),
+        pytest.param("NVIDIA-H200", "gpu", id="already-label-safe"),
+        pytest.param("AMD EPYC 9654 96-Core Processor", "cpu", id="cpu-model"),
+        pytest.param("Intel(R) Xeon(R) Platinum 8480+", "cpu", id="cpu-with-symbols"),
+        pytest.param("x" * 64, "gpu", id="longest-device-name"),
+    ],
+)
+def test_the_class_label_is_the_label_safe_measured_product_and_the_device_its_kind(
+    product: str, device: str
+) -> None:
+    """The contract exported Kueue flavors select by: ``label_safe(status.nodes[].product)``."""
+    labels = node_labels_for(replace(gpu(), product=product), "fleet", device)
+    assert labels["roofline.dev/class"] == label_safe(product)
+    assert labels["roofline.dev/device"] == device
+    assert LABEL_VALUE.fullmatch(labels["roofline.dev/class"])
+    assert len(labels["roofline.dev/class"]) <= 63
+
+
+def test_a_device_kind_that_is_no_spec_device_has_no_label() -> None:
+    with pytest.raises(ValueError, match="device 'tpu'"):
+        node_labels_for(gpu(), "fleet", "tpu")
+
+
+def test_removing_labels_deletes_the_class_and_device_labels_too() -> None:
+    current = node_labels_for(gpu(), "fleet")
+    patch = label_patch({**current, "team": "a"}, None) or {}
+    assert patch["roofline.dev/class"] is None
+    assert patch["roofline.dev/device"] is None
+    assert "team" not in patch
 
 
 def test_a_label_patch_touches_only_what_differs() -> None:

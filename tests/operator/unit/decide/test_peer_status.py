@@ -3,6 +3,7 @@ the profile's condition, their bounds, and what a restarted operator reads back.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 import pytest
@@ -13,6 +14,7 @@ from roofline_operator.core.names import NodeState
 from roofline_operator.core.node_results import from_compact
 from roofline_operator.decide import peer_status
 from roofline_operator.decide.peers import fleet_view
+from roofline_operator.decide.product_label import LabelMismatch
 from roofline_operator.decide.records import NodeRecord
 
 
@@ -30,7 +32,9 @@ def test_a_class_entry_has_its_medians_with_intervals_and_names_its_slower_nodes
     (entry,) = peer_status.classes_to_status(fleet())
     assert entry == {
         "name": "NVIDIA H200",
+        "device": "gpu",
         "nodes": 5,
+        "devices": 5,
         "bandwidthBytesPerSecond": {"median": 4.3e12, "low": 4.257e12, "high": 4.343e12},
         "peakFlopsPerSecond": {"median": 1e15, "low": 9.9e14, "high": 1.01e15},
         "ridgePoint": {"median": 232.6, "low": 230.2, "high": 234.9},
@@ -130,3 +134,34 @@ def test_the_written_status_tells_which_nodes_were_announced() -> None:
     unlisted = {**status, "nodes": []}
     assert peer_status.slower_from_status(unlisted) == {"gpu-slow"}
     assert peer_status.slower_from_status({"nodes": [1, {"conditions": ["x"]}]}) == frozenset()
+
+
+def test_a_mislabelled_node_claims_a_listed_place_and_gets_its_condition() -> None:
+    found = [member(f"gpu-{i}", 4.3e12) for i in range(5)]
+    mismatch = LabelMismatch("NVIDIA-B200", "NVIDIA H200")
+    view = fleet_view(found, 10, {"gpu-4": mismatch})
+    status = status_of(records_for([*view.standings]), peers=view, max_nodes=1)
+    (entry,) = status["nodes"]
+    assert entry["name"] == "gpu-4"
+    kinds = {c["type"]: c for c in entry["conditions"]}
+    assert kinds["SlowerThanPeers"]["status"] == "False"
+    assert kinds["ProductLabelMismatch"]["status"] == "True"
+    assert "nvidia.com/gpu.product=NVIDIA-B200" in kinds["ProductLabelMismatch"]["message"]
+    assert status["summary"]["productLabelMismatches"] == 1
+    assert peer_status.mismatched_from_status(status) == {"gpu-4"}
+    assert peer_status.mismatched_from_status({"nodes": [1, {"conditions": [2]}]}) == frozenset()
+
+
+def test_a_node_of_several_gpus_lists_its_slower_ones() -> None:
+    found = [
+        replace(member(f"n{n}", 4.3e12 * (0.6 if (n, g) == (1, 2) else 1.0)), gpu=g)
+        for n in range(3)
+        for g in range(4)
+    ]
+    view = fleet_view(found, 10)
+    fields = peer_status.standing_to_status(view.standings["n1"])
+    assert fields["slowerGpus"] == [2]
+    assert fields["relativePerformance"]["bandwidth"]["ratio"] == pytest.approx(0.6)
+    assert "slowerGpus" not in peer_status.standing_to_status(view.standings["n0"])
+    (entry,) = peer_status.classes_to_status(view)
+    assert (entry["nodes"], entry["devices"], entry["slower"]) == (3, 12, 1)

@@ -14,16 +14,17 @@ from tests.profiler.headline_builders import BANDWIDTH, PEAK, RIDGE, headline_nu
 
 from roofline_operator.core.node_results import from_compact
 from roofline_operator.decide.peers import (
-    PRODUCT_LABEL,
     Member,
     Spread,
     class_median,
+    describe,
     fleet_view,
-    gpu_class,
     is_slower,
     members,
+    mismatches,
     ratio_to,
 )
+from roofline_operator.decide.product_label import PRODUCT_LABEL, LabelMismatch
 from roofline_operator.decide.records import NodeRecord
 from roofline_profiler.wire.fields import Estimate
 
@@ -133,15 +134,7 @@ def test_a_class_of_two_compares_each_with_their_mean() -> None:
     assert view.slower_nodes() == ("b",)
 
 
-def test_the_class_is_the_product_label_else_the_device_name() -> None:
-    result = from_compact(profile(device(name="NVIDIA H200")), "h")
-    assert gpu_class({PRODUCT_LABEL: "NVIDIA-H200-NVL"}, result) == "NVIDIA-H200-NVL"
-    assert gpu_class({}, result) == "NVIDIA H200"
-    assert gpu_class({PRODUCT_LABEL: ""}, result) == "NVIDIA H200"
-    assert gpu_class({PRODUCT_LABEL: "x" * 65}, result) == "NVIDIA H200"
-
-
-def test_members_are_the_nodes_published_under_the_current_spec_with_their_worst_gpu() -> None:
+def test_members_are_every_device_published_under_the_current_spec_by_measured_product() -> None:
     current = from_compact(profile(device(0, bandwidth=4.3e12), device(1, bandwidth=3.9e12)), "h")
     older = from_compact(profile(device(bandwidth=4.3e12)), "old")
     records = {
@@ -149,11 +142,78 @@ def test_members_are_the_nodes_published_under_the_current_spec_with_their_worst
         "gpu-b": NodeRecord("gpu-b", 1, result=older),
         "gpu-c": NodeRecord("gpu-c", 1),
     }
-    nodes = {"gpu-a": node("gpu-a", labels={PRODUCT_LABEL: "NVIDIA-H200"})}
-    (only,) = members(records, nodes, "h")
-    assert only.node == "gpu-a"
-    assert only.gpu_class == "NVIDIA-H200"
-    assert only.numbers == current.worst_gpu().numbers
+    found = members(records, "h")
+    assert [(m.node, m.gpu) for m in found] == [("gpu-a", 1), ("gpu-a", 0)], "worst GPU first"
+    assert {m.gpu_class for m in found} == {"NVIDIA H200"}
+    assert {m.device for m in found} == {"gpu"}
+    assert found[0].numbers == current.worst_gpu().numbers
+
+
+def test_no_node_label_moves_a_device_into_another_class() -> None:
+    result = from_compact(profile(device(name="NVIDIA H200")), "h")
+    records = {"a": NodeRecord("a", 1, result=result)}
+    (only,) = members(records, "h")
+    assert only.gpu_class == "NVIDIA H200"
+    labelled = {"a": node("a", labels={PRODUCT_LABEL: "NVIDIA-H100-80GB-HBM3"})}
+    assert mismatches(records, labelled, "h") == {
+        "a": LabelMismatch("NVIDIA-H100-80GB-HBM3", "NVIDIA H200")
+    }
+    cpu = from_compact(replace(profile(device(name="AMD EPYC 9654")), backend="cpu"), "h")
+    on_cpu = {"a": NodeRecord("a", 1, result=cpu)}
+    assert mismatches(on_cpu, labelled, "h") == {}, "the GPU label says nothing of a CPU"
+    (cpu_member,) = members(on_cpu, "h")
+    assert (cpu_member.device, cpu_member.gpu_class) == ("cpu", "AMD EPYC 9654")
+
+
+def test_a_cpu_and_a_gpu_of_one_name_never_share_a_class() -> None:
+    found = [
+        member("a", 4.3e12),
+        member("b", 4.3e12),
+        replace(member("c", 1.0e12), device="cpu"),
+    ]
+    view = fleet_view(found, 10)
+    assert [(c.device, c.name, c.nodes) for c in view.classes] == [
+        ("cpu", "NVIDIA H200", ("c",)),
+        ("gpu", "NVIDIA H200", ("a", "b")),
+    ]
+    assert set(view.standings) == {"a", "b"}
+
+
+def test_each_gpu_of_a_node_is_compared_with_its_own_interval() -> None:
+    """Node ``n2``'s GPU 3 is capped; its siblings are not, and neither is any peer."""
+    found = [
+        replace(member(f"n{n}", 4.3e12 * (0.6 if (n, g) == (2, 3) else 1.0)), gpu=g)
+        for n in range(3)
+        for g in range(4)
+    ]
+    view = fleet_view(found, 10)
+    (only,) = view.classes
+    assert (only.nodes, only.devices) == (("n0", "n1", "n2"), 12)
+    capped = view.standings["n2"]
+    assert capped.slower == ("bandwidth",)
+    assert capped.slower_gpus() == (3,)
+    assert capped.ratios["bandwidth"].value == pytest.approx(0.6)
+    assert [d.gpu for d in capped.devices] == [0, 1, 2, 3]
+    assert describe(capped).startswith("GPU 3: bandwidth 0.60 of the NVIDIA H200 median")
+    assert view.slower_nodes() == ("n2",)
+
+
+def test_a_noisy_gpu_does_not_hide_a_slower_sibling_in_the_nodes_ratio() -> None:
+    """The node's ratio is its slower GPU's, even when a noisier sibling reads lower."""
+    peers = [replace(member(f"p{i}", 4.3e12), gpu=0) for i in range(4)]
+    slow = replace(member("n", 4.3e12 * 0.8, uncertainty=0.01), gpu=0)
+    noisy = replace(member("n", 4.3e12 * 0.75, uncertainty=0.4), gpu=1)
+    view = fleet_view([*peers, slow, noisy], 10)
+    item = view.standings["n"]
+    assert item.slower_gpus() == (0,)
+    assert item.ratios["bandwidth"].value == pytest.approx(0.8, rel=1e-6)
+    assert item.ratios["bandwidth"].high < 1
+
+
+def test_the_gpus_of_one_node_are_peers_of_each_other() -> None:
+    found = [replace(member("n", 4.3e12 * (0.6 if g == 5 else 1.0)), gpu=g) for g in range(8)]
+    view = fleet_view(found, 10)
+    assert view.standings["n"].slower_gpus() == (5,)
 
 
 @given(

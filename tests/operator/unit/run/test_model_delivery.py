@@ -46,6 +46,8 @@ class ConfigMapClient:
         #: The objects the API server stores, by ``(namespace, name)``; a create of an existing
         #: name answers with the stored one (as a 409 and a GET do).
         self.objects: dict[tuple[str, str], dict[str, Any]] = {}
+        #: The whole objects read (the models ConfigMap, checked each round).
+        self.object_reads: list[tuple[str, str]] = []
 
     async def get_config_map(self, namespace: str, name: str) -> dict[str, str] | None:
         self.reads.append((namespace, name))
@@ -60,6 +62,10 @@ class ConfigMapClient:
             uid = f"uid-{len(self.created)}"
             self.objects[key] = {**body, "metadata": {**body["metadata"], "uid": uid}}
         return self.objects[key]
+
+    async def get_config_map_object(self, namespace: str, name: str) -> dict[str, Any] | None:
+        self.object_reads.append((namespace, name))
+        return self.objects.get((namespace, name))
 
     async def delete_config_map(self, namespace: str, name: str, uid: str) -> None:
         stored = self.objects.get((namespace, name))
@@ -211,6 +217,8 @@ def _squatted(client: ConfigMapClient, models: ModelResolution, **changes: Any) 
             "it holds other models",
             id="other-models",
         ),
+        pytest.param({"immutable": False}, "it is mutable", id="mutable"),
+        pytest.param({"immutable": None}, "it is mutable", id="immutable-unset"),
     ],
 )
 def test_a_config_map_someone_else_created_under_the_name_is_refused_and_never_deleted(
@@ -241,3 +249,86 @@ def test_the_profiles_own_config_map_found_after_a_restart_is_adopted_and_delete
     assert delivery.written == {(NAMESPACE, name): "theirs"}
     delivered(delivery, client, ModelResolution())
     assert client.deleted == [(NAMESPACE, name)]
+
+
+def test_the_models_config_map_is_checked_every_round_before_the_pods_mount_it() -> None:
+    client = cfg_client()
+    delivery = ModelDelivery("fleet", {})
+    models = resolve(delivery, client, INLINE, now=100.0)
+    name = deliver(delivery, client, models)
+    client.object_reads.clear()
+    for _ in range(3):
+        assert deliver(delivery, client, models) == name
+    assert client.object_reads == [(NAMESPACE, name)] * 3
+    assert len(client.created) == 1
+
+
+def test_a_mutable_look_alike_with_the_profiles_uid_and_models_is_never_adopted() -> None:
+    """Pre-created with the profile's UID (readable by tenants) and the exact models (derivable
+    from the spec), then edited once adopted: the next pod would plan the injected models."""
+    client = cfg_client()
+    delivery = ModelDelivery("fleet", {})
+    models = resolve(delivery, client, INLINE, now=100.0)
+    name = _squatted(client, models, immutable=False)
+    outcome = delivered(delivery, client, models)
+    assert outcome.config_map is None
+    assert outcome.conflict is not None
+    assert "it is mutable" in outcome.conflict
+    assert delivery.written == {}
+    assert (NAMESPACE, name) in client.objects
+
+
+def test_the_profiles_own_config_map_deleted_is_created_again_the_next_round() -> None:
+    client, written = cfg_client(), dict[tuple[str, str], str]()
+    delivery = ModelDelivery("fleet", written)
+    models = resolve(delivery, client, INLINE, now=100.0)
+    name = deliver(delivery, client, models)
+    assert name is not None
+    del client.objects[(NAMESPACE, name)]
+    assert delivered(delivery, client, models) == Delivery(name)
+    assert len(client.created) == 2
+    assert written == {(NAMESPACE, name): "uid-2"}
+
+
+@pytest.mark.parametrize(
+    "changes",
+    [
+        pytest.param({"data": {MODELS_FILE_KEY: "[{"}}, id="broken-models-file"),
+        pytest.param(
+            {"data": {MODELS_FILE_KEY: '[{"name":"evil","preset":"qwen3-8b"}]'}},
+            id="other-models",
+        ),
+        pytest.param({"immutable": False}, id="mutable"),
+    ],
+)
+def test_the_profiles_own_config_map_replaced_by_a_look_alike_fails_the_models_next_round(
+    changes: dict[str, Any],
+) -> None:
+    """Deleted and created again under its name with the profile's owner reference: the round
+    that finds it fails the models, and no pod mounts it; the look-alike is never deleted."""
+    client, written = cfg_client(), dict[tuple[str, str], str]()
+    delivery = ModelDelivery("fleet", written)
+    models = resolve(delivery, client, INLINE, now=100.0)
+    name = deliver(delivery, client, models)
+    assert name is not None
+    del client.objects[(NAMESPACE, name)]
+    _squatted(client, models, **changes)
+    outcome = delivered(delivery, client, models)
+    assert outcome.config_map is None
+    assert outcome.conflict is not None
+    assert f"ConfigMap {NAMESPACE}/{name} exists and is not this profile's" in outcome.conflict
+    assert written == {}
+    delivered(delivery, client, ModelResolution())
+    assert client.deleted == []
+    assert (NAMESPACE, name) in client.objects
+
+
+def test_once_the_look_alike_is_gone_the_models_are_delivered_again() -> None:
+    client = cfg_client()
+    delivery = ModelDelivery("fleet", {})
+    models = resolve(delivery, client, INLINE, now=100.0)
+    name = _squatted(client, models, immutable=False)
+    assert delivered(delivery, client, models).conflict is not None
+    del client.objects[(NAMESPACE, name)]
+    assert delivered(delivery, client, models) == Delivery(name)
+    assert delivery.written == {(NAMESPACE, name): "uid-1"}

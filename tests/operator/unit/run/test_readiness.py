@@ -17,19 +17,25 @@ from roofline_operator.run.runtime import Runtime
 
 
 class ListingClient:
-    """Answers LISTs with one page, or refuses them with ``error``."""
+    """Answers LISTs with one item, or refuses them with ``error``; remembers each request's
+    path and query. Paging through every profile would fail the test."""
 
     def __init__(self, error: ApiError | None = None) -> None:
         self.error = error
         self.listed: list[str] = []
 
-    async def list_pages(
-        self, path: str, label_selector: str | None = None
-    ) -> AsyncIterator[list[dict[str, Any]]]:
+    async def request(self, method: str, path: str, **_: Any) -> dict[str, Any]:
+        assert method == "GET"
         self.listed.append(path)
         if self.error is not None:
             raise self.error
-        yield [{"metadata": {"name": "gpu-nodes"}}]
+        return {"items": [{"metadata": {"name": "gpu-nodes"}}], "metadata": {"continue": "x"}}
+
+    async def list_pages(
+        self, path: str, label_selector: str | None = None
+    ) -> AsyncIterator[list[dict[str, Any]]]:
+        raise AssertionError("readiness lists one profile, not pages of them")
+        yield []
 
     async def close(self) -> None:
         pass
@@ -58,7 +64,7 @@ async def test_a_successful_list_of_the_profiles_makes_it_ready() -> None:
     runtime = runtime_with(client)
     assert await check_once(runtime)
     assert runtime.health.ready
-    assert client.listed == [PROFILES_PATH]
+    assert client.listed == [f"{PROFILES_PATH}?limit=1"]
 
 
 @pytest.mark.asyncio

@@ -5,46 +5,22 @@ from __future__ import annotations
 import json
 import logging
 import time
-from collections.abc import Mapping
 from dataclasses import replace
-from typing import Any
 
 import kopf
 import pytest
-from prometheus_client import CollectorRegistry
+from tests.operator.unit.loop_builders import as_patched, loop_with
 from tests.operator.unit.operator_builders import device, fresh_succeeded_pod, node, profile
 from tests.operator.unit.recording_client import RecordingClient
 
 from roofline_operator.core.names import LABEL_PROFILE, FailureReason, NodeState
 from roofline_operator.core.node_results import to_status
-from roofline_operator.core.nodes import NodeFacts
 from roofline_operator.decide.pods import PodFacts, Terminated, pod_facts, profiler_pod_name
 from roofline_operator.decide.round_plan import POD_APPEARANCE_GRACE_SECONDS
-from roofline_operator.run.config import load_config
-from roofline_operator.run.metrics import OperatorMetrics
-from roofline_operator.run.reconcile import ProfileLoop, batch_window, first_of
-from roofline_operator.run.runtime import Runtime
+from roofline_operator.run.reconcile import batch_window, first_of
 from roofline_profiler.wire.compact import encode_compact
 
 pytestmark = pytest.mark.usefixtures("quiet_events")
-
-
-def loop_with(client: RecordingClient, spec: Mapping[str, Any], status: Any = None) -> ProfileLoop:
-    runtime = Runtime(config=load_config([], {}), metrics=OperatorMetrics(CollectorRegistry()))
-    runtime.api.connection = kopf.ConnectionInfo(server="http://cluster.invalid")
-    runtime.api.built_from = runtime.api.connection
-    runtime.api.client = client  # type: ignore[assignment]
-    body = {
-        "metadata": {
-            "name": "fleet",
-            "uid": "u",
-            "generation": 4,
-            "creationTimestamp": "2026-01-01T00:00:00Z",
-        },
-        "spec": {"nodeSelector": {"pool": "h200"}, **spec},
-        "status": status or {},
-    }
-    return ProfileLoop(runtime, "fleet", body, logging.getLogger("test"))
 
 
 def succeeded(client: RecordingClient, index: int = 0) -> PodFacts:
@@ -236,21 +212,6 @@ async def test_an_invalid_spec_is_reported_in_status_without_touching_the_cluste
     ready = client.statuses[0]["conditions"][0]
     assert (ready["type"], ready["status"], ready["reason"]) == ("Ready", "False", "InvalidSpec")
     assert "maxParallel" in ready["message"]
-
-
-def as_patched(facts: NodeFacts, client: RecordingClient) -> NodeFacts:
-    """``facts`` after every label and annotation patch ``client`` sent to its node."""
-    labels = dict(facts.labels)
-    records = dict(facts.records)
-    for target, patches in ((labels, client.labelled), (records, client.annotated)):
-        for name, patch in patches:
-            if name == facts.name:
-                for key, value in patch.items():
-                    if value is None:
-                        target.pop(key, None)
-                    else:
-                        target[key] = value
-    return replace(facts, labels=labels, records=records)
 
 
 @pytest.mark.asyncio

@@ -14,8 +14,8 @@ from tests.operator.unit.model_builders import plan
 from tests.operator.unit.model_client import ENV, ModelClient, loop_with
 from tests.operator.unit.operator_builders import device, fresh_succeeded_pod, node, profile
 
-from roofline_operator.core.names import LABEL_PROFILE
-from roofline_operator.decide.labels import label_claim
+from roofline_operator.core.names import LABEL_PROFILE, NODE_LABEL_KEYS
+from roofline_operator.decide.labels import label_claim, label_safe
 from roofline_operator.decide.node_features import build_node_feature, node_feature_name
 from roofline_operator.decide.pods import pod_facts
 from roofline_operator.run import model_delivery
@@ -125,7 +125,9 @@ async def test_the_node_feature_backend_writes_objects_instead_of_patching_nodes
     assert feature["metadata"]["namespace"] == "op"
     assert feature["metadata"]["labels"]["nfd.node.kubernetes.io/node-name"] == "a"
     assert feature["spec"]["labels"][LABEL_PROFILE] == "fleet"
-    assert len(feature["spec"]["labels"]) == 5
+    assert set(feature["spec"]["labels"]) == set(NODE_LABEL_KEYS)
+    assert feature["spec"]["labels"]["roofline.dev/class"] == label_safe("NVIDIA H200")
+    assert feature["spec"]["labels"]["roofline.dev/device"] == "gpu"
     assert json.loads(feature["metadata"]["annotations"]["record.roofline.dev/fleet"])["gpu"] == "0"
     await loop.round({}, [], {})  # the node left
     assert client.feature_deletes == [node_feature_name("fleet", "a")]
@@ -382,3 +384,29 @@ async def test_a_squatted_models_config_map_fails_the_models_and_is_never_mounte
     assert pod_facts(later).node == "b"
     assert [m["name"] for m in client.models_of(later)] == ["tiny"]
     assert pod_facts(later).spec_hash != pod_facts(pod).spec_hash, "a re-profile with models"
+
+
+@pytest.mark.asyncio
+async def test_the_models_config_map_replaced_after_a_round_is_caught_before_the_next_pod() -> None:
+    """The operator's own immutable ConfigMap, deleted and created again as a mutable
+    look-alike with the profile's owner reference and a broken models file: the next round
+    mounts nothing of it, fails the models alone, and the next node is profiled as usual."""
+    client = ModelClient({})
+    loop = loop_with(client, {"models": MODELS[:1]}, ENV)
+    await loop.round({"a": node("a")}, [], {})
+    ((key, own),) = client.objects.items()
+    client.objects[key] = {
+        **own,
+        "metadata": {**own["metadata"], "uid": "theirs"},
+        "immutable": False,
+        "data": {"models.json": "[{"},
+    }
+    client.config_maps[key] = {"models.json": "[{"}
+    await loop.round({"a": node("a"), "b": node("b")}, [], {})
+    later = client.created[-1]
+    assert pod_facts(later).node == "b"
+    assert not [v for v in later["spec"]["volumes"] if "configMap" in v], "nothing mounted"
+    ready = {c["type"]: c for c in client.statuses[-1]["conditions"]}["ModelsReady"]
+    assert ready["reason"] == "ModelsConfigMapConflict"
+    assert "it is mutable" in ready["message"]
+    assert client.config_map_deletes == []
