@@ -11,7 +11,7 @@ import pytest
 import yaml
 from kubernetes_validate import utils as kubernetes_validate
 
-from roofline_operator.core.names import LABEL_PROFILE, NODE_LABEL_KEYS
+from roofline_operator.core.names import LABEL_CLASS, LABEL_PROFILE, NODE_LABEL_KEYS
 from roofline_operator.core.spec import parse_spec
 from roofline_profiler.core import limits
 
@@ -99,23 +99,32 @@ def test_the_kueue_walkthrough_admits_its_deployment_onto_measured_classes() -> 
     docs = load(KUEUE)
     (default,) = load(DEFAULT)
     flavors = {f["metadata"]["name"]: f for f in by_kind(docs, "ResourceFlavor")}
-    (cluster_queue,) = by_kind(docs, "ClusterQueue")
-    (local_queue,) = by_kind(docs, "LocalQueue")
+    cluster_queues = {q["metadata"]["name"]: q for q in by_kind(docs, "ClusterQueue")}
+    local_queues = {q["metadata"]["name"]: q for q in by_kind(docs, "LocalQueue")}
     (deployment,) = by_kind(docs, "Deployment")
     assert len(flavors) >= 2, "one flavor per measured class"
     for flavor in flavors.values():
         labels = flavor["spec"]["nodeLabels"]
         assert labels[LABEL_PROFILE] == default["metadata"]["name"]
+        assert LABEL_CLASS in labels, "flavors select the stable class label, not a measured number"
         assert set(labels) <= {LABEL_PROFILE, *NODE_LABEL_KEYS}, "only labels the operator writes"
         assert all(isinstance(v, str) for v in labels.values())
-    (group,) = cluster_queue["spec"]["resourceGroups"]
-    assert [f["name"] for f in group["flavors"]] == list(flavors)
+        assert {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"} in flavor[
+            "spec"
+        ]["tolerations"]
+    # Kueue adds up the quotas of one queue's flavors: each class is a queue of its own.
+    used = []
+    for queue in cluster_queues.values():
+        (group,) = queue["spec"]["resourceGroups"]
+        (flavor,) = group["flavors"]
+        used.append(flavor["name"])
+        assert {r["name"] for r in flavor["resources"]} == set(group["coveredResources"])
+    assert sorted(used) == sorted(flavors)
+    assert {q["spec"]["clusterQueue"] for q in local_queues.values()} == set(cluster_queues)
+    queue = local_queues[deployment["metadata"]["labels"][QUEUE_NAME_LABEL]]
+    assert deployment["metadata"]["namespace"] == queue["metadata"]["namespace"]
+    (group,) = cluster_queues[queue["spec"]["clusterQueue"]]["spec"]["resourceGroups"]
     covered = set(group["coveredResources"])
-    for flavor in group["flavors"]:
-        assert {r["name"] for r in flavor["resources"]} == covered
-    assert local_queue["spec"]["clusterQueue"] == cluster_queue["metadata"]["name"]
-    assert deployment["metadata"]["labels"][QUEUE_NAME_LABEL] == local_queue["metadata"]["name"]
-    assert deployment["metadata"]["namespace"] == local_queue["metadata"]["namespace"]
     for container in deployment["spec"]["template"]["spec"]["containers"]:
         assert set(container["resources"]["requests"]) <= covered
         assert "nvidia.com/gpu" in container["resources"]["requests"]
