@@ -61,6 +61,8 @@ TARGETS: dict[str, Builder] = {
 }
 #: The largest file read with --from.
 MAX_SOURCE_BYTES = 64 * 1024 * 1024
+#: The largest integer flag (replicas, a container's index): the Kubernetes API's int32.
+MAX_INT_FLAG = 2**31 - 1
 
 
 class _Parser(argparse.ArgumentParser):
@@ -73,8 +75,9 @@ def _positive_int(text: str) -> int:
         value = int(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"{value} must be at least 1")
+    if not 1 <= value <= MAX_INT_FLAG:
+        shown = value if abs(value) < 10**12 else f"an integer of {len(str(value))} digits"
+        raise argparse.ArgumentTypeError(f"{shown} must lie in 1..{MAX_INT_FLAG}")
     return value
 
 

@@ -28,7 +28,7 @@ from typing import Any
 
 #: Widest comment line, the ``#`` and indentation included.
 COMMENT_WIDTH = 100
-#: A string that needs no quotes: a word of letters, digits and ``-._/:`` that no YAML version
+#: A string that needs no quotes: a word of letters, digits and ``-._/`` that no YAML version
 #: reads as anything but a string.
 _PLAIN = re.compile(r"[A-Za-z][A-Za-z0-9._/-]*")
 #: Words YAML 1.1 reads as booleans or null.

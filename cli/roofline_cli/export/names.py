@@ -19,7 +19,7 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from roofline_cli.export.commented import needs_escape
+from roofline_cli.export.commented import needs_escape, plain
 
 #: An RFC 1123 label (a namespace, a Service): apimachinery ``IsDNS1123Label``.
 DNS_LABEL = re.compile(r"[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?")
@@ -101,6 +101,8 @@ def _identity(document: Mapping[str, Any]) -> tuple[str, str, str, str] | None:
     if namespace is not None:
         checked(str(namespace), DNS_LABEL, f"the namespace of {where}")
     labels = metadata.get("labels") or {}
+    if not isinstance(labels, Mapping):
+        raise BadName(f"the labels of {where} are not a mapping")
     for key, value in labels.items():
         checked(str(key), QUALIFIED_NAME, f"a label key of {where}")
         checked(str(value), LABEL_VALUE, f"label {key} of {where}")
@@ -112,7 +114,8 @@ def check_written(documents: Sequence[tuple[str, Any]]) -> None:
     objects of one kind and API group share a name in one namespace (or the cluster): the one
     applied last would silently replace the other."""
     seen: dict[tuple[str, str, str, str], str] = {}
-    for header, document in documents:
+    for header, built in documents:
+        document = plain(built)
         identity = _identity(document) if isinstance(document, Mapping) else None
         if identity is None:
             continue

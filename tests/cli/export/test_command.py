@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 import yaml
-from hypothesis import given
+from hypothesis import event, given
 from hypothesis import strategies as st
 
 from roofline_cli import main
@@ -153,6 +153,12 @@ def _broken_status(change: Any) -> dict[str, Any]:
         ),
         pytest.param(
             ["--target", "engine-args", "--container-index", "x"], "not an integer", id="index"
+        ),
+        pytest.param(
+            ["--target", "keda", "--max-replicas", "9" * 4000], "4000 digits", id="replicas-huge"
+        ),
+        pytest.param(
+            ["--target", "engine-args", "--container-index", str(2**31)], "1..", id="index-huge"
         ),
     ],
 )
@@ -569,6 +575,7 @@ def test_a_tampered_status_string_is_refused_or_written_exactly_as_built(
         err = io.StringIO()
         with contextlib.redirect_stderr(err):
             code = main(["export", *argv, "--output", str(output)])
+        event(f"exit {code}")
         if code == 0:
             written = output.read_text(encoding="utf-8")
             assert list(yaml.safe_load_all(written)) == _built(argv)

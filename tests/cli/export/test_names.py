@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 
+from roofline_cli.export.commented import Note
 from roofline_cli.export.names import (
     DNS_LABEL,
     DNS_SUBDOMAIN,
@@ -69,6 +70,15 @@ def test_free_text_refuses_what_a_comment_cannot_carry(text: str) -> None:
 def _object(kind: str, name: str, namespace: str | None = "ns", api: str = "v1") -> Any:
     metadata = {"name": name} if namespace is None else {"name": name, "namespace": namespace}
     return {"apiVersion": api, "kind": kind, "metadata": metadata}
+
+
+def test_names_inside_notes_are_checked_too() -> None:
+    with pytest.raises(BadName, match="written twice"):
+        check_written(
+            [("a", _object("ConfigMap", "x")), ("b", Note(_object("ConfigMap", "x"), "c"))]
+        )
+    with pytest.raises(BadName, match="name of ConfigMap"):
+        check_written([("a", {**_object("ConfigMap", "x"), "metadata": Note({"name": "X"}, "c")})])
 
 
 def test_objects_of_one_name_may_differ_in_kind_group_or_namespace() -> None:
