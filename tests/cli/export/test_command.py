@@ -26,6 +26,7 @@ from tests.cli.export_sources import (
     write_status,
 )
 from tests.golden import check_golden
+from tests.tampering import tampered_documents
 
 GOLDEN = Path(__file__).resolve().parents[1] / "golden"
 #: What each target needs beside a source.
@@ -553,23 +554,30 @@ def test_a_profile_name_that_kubectl_would_take_as_an_option_is_refused(
 STATUS = status_profile()
 
 
+@st.composite
+def _hostile_string(draw: st.DrawFn) -> str:
+    """The status with one of its strings replaced by separators, controls and look-alikes."""
+    path = draw(st.sampled_from(string_paths(STATUS)))
+    return json.dumps(replaced(STATUS, path, draw(hostile_text)))
+
+
 @given(
-    path=st.sampled_from(string_paths(STATUS)),
-    text=hostile_text,
+    text=st.one_of(_hostile_string(), tampered_documents(STATUS)),
     target=st.sampled_from(list(TARGETS)),
+    as_yaml=st.booleans(),
 )
-def test_a_tampered_status_string_is_refused_or_written_exactly_as_built(
-    path: tuple[Any, ...], text: str, target: str
+def test_a_tampered_status_is_refused_or_written_exactly_as_built(
+    text: str, target: str, as_yaml: bool
 ) -> None:
-    """Any string of a status, separators and controls included: exit 2 with one line, or a
-    file that YAML reads back as exactly what was built."""
+    """Any string of a status (separators and controls included) or any other value, in JSON
+    or YAML: exit 2 with one line, or a file that YAML reads back as exactly what was built."""
     import contextlib
     import io
     import tempfile
 
     with tempfile.TemporaryDirectory() as folder:
         source = Path(folder) / "profile.json"
-        source.write_text(json.dumps(replaced(STATUS, path, text)))
+        source.write_text(yaml.safe_dump(json.loads(text)) if as_yaml else text)
         output = Path(folder) / "out.yaml"
         argv = ["--target", target, "--from", str(source), "--tokens-per-second", "9"]
         err = io.StringIO()
