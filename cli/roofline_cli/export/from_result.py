@@ -60,6 +60,23 @@ def _checked_rate(rate: float | None, where: str) -> float | None:
     return rate
 
 
+def _check_plan(name: str, plan: ModelPlan, where: str) -> None:
+    """A plan's model name and the counts the targets write, within the plausibility table."""
+    _checked_text(name, plausibility.LABEL_VALUE, "model name", where)
+    for count, quantity in (
+        (plan.max_batch_by_memory, "batch bound"),
+        (plan.max_batch_by_latency, "batch bound"),
+        (plan.min_batch, "min batch"),
+        (plan.context_tokens, "context"),
+        (plan.tensor_parallel, "tensor parallel"),
+    ):
+        if count is not None:
+            try:
+                plausibility.integer(count, quantity, quantity)
+            except plausibility.ImplausibleValue as exc:
+                raise SourceError(f"{where}, model {name}: {exc}") from None
+
+
 def _max_batch(plan: ModelPlan) -> int:
     by_latency = plan.max_batch_by_latency
     if by_latency is None:
@@ -138,19 +155,7 @@ def source_of_result(result: ProfileResult, where: str) -> ExportSource:
         device_where = f"{where}, device {device.index}"
         _checked_text(device.name, plausibility.DEVICE_NAME, "name", device_where)
         for name, plan in _first_plans(device).items():
-            _checked_text(name, plausibility.LABEL_VALUE, "model name", device_where)
-            for bound, quantity in (
-                (plan.max_batch_by_memory, "batch bound"),
-                (plan.max_batch_by_latency, "batch bound"),
-                (plan.min_batch, "min batch"),
-                (plan.context_tokens, "context"),
-                (plan.tensor_parallel, "tensor parallel"),
-            ):
-                if bound is not None:
-                    try:
-                        plausibility.integer(bound, quantity, quantity)
-                    except plausibility.ImplausibleValue as exc:
-                        raise SourceError(f"{device_where}, model {name}: {exc}") from None
+            _check_plan(name, plan, device_where)
             by_class.setdefault(device.name, {}).setdefault(name, []).append((device, plan))
     plans = tuple(
         _class_plan(name, gpu_class, found, where)
