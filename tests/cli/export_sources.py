@@ -9,6 +9,8 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from hypothesis import strategies as st
+
 from roofline_cli.export.plans import ClassPlan
 from roofline_operator.core.model_spec import ModelSpec
 from roofline_operator.core.names import NodeState
@@ -144,3 +146,42 @@ def class_plan(**changes: Any) -> ClassPlan:
     }
     base.update(changes)
     return ClassPlan(**base)
+
+
+#: The characters that end a YAML comment or line, or that a YAML reader refuses or a terminal
+#: acts on: line feed, CR, NEL, the line and paragraph separators, NUL, ESC, DEL, tab, bidi
+#: controls, zero-width and byte-order marks, a lone surrogate.
+SEPARATORS = (
+    "\n", "\r", "\x85", "\u2028", "\u2029", "\x00", "\x1b", "\x7f", "\t", "\u202e", "\u2066",
+    "\u200b", "\ufeff", "\ud800",
+)  # fmt: skip
+#: Strings as a tampered status or file name may hold them: ordinary text with the separators
+#: mixed in, and writable look-alikes of the real values.
+hostile_text = st.one_of(
+    st.text(st.sampled_from(SEPARATORS) | st.characters(), max_size=40),
+    st.builds(
+        "".join,
+        st.lists(st.sampled_from([*SEPARATORS, "gpu-a", "NVIDIA H200", "  key: x", "# ", "-"])),
+    ),
+)
+
+
+def string_paths(value: Any, prefix: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
+    """Every path to a string inside ``value``."""
+    if isinstance(value, str):
+        return [prefix]
+    if isinstance(value, dict):
+        return [p for key, child in value.items() for p in string_paths(child, (*prefix, key))]
+    if isinstance(value, list):
+        return [p for i, child in enumerate(value) for p in string_paths(child, (*prefix, i))]
+    return []
+
+
+def replaced(document: Any, path: tuple[Any, ...], value: Any) -> Any:
+    """A copy of ``document`` with the value at ``path`` replaced."""
+    copy = json.loads(json.dumps(document))
+    target = copy
+    for key in path[:-1]:
+        target = target[key]
+    target[path[-1]] = value
+    return copy

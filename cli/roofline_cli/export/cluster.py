@@ -9,10 +9,10 @@ disagree with kubectl's. The one call is a ``get`` of one object, bounded in tim
 
 from __future__ import annotations
 
-import json
 import subprocess
 from typing import Any
 
+from roofline_cli.export.source_text import UnreadableSource, parse_json
 from roofline_profiler.core.errors import first_line
 
 #: Longest wait for the API server, and the largest object read.
@@ -28,12 +28,15 @@ class ClusterError(RuntimeError):
 def kubectl_command(
     name: str, kubectl: str, kubeconfig: str | None, context: str | None
 ) -> list[str]:
-    command = [kubectl, "get", RESOURCE, name, "--output", "json"]
+    """kubectl's arguments: each option's value joined to it with ``=`` and the name after
+    ``--``, so that no value can be read as another option (``command`` also refuses a name
+    that is no Kubernetes object name, ``-x`` included)."""
+    command = [kubectl, "get", RESOURCE, "--output=json"]
     if kubeconfig is not None:
-        command += ["--kubeconfig", kubeconfig]
+        command.append(f"--kubeconfig={kubeconfig}")
     if context is not None:
-        command += ["--context", context]
-    return command
+        command.append(f"--context={context}")
+    return [*command, "--", name]
 
 
 def read_profile(
@@ -57,6 +60,6 @@ def read_profile(
     if len(done.stdout) > MAX_BYTES:
         raise ClusterError(f"kubectl returned more than {MAX_BYTES} bytes")
     try:
-        return json.loads(done.stdout)
-    except ValueError:
-        raise ClusterError("kubectl did not return a JSON object") from None
+        return parse_json(done.stdout)
+    except UnreadableSource as exc:
+        raise ClusterError(f"kubectl did not return a JSON object ({exc})") from None

@@ -3,13 +3,14 @@
 Exit codes: 0 success; 2 bad input (one ``roofline: error:`` line on stderr, nothing written):
 an unknown target, engine, model or class, a file that is neither a saved result nor a
 RooflineProfile, a status with no profiled node, a plan that gives no threshold, a profile
-kubectl cannot read.
+kubectl cannot read, a document unbounded in size, depth or digits, a string outside its contract
+(``names.py``: a separator or control character, a name that is no Kubernetes name), two objects
+of one kind, namespace and name.
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 import re
 import sys
 from collections.abc import Callable, Sequence
@@ -28,10 +29,23 @@ from roofline_cli.export import (
     thresholds,
     wva,
 )
-from roofline_cli.export.commented import render
+from roofline_cli.export.commented import UnwritableText, render
 from roofline_cli.export.from_result import source_of_result
-from roofline_cli.export.from_status import SourceError, source_of_profile
+from roofline_cli.export.from_status import MAX_TOKENS, MIN_RATE, SourceError, source_of_profile
+from roofline_cli.export.names import (
+    DNS_LABEL,
+    DNS_SUBDOMAIN,
+    LABEL_VALUE,
+    PROMETHEUS_URL,
+    QUALIFIED_NAME,
+    SERVED_MODEL,
+    BadName,
+    check_written,
+    checked,
+    free_text,
+)
 from roofline_cli.export.plans import ExportSource
+from roofline_cli.export.source_text import UnreadableSource, parse_source
 from roofline_operator.core.resources_spec import parse_quantity
 from roofline_operator.core.spec_fields import SpecError
 from roofline_profiler.core.errors import UsageError, first_line
@@ -55,6 +69,8 @@ AUTH_MODES = ("apiKey", "basic", "tls", "bearer", "custom", "oauth")
 _OBJECT_NAME = re.compile(r"[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?")
 #: The largest file read with --from.
 MAX_SOURCE_BYTES = 64 * 1024 * 1024
+#: The largest integer flag (replicas, a container's index): the Kubernetes API's int32.
+MAX_INT_FLAG = 2**31 - 1
 
 
 class _Parser(argparse.ArgumentParser):
@@ -67,8 +83,9 @@ def _positive_int(text: str) -> int:
         value = int(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"{value} must be at least 1")
+    if not 1 <= value <= MAX_INT_FLAG:
+        shown = value if abs(value) < 10**12 else f"an integer of {len(str(value))} digits"
+        raise argparse.ArgumentTypeError(f"{shown} must lie in 1..{MAX_INT_FLAG}")
     return value
 
 
@@ -85,20 +102,29 @@ def _port(text: str) -> int:
     return value
 
 
-def _positive_number(text: str) -> float:
+def _number(text: str) -> float:
     try:
-        value = float(text)
+        return float(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
-    if not 0 < value < float("inf"):
-        raise argparse.ArgumentTypeError(f"{text} must be a positive number")
+
+
+def _rate(text: str) -> float:
+    """Tokens/s: a positive number that bounded arithmetic can divide (no 5e-324, no 1e308)."""
+    value = _number(text)
+    if not MIN_RATE <= value <= MAX_TOKENS:
+        raise argparse.ArgumentTypeError(
+            f"{text} must be a positive number of tokens/s from {MIN_RATE:g} to {MAX_TOKENS:g}"
+        )
     return value
 
 
 def _share(text: str) -> float:
-    value = _positive_number(text)
-    if value > 1:
-        raise argparse.ArgumentTypeError(f"{text} must lie in (0, 1]")
+    value = _number(text)
+    if not options.MIN_UTILIZATION <= value <= 1:
+        raise argparse.ArgumentTypeError(
+            f"{text} must lie in (0, 1], at least {options.MIN_UTILIZATION:g}"
+        )
     return value
 
 
@@ -117,6 +143,10 @@ def _quantity(text: str) -> str:
 
 def _accelerator(text: str) -> str:
     """An extended resource name: cpu and memory have flags of their own."""
+    try:
+        checked(text, QUALIFIED_NAME, "value")
+    except BadName as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
     if text in ("cpu", "memory") or "/" not in text:
         raise argparse.ArgumentTypeError(
             f"{text!r} is not an accelerator's extended resource such as nvidia.com/gpu (a "
@@ -146,13 +176,30 @@ def _auth_modes(text: str) -> str:
     return ",".join(modes)
 
 
+def _contract(pattern: re.Pattern[str]) -> Callable[[str], str]:
+    """An argparse type: the flag's value matched whole against its contract (``names.py``)."""
+
+    def check(text: str) -> str:
+        try:
+            return checked(text, pattern, "value")
+        except BadName as exc:
+            raise argparse.ArgumentTypeError(str(exc)) from None
+
+    return check
+
+
 def _selector(text: str) -> dict[str, str]:
     pairs = {}
     for part in text.split(","):
         key, sep, value = part.partition("=")
         if not sep or not key.strip():
             raise argparse.ArgumentTypeError(f"{part!r} is not KEY=VALUE")
-        pairs[key.strip()] = value.strip()
+        try:
+            pairs[checked(key.strip(), QUALIFIED_NAME, "label key")] = checked(
+                value.strip(), LABEL_VALUE, "label value"
+            )
+        except BadName as exc:
+            raise argparse.ArgumentTypeError(str(exc)) from None
     return pairs
 
 
@@ -169,7 +216,12 @@ def build_parser() -> _Parser:
         help="a saved result (roofline profile --json) or a RooflineProfile as kubectl get -o "
         "yaml/json writes it (or its bare status); - reads stdin",
     )
-    source.add_argument("--profile", metavar="NAME", help="read RooflineProfile NAME with kubectl")
+    source.add_argument(
+        "--profile",
+        metavar="NAME",
+        type=_contract(DNS_SUBDOMAIN),
+        help="read RooflineProfile NAME with kubectl",
+    )
     p.add_argument(
         "--kubeconfig", metavar="PATH", help="kubectl's --kubeconfig (default: kubectl's)"
     )
@@ -196,6 +248,7 @@ def build_parser() -> _Parser:
         "--namespace",
         "-n",
         default="default",
+        type=_contract(DNS_LABEL),
         help="namespace of the serving objects (default default)",
     )
     p.add_argument(
@@ -211,7 +264,10 @@ def build_parser() -> _Parser:
         help="engine-args as a ConfigMap or a Deployment JSON patch (default configmap)",
     )
     p.add_argument(
-        "--deployment", metavar="NAME", help="the serving Deployment (default: the model's name)"
+        "--deployment",
+        metavar="NAME",
+        type=_contract(DNS_SUBDOMAIN),
+        help="the serving Deployment (default: the model's name)",
     )
     p.add_argument(
         "--container-index",
@@ -223,12 +279,14 @@ def build_parser() -> _Parser:
     p.add_argument(
         "--model-id",
         metavar="NAME",
+        type=_contract(SERVED_MODEL),
         help="the model's served name, if not the plan's name (default: the plan's)",
     )
     p.add_argument(
         "--prometheus",
         default=options.DEFAULT_PROMETHEUS,
         metavar="URL",
+        type=_contract(PROMETHEUS_URL),
         help=f"keda: Prometheus address (default {options.DEFAULT_PROMETHEUS})",
     )
     p.add_argument(
@@ -294,7 +352,7 @@ def build_parser() -> _Parser:
     )
     p.add_argument(
         "--tokens-per-second",
-        type=_positive_number,
+        type=_rate,
         metavar="T",
         help="kueue: decode tokens/s the queue must sustain (required for kueue)",
     )
@@ -330,13 +388,14 @@ def build_parser() -> _Parser:
     p.add_argument(
         "--cohort",
         default=options.DEFAULT_COHORT,
+        type=_contract(DNS_SUBDOMAIN),
         help=f"kueue: the Cohort (default {options.DEFAULT_COHORT})",
     )
     return p  # fmt: skip
 
 
 def _read_document(path: str) -> tuple[Any, str]:
-    """The document in ``path`` (``-``: stdin), JSON or YAML."""
+    """The document in ``path`` (``-``: stdin), JSON or YAML, bounded (``source_text.py``)."""
     try:
         if path == "-":
             text = sys.stdin.read(MAX_SOURCE_BYTES + 1)
@@ -350,17 +409,9 @@ def _read_document(path: str) -> tuple[Any, str]:
     if len(text) > MAX_SOURCE_BYTES:
         raise UsageError(f"--from {path}: larger than {MAX_SOURCE_BYTES} bytes")
     try:
-        return json.loads(text), "json"
-    except ValueError:
-        pass
-    try:
-        import yaml
-    except ImportError:  # pragma: no cover - the operator extra brings PyYAML
-        raise UsageError(f"--from {path}: not JSON, and YAML needs PyYAML") from None
-    try:
-        return yaml.safe_load(text), "yaml"
-    except yaml.YAMLError:
-        raise UsageError(f"--from {path}: neither JSON nor YAML") from None
+        return parse_source(text)
+    except UnreadableSource as exc:
+        raise UsageError(f"--from {path}: {exc}") from None
 
 
 def read_source(args: argparse.Namespace) -> ExportSource:
@@ -376,12 +427,20 @@ def read_source(args: argparse.Namespace) -> ExportSource:
     else:
         document, _ = _read_document(args.source)
         where = "stdin" if args.source == "-" else Path(args.source).name
+        try:
+            free_text(where, "the file's name")
+        except BadName as exc:
+            raise UsageError(f"--from: {exc}: it would reach the comments") from None
         if isinstance(document, dict) and document.get("kind") == "RooflineResult":
             from roofline_profiler.cli.arguments import read_result
 
             if args.source == "-":
                 raise UsageError("--from -: read a saved result from a file")
-            return source_of_result(read_result(Path(args.source)), where)
+            result = read_result(Path(args.source))
+            try:
+                return source_of_result(result, where)
+            except SourceError as exc:
+                raise UsageError(f"--from {args.source}: {exc}") from None
     try:
         return source_of_profile(document, where)
     except SourceError as exc:
@@ -451,28 +510,47 @@ def _write(text: str, output: str) -> None:
         raise UsageError(f"--output {output}: cannot write it ({exc.strerror})") from None
 
 
-def run(argv: Sequence[str]) -> int:
-    args = build_parser().parse_args(argv)
+def build_documents(args: argparse.Namespace) -> list[tuple[str, Any]]:
+    """The ``(header, document)`` pairs the flags ask for, checked as a whole: every object
+    named validly, no two of one kind, namespace and name (``names.check_written``)."""
     chosen = export_options(args)
     source = _selected(read_source(args), args.model, args.classes)
     try:
         documents = TARGETS[args.target](source, chosen)
+        check_written(documents)
     except (
         thresholds.NoThreshold,
         kueue.NoDemand,
         engine_args.OneModelOnly,
         itl_configmap.NoItlModel,
+        BadName,
     ) as exc:
         raise UsageError(str(exc)) from None
-    _write(render(documents), args.output)
+    return documents
+
+
+def run(argv: Sequence[str]) -> int:
+    args = build_parser().parse_args(argv)
+    documents = build_documents(args)
+    try:
+        text = render(documents)
+    except UnwritableText as exc:
+        raise UsageError(str(exc)) from None
+    _write(text, args.output)
     return 0
+
+
+def one_line(message: str) -> str:
+    """``message`` as one printable line: every character :meth:`str.isprintable` refuses (a
+    line break, a control, a bidi control) as its escape, as ``repr`` writes it."""
+    return "".join(char if char.isprintable() else repr(char)[1:-1] for char in message)
 
 
 def main(argv: Sequence[str]) -> int:
     try:
         return run(argv)
     except UsageError as exc:
-        print(f"roofline: error: {exc}", file=sys.stderr)
+        print(f"roofline: error: {one_line(str(exc))}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print("roofline: interrupted", file=sys.stderr)

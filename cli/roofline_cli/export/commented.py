@@ -7,26 +7,70 @@ reader sees why a number is what it is. Plain values (names, kinds) carry no com
 
 The output is the YAML subset every Kubernetes tool reads alike: block mappings and sequences,
 scalars that YAML 1.1 and 1.2 parse the same way (strings double-quoted unless they are plain
-words, floats always with a decimal point), multi-line strings as literal blocks. Pure module.
+words, floats always with a decimal point), multi-line strings as literal blocks. What it writes
+reads back as exactly the data it was given, whatever the strings hold: a character that ends a
+line for some YAML reader (CR, NEL U+0085, U+2028, U+2029), one a reader refuses (NUL, ESC, DEL,
+U+FFFE) and one a terminal or an editor acts on (bidi controls, zero-width characters) is
+escaped inside a double-quoted scalar; a literal block is used only for text free of them; and
+a comment holding one is never written (:class:`UnwritableText`), since a comment has no escapes.
+Pure module.
 """
 
 from __future__ import annotations
 
-import json
 import math
 import re
 import textwrap
+import unicodedata
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 #: Widest comment line, the ``#`` and indentation included.
 COMMENT_WIDTH = 100
-#: A string that needs no quotes: a word of letters, digits and ``-._/:`` that no YAML version
+#: A string that needs no quotes: a word of letters, digits and ``-._/`` that no YAML version
 #: reads as anything but a string.
-_PLAIN = re.compile(r"^[A-Za-z][A-Za-z0-9._/-]*$")
+_PLAIN = re.compile(r"[A-Za-z][A-Za-z0-9._/-]*")
 #: Words YAML 1.1 reads as booleans or null.
 _RESERVED = {"y", "n", "yes", "no", "on", "off", "true", "false", "null", "none", "~"}
+#: Unicode categories written only as escapes: controls (C0, DEL, C1: CR, NEL, NUL, ESC),
+#: format characters (bidi controls, zero-width characters, the byte-order mark), surrogates,
+#: and the line and paragraph separators.
+_ESCAPED_CATEGORIES = {"Cc", "Cf", "Cs", "Zl", "Zp"}
+#: YAML's escapes for the characters that have a short one, as both YAML 1.1 and 1.2 read them.
+_SHORT_ESCAPES = {'"': '\\"', "\\": "\\\\", "\n": "\\n", "\t": "\\t", "\r": "\\r"}
+
+
+class UnwritableText(ValueError):
+    """A string that cannot be written as it is: a comment holding a character that ends its
+    line or that a reader refuses, or a lone surrogate; ``str()`` is one line naming it."""
+
+
+def needs_escape(char: str) -> bool:
+    """Whether ``char`` is written only as an escape: a control, format or separator character,
+    or one outside YAML's printable set (U+FFFE, U+FFFF)."""
+    return unicodedata.category(char) in _ESCAPED_CATEGORIES or char in "\ufffe\uffff"
+
+
+def _named(char: str) -> str:
+    name = unicodedata.name(char, "")
+    return f"U+{ord(char):04X}" + (f" ({name})" if name else "")
+
+
+def _escaped(char: str) -> str:
+    if char in _SHORT_ESCAPES:
+        return _SHORT_ESCAPES[char]
+    if unicodedata.category(char) == "Cs":
+        raise UnwritableText(f"a string holds a lone surrogate, {_named(char)}: no YAML form")
+    if needs_escape(char):
+        code = ord(char)
+        return f"\\u{code:04x}" if code <= 0xFFFF else f"\\U{code:08x}"
+    return char
+
+
+def quoted(text: str) -> str:
+    """``text`` as a double-quoted scalar, every character :func:`needs_escape` names escaped."""
+    return '"' + "".join(_escaped(char) for char in text) + '"'
 
 
 @dataclass(frozen=True)
@@ -65,12 +109,22 @@ def scalar(value: Any) -> str:
             mantissa += ".0"
         return mantissa + (f"e{exponent}" if exponent else "")
     text = str(value)
-    if _PLAIN.match(text) and text.lower() not in _RESERVED:
+    if _PLAIN.fullmatch(text) and text.lower() not in _RESERVED:
         return text
-    return json.dumps(text, ensure_ascii=False)
+    return quoted(text)
+
+
+def _check_comment(text: str) -> None:
+    for char in text:
+        if char != "\n" and needs_escape(char):
+            raise UnwritableText(
+                f"a comment would hold {_named(char)}, which a YAML comment cannot carry: "
+                f"{quoted(text[:60])}"
+            )
 
 
 def _comment(text: str, indent: str) -> list[str]:
+    _check_comment(text)
     width = max(40, COMMENT_WIDTH - len(indent) - 2)
     lines: list[str] = []
     for paragraph in text.split("\n"):
@@ -92,12 +146,23 @@ def _inline(value: Any, indent: str) -> str:
         return "{}"
     if isinstance(value, (list, tuple)):
         return "[]"
-    if isinstance(value, str) and "\n" in value:
-        body = value if value.endswith("\n") else value + "\n"
+    if isinstance(value, str) and _literal(value):
         inner = indent + "  "
-        lines = [inner + line if line else "" for line in body.splitlines()]
+        lines = [inner + line if line else "" for line in value.split("\n")[:-1]]
         return "|\n" + "\n".join(lines)
     return scalar(value)
+
+
+def _literal(text: str) -> bool:
+    """Whether ``text`` reads back exactly from a literal block (``|``, clipped): lines ending
+    in one line feed, the first with content not indented (the block's indentation is taken from
+    it, and there is one), no character that would need an escape."""
+    if not text.endswith("\n") or text.endswith("\n\n"):
+        return False
+    first = next((line for line in text.split("\n") if line), "")
+    if not first or first.startswith(" "):
+        return False
+    return not any(char != "\n" and needs_escape(char) for char in text)
 
 
 def _mapping(data: Mapping[str, Any], indent: str) -> list[str]:

@@ -4,20 +4,78 @@ A result is one machine: its devices of one name are one GPU class, and the mach
 measured class of nodes, labelled (once the operator profiles it) with its worst device's
 product as its class (``roofline.dev/class``), as the operator labels a node. A model planned
 at several contexts is exported at the first, as the operator publishes it; ``roofline plan
---context`` re-plans a saved result at another. Pure module.
+--context`` re-plans a saved result at another.
+
+``roofline plan --from``'s reader (``saved_result.py``) has bounded the document's numbers and
+checked its measurements; the names and flags the export writes are checked here, whole, like a
+status's: a device name of printable ASCII, a model name that is a label value, each engine flag
+``--name=value`` of plain characters, and each rate where the targets' arithmetic stays finite.
+Pure module.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import re
+from collections.abc import Mapping, Sequence
 
+from roofline_cli.export.from_status import MAX_TOKENS, MIN_RATE, SourceError
+from roofline_cli.export.options import ENGINES
 from roofline_cli.export.plans import ClassPlan, ExportSource, Itl, NodeClass
 from roofline_operator.decide.labels import label_safe
+from roofline_profiler.core import plausibility
 from roofline_profiler.core.itl_model import stated_error
 from roofline_profiler.core.planning import ModelPlan
 from roofline_profiler.core.units import round_significant
 from roofline_profiler.wire.compact_fields import SIGNIFICANT_DIGITS
 from roofline_profiler.wire.result import DeviceResult, ProfileResult
+
+#: An engine flag as ``serving_flags`` writes it: ``--max-num-seqs=96``.
+ENGINE_FLAG = re.compile(r"--?[A-Za-z0-9][A-Za-z0-9_-]{0,63}(=[A-Za-z0-9._+-]{1,64})?")
+
+
+def _checked_text(value: object, pattern: re.Pattern[str], what: str, where: str) -> str:
+    try:
+        return plausibility.text(value, pattern, what)
+    except plausibility.ImplausibleValue as exc:
+        raise SourceError(f"{where}: {exc}") from None
+
+
+def _engine_flags(
+    settings: Mapping[str, Sequence[str]], where: str
+) -> dict[str, tuple[str, ...]] | None:
+    """The plan's flags for every engine, each checked whole; ``None`` when the plan lacks an
+    engine's (the flags then come from its bounds)."""
+    if set(settings) != set(ENGINES.values()):
+        return None
+    return {
+        engine: tuple(_checked_text(f, ENGINE_FLAG, "engineSettings", where) for f in flags)
+        for engine, flags in settings.items()
+    }
+
+
+def _checked_rate(rate: float | None, where: str) -> float | None:
+    if rate is not None and not MIN_RATE <= rate <= MAX_TOKENS:
+        raise SourceError(
+            f"{where}: tokens/s {rate!r} is not a positive rate from {MIN_RATE:g} to {MAX_TOKENS:g}"
+        )
+    return rate
+
+
+def _check_plan(name: str, plan: ModelPlan, where: str) -> None:
+    """A plan's model name and the counts the targets write, within the plausibility table."""
+    _checked_text(name, plausibility.LABEL_VALUE, "model name", where)
+    for count, quantity in (
+        (plan.max_batch_by_memory, "batch bound"),
+        (plan.max_batch_by_latency, "batch bound"),
+        (plan.min_batch, "min batch"),
+        (plan.context_tokens, "context"),
+        (plan.tensor_parallel, "tensor parallel"),
+    ):
+        if count is not None:
+            try:
+                plausibility.integer(count, quantity, quantity)
+            except plausibility.ImplausibleValue as exc:
+                raise SourceError(f"{where}, model {name}: {exc}") from None
 
 
 def _max_batch(plan: ModelPlan) -> int:
@@ -60,7 +118,7 @@ def _class_plan(
     latencies = [p.max_batch_by_latency for _, p in plans if p.max_batch_by_latency is not None]
     by_latency = min(latencies) if latencies else None
     worst = min(plans, key=lambda dp: (_max_batch(dp[1]), dp[0].index))
-    rates = [_high_rate(p) for _, p in plans]
+    rates = [_checked_rate(_high_rate(p), f"{where}, model {name}") for _, p in plans]
     max_batch = by_memory if by_latency is None else min(by_memory, by_latency)
     devices = ", ".join(str(d.index) for d, _ in plans)
     return ClassPlan(
@@ -79,7 +137,7 @@ def _class_plan(
         nodes=1,
         source=f"{where}, {gpu_class} (device {devices}), plan at {first.context_tokens} tokens",
         itl=_itl(plans, max_batch, where),
-        engine_flags=dict(worst[1].engine_settings),
+        engine_flags=_engine_flags(worst[1].engine_settings, f"{where}, model {name}"),
     )
 
 
@@ -95,7 +153,10 @@ def source_of_result(result: ProfileResult, where: str) -> ExportSource:
     """The export source of a saved result read from ``where``."""
     by_class: dict[str, dict[str, list[tuple[DeviceResult, ModelPlan]]]] = {}
     for device in result.devices:
+        device_where = f"{where}, device {device.index}"
+        _checked_text(device.name, plausibility.DEVICE_NAME, "name", device_where)
         for name, plan in _first_plans(device).items():
+            _check_plan(name, plan, device_where)
             by_class.setdefault(device.name, {}).setdefault(name, []).append((device, plan))
     plans = tuple(
         _class_plan(name, gpu_class, found, where)

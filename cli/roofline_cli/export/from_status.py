@@ -1,11 +1,17 @@
 """A RooflineProfile (``kubectl get rp NAME -o yaml``) or its bare status as an export source.
 
 The status is read like anything that crosses a boundary: once, here, into bounded typed values,
-every defect one :class:`SourceError` that names the field. Each model's plan per GPU product
-class comes from ``status.models[].classes`` (the operator's worst-of-class numbers and its
-slowest node's ITL model); the measured classes of nodes (for Kueue flavors) from the listed
-``status.nodes[]``, grouped by the product each node measured, the class its
-``roofline.dev/class`` label carries. Pure module.
+every defect one :class:`SourceError` that names the field. Every string is matched whole
+against its contract (a node's name, a label-value model name, a device name of printable
+ASCII), so none can carry a separator or control character into the YAML, and every rate lies
+where the targets' arithmetic stays finite. The profile's name becomes the
+``roofline.dev/profile`` label value its nodes carry (the operator's ``label_safe``).
+
+Each model's plan per GPU product class comes from ``status.models[].classes`` (the operator's
+worst-of-class numbers and its slowest node's ITL model); the measured classes of nodes (for
+Kueue flavors) from the listed ``status.nodes[]``, grouped by the product each node measured, the
+class its ``roofline.dev/class`` label carries; a node that names no product yet is left out, a
+malformed one refused. Pure module.
 """
 
 from __future__ import annotations
@@ -15,18 +21,24 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from roofline_cli.export.names import DNS_SUBDOMAIN
 from roofline_cli.export.plans import ClassPlan, ExportSource, Itl, NodeClass
 from roofline_operator.decide.labels import label_safe
 from roofline_profiler.core import limits, plausibility
 
-#: A node's name: a DNS subdomain.
-NODE_NAME = re.compile(r"^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$")
+#: A node's name, and a profile's: a DNS subdomain, matched whole.
+NODE_NAME = DNS_SUBDOMAIN
+#: ``spec.slo.interTokenLatency`` as the CRD's pattern allows it.
+LATENCY = re.compile(r"([0-9]{1,9}(\.[0-9]{1,6})?(us|ms|s|m)){1,4}")
 #: Most classes per model and nodes read: the CRD's own bound, and far more nodes than the
 #: operator lists by default.
 MAX_CLASSES = 16
 MAX_NODES = 10_000
 #: The largest KV-cache token count and tokens/s taken as real.
 MAX_TOKENS = float(1 << 48)
+#: The smallest tokens/s taken as real: a replica that needs over 15 minutes a token serves
+#: nothing, and a demand divided by 5e-324 overflows.
+MIN_RATE = 1e-3
 
 
 class SourceError(ValueError):
@@ -68,8 +80,10 @@ def _rate(entry: Mapping[str, Any], key: str, where: str) -> float | None:
         return None
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         raise SourceError(f"{where}: {key} is not a number")
-    if not 0 < value <= MAX_TOKENS or not math.isfinite(value):
-        raise SourceError(f"{where}: {key} {value!r} is not a positive rate")
+    if not MIN_RATE <= value <= MAX_TOKENS or not math.isfinite(value):
+        raise SourceError(
+            f"{where}: {key} {value!r} is not a positive rate from {MIN_RATE:g} to {MAX_TOKENS:g}"
+        )
     return float(value)
 
 
@@ -86,7 +100,9 @@ def _itl(entry: Mapping[str, Any], where: str) -> Itl | None:
         lambda: plausibility.number(error, "relative error", "itlMaxRelativeError"), where
     )
     node = entry.get("slowestNode")
-    measured_on = f"node {node}" if isinstance(node, str) and NODE_NAME.match(node) else where
+    if node is not None:
+        _checked(lambda: plausibility.text(node, NODE_NAME, "slowestNode"), where)
+    measured_on = f"node {node}" if node is not None else where
     return Itl(terms[0], terms[1], terms[2], float(error), measured_on)
 
 
@@ -101,8 +117,12 @@ def _class_plan(model: Mapping[str, Any], name: str, raw: Any, where: str) -> Cl
         raise SourceError(f"{where}: maxBatch and maxBatchByMemory are required")
     context = _whole(model, "contextTokens", "context", f"status.models[{name}]") or 1
     kv_tokens = entry.get("kvCacheTokens", by_memory * context)
-    if isinstance(kv_tokens, bool) or not isinstance(kv_tokens, int) or kv_tokens < 0:
-        raise SourceError(f"{where}: kvCacheTokens is not a non-negative integer")
+    if (
+        isinstance(kv_tokens, bool)
+        or not isinstance(kv_tokens, int)
+        or not 0 <= kv_tokens <= MAX_TOKENS
+    ):
+        raise SourceError(f"{where}: kvCacheTokens is not a count of tokens up to {MAX_TOKENS:g}")
     nodes = entry.get("nodes", 0)
     if isinstance(nodes, bool) or not isinstance(nodes, int) or not 0 <= nodes <= MAX_NODES:
         raise SourceError(f"{where}: nodes is not a count of nodes")
@@ -132,9 +152,15 @@ def _model_plans(status: Mapping[str, Any]) -> list[ClassPlan]:
             f"status.models[{i}]",
         )
         where = f"status.models[{name}].classes"
-        for raw_class in _list(model.get("classes"), where, MAX_CLASSES):
-            product = raw_class.get("product") if isinstance(raw_class, Mapping) else None
-            plans.append(_class_plan(model, name, raw_class, f"{where}[{product}]"))
+        for j, raw_class in enumerate(_list(model.get("classes"), where, MAX_CLASSES)):
+            entry = _mapping(raw_class, f"{where}[{j}]")
+            product = _checked(
+                lambda e=entry: plausibility.text(
+                    e.get("product"), plausibility.DEVICE_NAME, "product"
+                ),
+                f"{where}[{j}]",
+            )
+            plans.append(_class_plan(model, name, entry, f"{where}[{product}]"))
     return plans
 
 
@@ -147,11 +173,17 @@ def _node_classes(
     groups: dict[str, list[tuple[str, str, int, Mapping[str, Any]]]] = {}
     for i, raw in enumerate(_list(status.get("nodes"), "status.nodes", MAX_NODES)):
         entry = _mapping(raw, f"status.nodes[{i}]")
-        name, product = entry.get("name"), entry.get("product")
-        if not isinstance(name, str) or not NODE_NAME.match(name):
+        name = _checked(
+            lambda e=entry: plausibility.text(e.get("name"), NODE_NAME, "name"),
+            f"status.nodes[{i}]",
+        )
+        product = entry.get("product")
+        if product is None:
             continue
-        if not isinstance(product, str) or not plausibility.DEVICE_NAME.match(product):
-            continue
+        _checked(
+            lambda p=product: plausibility.text(p, plausibility.DEVICE_NAME, "product"),
+            f"status.nodes[{name}]",
+        )
         gpus = _whole(entry, "gpus", "gpus", f"status.nodes[{name}]") or 1
         groups.setdefault(label_safe(product), []).append((name, product, gpus, entry))
     classes = []
@@ -200,11 +232,12 @@ def source_of_profile(document: Any, where: str) -> ExportSource:
     if document.get("kind") == "RooflineProfile":
         metadata = document.get("metadata")
         name = metadata.get("name") if isinstance(metadata, Mapping) else None
-        profile = name if isinstance(name, str) and NODE_NAME.match(name) else None
+        if name is not None:
+            profile = _checked(lambda: plausibility.text(name, NODE_NAME, "name"), "metadata")
         spec = document.get("spec")
         slo_spec = spec.get("slo") if isinstance(spec, Mapping) else None
         latency = slo_spec.get("interTokenLatency") if isinstance(slo_spec, Mapping) else None
-        slo = latency if isinstance(latency, str) and len(latency) <= 32 else None
+        slo = latency if isinstance(latency, str) and LATENCY.fullmatch(latency) else None
         accelerated = not (isinstance(spec, Mapping) and spec.get("device") == "cpu")
         raw_status = document.get("status")
         status = {} if raw_status is None else _mapping(raw_status, "status")
@@ -223,6 +256,6 @@ def source_of_profile(document: Any, where: str) -> ExportSource:
         description=described,
         plans=tuple(plans),
         node_classes=tuple(_node_classes(status, plans, accelerated)),
-        profile=profile,
+        profile=None if profile is None else label_safe(profile),
         itl_slo=slo,
     )

@@ -55,6 +55,8 @@ FAILURE_MODES = ("FailOpen", "FailClose")
 #: values.yaml``); TGI has none.
 MODEL_SERVER_TYPES = {"vllm": "vllm", "sglang": "sglang", "tensorrt-llm": "trtllm-serve"}
 #: The chart, as ``helm install`` names it.
+#: The longest Helm release name (Helm's own limit, ``pkg/chartutil/validate_name.go``).
+HELM_RELEASE_CHARS = 53
 CHART = "oci://registry.k8s.io/gateway-api-inference-extension/charts/inferencepool"
 
 
@@ -172,7 +174,9 @@ def build(source: ExportSource, options: ExportOptions) -> list[tuple[str, Any]]
             "planned: pick one with --model"
         )
     (model,) = models
-    release = object_name(model)
+    # Helm refuses release names over 53 characters, and the chart names the picker's objects
+    # <release>-epp, within the 63 of a Service's name.
+    release = object_name(model, HELM_RELEASE_CHARS)
     header = (
         f"Helm values of the inference gateway's inferencepool chart (v1.5.x) for {model}'s "
         f"pool, from {source.description}: helm install {release} {CHART} --version v1.5.0 "

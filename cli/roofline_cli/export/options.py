@@ -3,6 +3,7 @@ default is the one ``roofline export --help`` shows. Pure module."""
 
 from __future__ import annotations
 
+import hashlib
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -18,6 +19,9 @@ DEFAULT_TARGET_PORT = 8000
 #: The endpoint picker's gRPC port in the inference gateway's charts.
 DEFAULT_EPP_PORT = 9002
 DEFAULT_UTILIZATION = 0.75
+#: The smallest planned utilisation: 1% of the decode ceiling (a share that divides a demand by
+#: 10⁻³⁰⁰ would overflow).
+MIN_UTILIZATION = 0.01
 DEFAULT_RESOURCE = "nvidia.com/gpu"
 #: A serving pod's CPU and memory requests when the plan does not say them (kueue): those of the
 #: project's vLLM walk-through (manifests/examples/kueue.yaml) for one replica.
@@ -67,11 +71,25 @@ class ExportOptions:
     model_id: str | None = None
 
 
-def object_name(text: str) -> str:
+#: Longest object name written (an RFC 1123 label, so that it serves as a label value too).
+MAX_OBJECT_NAME = 63
+#: Hex digits of the digest that keeps apart two long names cut to one prefix.
+NAME_DIGEST_CHARS = 10
+
+
+def object_name(text: str, limit: int = MAX_OBJECT_NAME) -> str:
     """``text`` as a Kubernetes object name (an RFC 1123 label): lower case, other characters
-    as ``-``, at most 63."""
-    name = re.sub(r"[^a-z0-9-]+", "-", text.lower()).strip("-")[:63].rstrip("-")
-    return name or "model"
+    as ``-``. One longer than 63 keeps its first 52 characters and a ``-`` and 10 hex digits of
+    the SHA-256 of the whole ``text`` (as the operator's ``label_safe``), so that two texts
+    sharing a long prefix never share a name; ``command`` refuses two sources whose names are
+    still one (``llama-3.1-8b`` and ``Llama-3.1-8B``). ``limit`` is shorter for a name others
+    extend (a Helm release's ``<release>-epp``)."""
+    name = re.sub(r"[^a-z0-9-]+", "-", text.lower()).strip("-")
+    if len(name) <= limit:
+        return name or "model"
+    digest = hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
+    keep = limit - NAME_DIGEST_CHARS - 1
+    return f"{name[:keep].rstrip('-')}-{digest[:NAME_DIGEST_CHARS]}"
 
 
 def by_model(plans: Sequence[ClassPlan]) -> dict[str, list[ClassPlan]]:

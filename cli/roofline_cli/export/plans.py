@@ -91,8 +91,9 @@ class ExportSource:
     description: str
     plans: tuple[ClassPlan, ...]
     node_classes: tuple[NodeClass, ...]
-    #: The RooflineProfile whose ``roofline.dev/profile`` label selects its nodes; ``None`` for a
-    #: saved result (no profile labelled that node yet).
+    #: The ``roofline.dev/profile`` label value that selects the profile's nodes: its name, or
+    #: the operator's label-safe form of a name that is no label value (``label_safe``); ``None``
+    #: for a saved result (no profile labelled that node yet).
     profile: str | None = None
     #: ``spec.slo.interTokenLatency`` as written, when the source knows it.
     itl_slo: str | None = None

@@ -57,11 +57,20 @@ CONFIG_ENABLED_LABEL = "wva.llmd.ai/config-enabled"
 #: The VariantAutoscaling label the autoscaler reads the accelerator from.
 ACCELERATOR_LABEL = "inference.optimization/acceleratorName"
 DESIRED_REPLICAS_METRIC = "wva_desired_replicas"
+#: The longest Deployment name kept whole in ``<name>-va-hpa`` (63 characters).
+VARIANT_BASE_CHARS = 63 - len("-va-hpa")
 
 
 def variant_name(deployment: str) -> str:
-    """The VariantAutoscaling of a Deployment, named as llm-d's chart names it (``<name>-va``)."""
-    return f"{deployment[:60].rstrip('-')}-va"
+    """The VariantAutoscaling of a Deployment, named as llm-d's chart names it (``<name>-va``);
+    a name too long for its HPA's ``<name>-va-hpa`` to stay within 63 characters is shortened
+    with a digest of the whole (``object_name``), never cut, so two never share a name."""
+    base = (
+        deployment
+        if len(deployment) <= VARIANT_BASE_CHARS
+        else object_name(deployment, VARIANT_BASE_CHARS)
+    )
+    return f"{base}-va"
 
 
 def _default_entry(model: str, source: ExportSource) -> str:

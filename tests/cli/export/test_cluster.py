@@ -18,10 +18,18 @@ from roofline_cli.export import cluster
 
 def test_the_command_passes_kubeconfig_and_context_as_kubectl_takes_them() -> None:
     assert cluster.kubectl_command("fleet", "kubectl", "/k", "prod") == [
-        "kubectl", "get", "rooflineprofiles.roofline.dev", "fleet", "--output", "json",
-        "--kubeconfig", "/k", "--context", "prod",
+        "kubectl", "get", "rooflineprofiles.roofline.dev", "--output=json",
+        "--kubeconfig=/k", "--context=prod", "--", "fleet",
     ]  # fmt: skip
-    assert cluster.kubectl_command("fleet", "k", None, None)[-1] == "json"
+    assert cluster.kubectl_command("fleet", "k", None, None)[-2:] == ["--", "fleet"]
+
+
+def test_no_value_reaches_kubectl_as_an_option_of_its_own() -> None:
+    """A context named ``-n`` stays the value of ``--context``; the name comes after ``--``."""
+    command = cluster.kubectl_command("-x", "kubectl", "--all", "-n")
+    assert command[-2:] == ["--", "-x"]
+    assert "--kubeconfig=--all" in command
+    assert "--context=-n" in command
 
 
 def _fake_kubectl(folder: Path, script: str) -> str:
@@ -43,6 +51,8 @@ def test_the_object_kubectl_prints_is_returned(tmp_path: Path) -> None:
         ("echo 'Error from server (NotFound): \"fleet\" not found' >&2; exit 1", "NotFound"),
         ("exit 3", "exit status 3"),
         ("echo not-json", "did not return a JSON object"),
+        ("printf '%0100000d' 0 | tr 0 '['", "nested over 64"),
+        ("printf '{\"a\": 1%05000d}' 0", "digits"),
     ],
 )
 def test_a_failing_kubectl_is_one_line(tmp_path: Path, script: str, reason: str) -> None:

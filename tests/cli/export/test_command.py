@@ -11,11 +11,22 @@ from typing import Any
 
 import pytest
 import yaml
+from hypothesis import event, given
+from hypothesis import strategies as st
 
 from roofline_cli import main
 from roofline_cli.export.command import TARGETS
-from tests.cli.export_sources import MODEL, status_profile, write_result, write_status
+from tests.cli.export_sources import (
+    MODEL,
+    hostile_text,
+    replaced,
+    status_profile,
+    string_paths,
+    write_result,
+    write_status,
+)
 from tests.golden import check_golden
+from tests.tampering import tampered_documents
 
 GOLDEN = Path(__file__).resolve().parents[1] / "golden"
 #: What each target needs beside a source.
@@ -183,6 +194,12 @@ def _broken_status(change: Any) -> dict[str, Any]:
         pytest.param(
             ["--target", "engine-args", "--container-index", "x"], "not an integer", id="index"
         ),
+        pytest.param(
+            ["--target", "keda", "--max-replicas", "9" * 4000], "4000 digits", id="replicas-huge"
+        ),
+        pytest.param(
+            ["--target", "engine-args", "--container-index", str(2**31)], "1..", id="index-huge"
+        ),
     ],
 )
 def test_bad_flags_are_one_line_and_exit_2(
@@ -318,3 +335,300 @@ def test_the_model_of_the_status_is_the_one_exported(
     code, out, _ = export(capsys, "--target", "keda", "--from", str(sources["status"]))
     assert code == 0
     assert f'model_name=\\"{MODEL}\\"' in out
+
+
+# Trust boundaries: what export reads is parsed once into bounded values, and what it writes
+# reads back exactly as built.
+
+#: Each separator, control or bidi character, named for the test ids.
+UNSAFE = {
+    "line-feed": "\n", "carriage-return": "\r", "next-line": "\x85", "line-separator": "\u2028",
+    "paragraph-separator": "\u2029", "nul": "\x00", "escape": "\x1b", "bidi-override": "\u202e",
+    "zero-width-space": "\u200b", "byte-order-mark": "\ufeff", "delete": "\x7f", "tab": "\t",
+}  # fmt: skip
+
+
+def _written(path: Path, capsys: pytest.CaptureFixture[str], *argv: str) -> str:
+    """The one error line of an export to ``path`` that must write nothing."""
+    output = path.parent / "out.yaml"
+    line = refused(capsys, *argv, "--output", str(output))
+    assert not output.exists()
+    return line
+
+
+@pytest.mark.parametrize("char", list(UNSAFE.values()), ids=list(UNSAFE))
+@pytest.mark.parametrize(
+    "field",
+    [
+        pytest.param(("status", "nodes", 2, "product"), id="node-product"),
+        pytest.param(("status", "nodes", 2, "name"), id="node-name"),
+        pytest.param(("status", "models", 0, "classes", 0, "product"), id="class-product"),
+        pytest.param(("status", "models", 0, "classes", 0, "slowestNode"), id="slowest-node"),
+        pytest.param(("status", "models", 0, "name"), id="model-name"),
+        pytest.param(("metadata", "name"), id="profile-name"),
+    ],
+)
+def test_a_separator_in_a_status_string_is_refused_and_nothing_written(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, field: tuple[Any, ...], char: str
+) -> None:
+    document = status_profile()
+    value: Any = document
+    for key in field:
+        value = value[key]
+    path = tmp_path / "profile.json"
+    path.write_text(json.dumps(replaced(document, field, f"{value}{char}  evil: injected")))
+    for target in ("kueue", "itl-configmap"):
+        line = _written(path, capsys, "--target", target, "--tokens-per-second", "1000",
+                        "--from", str(path))  # fmt: skip
+        assert "--from" in line
+
+
+NAMEABLE = {name: char for name, char in UNSAFE.items() if name != "nul"}
+
+
+@pytest.mark.parametrize("char", list(NAMEABLE.values()), ids=list(NAMEABLE))
+@pytest.mark.parametrize("source", ["result", "status"])
+def test_a_separator_in_the_files_name_is_refused_and_nothing_written(
+    capsys: pytest.CaptureFixture[str], sources: dict[str, Path], tmp_path: Path, char: str,
+    source: str,
+) -> None:  # fmt: skip
+    path = tmp_path / f"fleet{char}# evil: injected.json"
+    document = json.loads(sources[source].read_text())
+    path.write_text(json.dumps(document.get("status", document)))
+    line = _written(path, capsys, "--target", "wva", "--from", str(path))
+    assert "--from" in line
+
+
+def test_a_node_name_with_a_trailing_newline_is_no_node_name(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    path = tmp_path / "profile.json"
+    path.write_text(json.dumps(replaced(status_profile(), ("status", "nodes", 0, "name"), "a\n")))
+    line = _written(path, capsys, "--target", "kueue", "--tokens-per-second", "9", "--from",
+                    str(path))  # fmt: skip
+    assert "status.nodes[0]" in line
+
+
+def _built(argv: list[str]) -> list[Any]:
+    """What the export builds for ``argv``, without its comments."""
+    from roofline_cli.export.command import build_documents, build_parser
+    from roofline_cli.export.commented import plain
+
+    return [plain(document) for _, document in build_documents(build_parser().parse_args(argv))]
+
+
+@pytest.mark.parametrize("source", ["result", "status"])
+@pytest.mark.parametrize("target", list(TARGETS))
+def test_every_document_written_reads_back_as_built(
+    capsys: pytest.CaptureFixture[str], sources: dict[str, Path], target: str, source: str
+) -> None:
+    argv = ["--target", target, "--from", str(sources[source]), *EXTRA.get(target, [])]
+    code, out, _ = export(capsys, *argv)
+    assert code == 0
+    assert list(yaml.safe_load_all(out)) == _built(argv)
+
+
+def _two_models(first: str, second: str) -> dict[str, Any]:
+    document = status_profile()
+    other = json.loads(json.dumps(document["status"]["models"][0]))
+    document["status"]["models"][0]["name"] = first
+    other["name"] = second
+    document["status"]["models"].append(other)
+    for node in document["status"]["nodes"]:
+        node["models"][0]["name"] = first
+        node["models"].append({**node["models"][0], "name": second})
+    return document
+
+
+@pytest.mark.parametrize(
+    ("target", "kind"),
+    [("keda", "ScaledObject"), ("kueue", "ClusterQueue")],
+)
+def test_two_models_of_one_object_name_are_refused_naming_both(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, target: str, kind: str
+) -> None:
+    path = tmp_path / "profile.json"
+    path.write_text(json.dumps(_two_models("llama-3.1-8b", "Llama-3.1-8B")))
+    line = _written(path, capsys, "--target", target, "--from", str(path),
+                    *EXTRA.get(target, []))  # fmt: skip
+    assert "llama-3-1-8b" in line
+    assert "llama-3.1-8b" in line
+    assert "Llama-3.1-8B" in line
+
+
+def test_a_long_model_on_two_classes_gets_two_engine_args_configmaps(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    model = "a-very-long-model-name-for-the-engine-args-x46"
+    document = _two_models(model, "other")
+    classes = document["status"]["models"][0]["classes"]
+    classes[0]["product"], classes[1]["product"] = "NVIDIA A100-SXM4-40GB", "NVIDIA A100-SXM4-80GB"
+    path = tmp_path / "profile.json"
+    path.write_text(json.dumps(document))
+    code, out, err = export(capsys, "--target", "engine-args", "--model", model, "--from",
+                            str(path))  # fmt: skip
+    assert code == 0, err
+    maps = list(yaml.safe_load_all(out))
+    names = [m["metadata"]["name"] for m in maps]
+    assert len(names) == len(set(names)) == 2
+    assert all(len(name) <= 63 for name in names)
+    assert maps[0]["data"]["vllm"] != maps[1]["data"]["vllm"]
+
+
+@pytest.mark.parametrize(
+    ("content", "reason"),
+    [
+        pytest.param("maxBatch: " + "9" * 5000 + "\n", "digits", id="yaml-5000-digit-integer"),
+        pytest.param('{"status": ' + "9" * 5000 + "}", "digits", id="json-5000-digit-integer"),
+        pytest.param("[" * 100_000 + "]" * 100_000, "nested", id="deep-json"),
+        pytest.param(
+            "a:\n" + "".join(f"{'  ' * i}- x:\n" for i in range(1, 400)), "nested", id="deep-yaml"
+        ),
+        pytest.param("a: " + "[" * 5000 + "]" * 5000 + "\nb: '{'\n", "nested", id="deep-yaml-flow"),
+    ],
+)
+def test_an_unbounded_document_is_one_line_and_exit_2(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, content: str, reason: str
+) -> None:
+    path = tmp_path / "source.yaml"
+    path.write_text(content)
+    assert reason in _written(path, capsys, "--target", "wva", "--from", str(path))
+
+
+@pytest.mark.parametrize("rate", [5e-324, 1e-300, 1e300])
+def test_a_rate_no_replica_can_have_is_one_line_and_exit_2(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, rate: float
+) -> None:
+    document = status_profile()
+    document["status"]["models"][0]["classes"][0]["tokensPerSecondAtMaxBatch"] = rate
+    for node in document["status"]["nodes"]:
+        node["models"][0]["tokensPerSecondAtMaxBatch"] = rate
+    path = tmp_path / "profile.json"
+    path.write_text(json.dumps(document))
+    line = _written(path, capsys, "--target", "kueue", "--tokens-per-second", "40000", "--from",
+                    str(path))  # fmt: skip
+    assert "tokensPerSecondAtMaxBatch" in line
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        pytest.param(["--tokens-per-second", "1e308"], id="demand-huge"),
+        pytest.param(["--tokens-per-second", "5e-324"], id="demand-tiny"),
+        pytest.param(["--tokens-per-second", "9", "--utilization", "5e-324"], id="utilization"),
+    ],
+)
+def test_a_demand_out_of_range_is_one_line_and_exit_2(
+    capsys: pytest.CaptureFixture[str], sources: dict[str, Path], argv: list[str]
+) -> None:
+    refused(capsys, "--target", "kueue", "--from", str(sources["status"]), *argv)
+
+
+def test_a_long_profile_name_becomes_the_operators_label_value(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    from roofline_operator.decide.labels import label_safe
+
+    name = "p" * 100
+    path = tmp_path / "profile.json"
+    path.write_text(json.dumps(replaced(status_profile(), ("metadata", "name"), name)))
+    code, out, _ = export(capsys, "--target", "kueue", "--tokens-per-second", "9", "--from",
+                          str(path))  # fmt: skip
+    assert code == 0
+    flavor = next(yaml.safe_load_all(out))
+    assert flavor["spec"]["nodeLabels"]["roofline.dev/profile"] == label_safe(name)
+    assert len(label_safe(name)) <= 63
+
+
+@pytest.mark.parametrize(
+    ("argv", "reason"),
+    [
+        pytest.param(["--model-id", 'x"} or vector(1) #'], "--model-id", id="model-id-promql"),
+        pytest.param(["--model-id", "a\u2028b"], "--model-id", id="model-id-separator"),
+        pytest.param(["--namespace", 'default"}'], "--namespace", id="namespace-promql"),
+        pytest.param(["--namespace", "Default"], "--namespace", id="namespace-upper"),
+        pytest.param(["--namespace", "a" * 64], "--namespace", id="namespace-long"),
+        pytest.param(["--deployment", "-x"], "--deployment", id="deployment"),
+        pytest.param(["--prometheus", "http://p\n:9090"], "--prometheus", id="prometheus"),
+        pytest.param(["--prometheus", "file:///etc/passwd"], "--prometheus", id="prom-scheme"),
+        pytest.param(["--pool-selector", "app=a\u2028b"], "--pool-selector", id="selector-value"),
+        pytest.param(["--pool-selector", "a b=x"], "--pool-selector", id="selector-key"),
+        pytest.param(["--wva-namespace", "x\n"], "--wva-namespace", id="wva-namespace"),
+    ],
+)
+def test_a_flag_that_reaches_yaml_or_promql_is_checked_against_its_contract(
+    capsys: pytest.CaptureFixture[str], sources: dict[str, Path], argv: list[str], reason: str
+) -> None:
+    assert reason in refused(capsys, "--target", "keda", "--from", str(sources["status"]), *argv)
+
+
+@pytest.mark.parametrize(
+    ("argv", "reason"),
+    [
+        pytest.param(["--resource", "nvidia.com/gpu\n# x"], "--resource", id="resource"),
+        pytest.param(["--cohort", "Roofline"], "--cohort", id="cohort"),
+    ],
+)
+def test_a_kueue_flag_is_checked_against_its_contract(
+    capsys: pytest.CaptureFixture[str], sources: dict[str, Path], argv: list[str], reason: str
+) -> None:
+    line = refused(capsys, "--target", "kueue", "--tokens-per-second", "9", "--from",
+                   str(sources["status"]), *argv)  # fmt: skip
+    assert reason in line
+
+
+def test_a_profile_name_that_kubectl_would_take_as_an_option_is_refused(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    record = tmp_path / "argv"
+    kubectl = tmp_path / "kubectl"
+    kubectl.write_text(f'#!/bin/sh\necho "$@" > {record}\nexit 1\n')
+    kubectl.chmod(0o755)
+    for name in ("-x", "--all-namespaces", "a\nb", "Fleet"):
+        line = refused(capsys, "--target", "wva", "--profile", name, "--kubectl", str(kubectl))
+        assert "--profile" in line
+    assert not record.exists()
+
+
+STATUS = status_profile()
+
+
+@st.composite
+def _hostile_string(draw: st.DrawFn) -> str:
+    """The status with one of its strings replaced by separators, controls and look-alikes."""
+    path = draw(st.sampled_from(string_paths(STATUS)))
+    return json.dumps(replaced(STATUS, path, draw(hostile_text)))
+
+
+@given(
+    text=st.one_of(_hostile_string(), tampered_documents(STATUS)),
+    target=st.sampled_from(list(TARGETS)),
+    as_yaml=st.booleans(),
+)
+def test_a_tampered_status_is_refused_or_written_exactly_as_built(
+    text: str, target: str, as_yaml: bool
+) -> None:
+    """Any string of a status (separators and controls included) or any other value, in JSON
+    or YAML: exit 2 with one line, or a file that YAML reads back as exactly what was built."""
+    import contextlib
+    import io
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as folder:
+        source = Path(folder) / "profile.json"
+        source.write_text(yaml.safe_dump(json.loads(text)) if as_yaml else text)
+        output = Path(folder) / "out.yaml"
+        argv = ["--target", target, "--from", str(source), "--tokens-per-second", "9"]
+        err = io.StringIO()
+        with contextlib.redirect_stderr(err):
+            code = main(["export", *argv, "--output", str(output)])
+        event(f"exit {code}")
+        if code == 0:
+            written = output.read_text(encoding="utf-8")
+            assert list(yaml.safe_load_all(written)) == _built(argv)
+        else:
+            assert code == 2
+            assert not output.exists()
+            (line,) = err.getvalue().splitlines()
+            assert line.startswith("roofline: error: ")
+            assert line.isprintable()

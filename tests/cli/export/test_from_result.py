@@ -7,6 +7,7 @@ from dataclasses import replace
 import pytest
 
 from roofline_cli.export.from_result import source_of_result
+from roofline_cli.export.from_status import SourceError
 from roofline_operator.decide.labels import label_safe
 from roofline_profiler.core.itl_model import ItlModel
 from roofline_profiler.wire.result import ProfileResult
@@ -86,3 +87,50 @@ def test_a_cpu_result_is_a_class_without_an_accelerator() -> None:
     result = replace(result, devices=(replace(result.devices[0], backend="cpu"),))
     (node,) = source_of_result(result, "r").node_classes
     assert not node.accelerated
+
+
+ENGINES_EMPTY: dict[str, tuple[str, ...]] = {"vllm": (), "sglang": (), "tgi": (), "tensorrtLlm": ()}
+
+
+def _changed_plan(**changes: object) -> ProfileResult:
+    result = planned_result()
+    first = result.devices[0]
+    return replace(result, devices=(replace(first, models=(replace(first.models[0], **changes),)),))
+
+
+@pytest.mark.parametrize(
+    ("result", "reason"),
+    [
+        pytest.param(
+            replace(
+                planned_result(),
+                devices=(replace(planned_result().devices[0], name="NVIDIA H200\u2028  x: y"),),
+            ),
+            "'name'",
+            id="device-name",
+        ),
+        pytest.param(_changed_plan(name="llama\n# x"), "model name", id="model-name"),
+        pytest.param(_changed_plan(name="a/b"), "model name", id="model-name-slash"),
+        pytest.param(
+            _changed_plan(engine_settings={**ENGINES_EMPTY, "vllm": ("--max-num-seqs=9\u2028x",)}),
+            "engineSettings",
+            id="engine-flag",
+        ),
+        pytest.param(
+            _changed_plan(tokens_per_second_at_range=(1.0, 5e-324)), "tokens/s", id="rate"
+        ),
+        pytest.param(_changed_plan(max_batch_by_memory=10**15), "batch bound", id="batch"),
+    ],
+)
+def test_a_name_flag_or_rate_outside_its_contract_is_one_source_error(
+    result: ProfileResult, reason: str
+) -> None:
+    with pytest.raises(SourceError, match=reason) as caught:
+        source_of_result(result, "result.json")
+    assert "\n" not in str(caught.value)
+    assert str(caught.value).isprintable()
+
+
+def test_flags_that_miss_an_engine_come_from_the_bounds() -> None:
+    (plan,) = source_of_result(_changed_plan(engine_settings={"vllm": ()}), "r.json").plans
+    assert plan.engine_flags is None

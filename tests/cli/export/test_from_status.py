@@ -9,9 +9,20 @@ import pytest
 from hypothesis import example, given
 from hypothesis import strategies as st
 
+from roofline_cli.export.commented import needs_escape
 from roofline_cli.export.from_status import SourceError, source_of_profile
+from roofline_cli.export.plans import ExportSource
 from roofline_operator.decide.labels import label_safe
-from tests.cli.export_sources import H100, L40S, MODEL, PROFILE, status_profile
+from tests.cli.export_sources import (
+    H100,
+    L40S,
+    MODEL,
+    PROFILE,
+    hostile_text,
+    replaced,
+    status_profile,
+    string_paths,
+)
 from tests.tampering import json_values, tampered_documents
 
 
@@ -99,6 +110,21 @@ CLASS = ("status", "models", 0, "classes", 0)
         pytest.param(_with(("status", "models", 0, "classes"), {}), "not a list", id="classes"),
         pytest.param(_with(("status", "models"), [{}] * 9), "more than 8", id="models"),
         pytest.param(_with(("status", "models", 0, "name"), "a/b"), "name", id="model-name"),
+        pytest.param(_with(("status", "nodes", 0, "name"), "gpu-a\n"), "name", id="node-newline"),
+        pytest.param(_with(("status", "nodes", 0, "name"), "Gpu-A"), "name", id="node-upper"),
+        pytest.param(
+            _with(("status", "nodes", 2, "product"), "NVIDIA L40S\u2028  evil: x"),
+            "product",
+            id="node-product",
+        ),
+        pytest.param(
+            _with((*CLASS, "slowestNode"), "gpu-b\x1b[31m"), "slowestNode", id="slowest-node"
+        ),
+        pytest.param(_with(("metadata", "name"), "fleet\n"), "metadata", id="profile-name"),
+        pytest.param(_with((*CLASS, "kvCacheTokens"), 10**300), "kvCacheTokens", id="kv-huge"),
+        pytest.param(
+            _with((*CLASS, "tokensPerSecondAtMaxBatch"), 5e-324), "positive rate", id="rate-tiny"
+        ),
         pytest.param({"kind": "RooflineProfile", "status": []}, "status is not", id="status"),
         pytest.param({"kind": "ConfigMap"}, "not a RooflineProfile", id="kind"),
         pytest.param({"kind": "RooflineProfile"}, "no planned model", id="empty"),
@@ -109,14 +135,50 @@ def test_a_defect_is_one_error_that_names_the_field(document: Any, reason: str) 
         source_of_profile(document, "p")
 
 
+def test_a_long_profile_name_selects_nodes_by_the_operators_label_value() -> None:
+    name = "p" * 100
+    source = source_of_profile(_with(("metadata", "name"), name), "p")
+    assert source.profile == label_safe(name)
+    assert source.description == f"RooflineProfile {name}"
+
+
+@pytest.mark.parametrize(("latency", "kept"), [("50ms", True), ("1m30s", True), ("5\n", False)])
+def test_the_slo_is_kept_only_as_the_crd_writes_it(latency: str, kept: bool) -> None:
+    source = source_of_profile(_with(("spec", "slo", "interTokenLatency"), latency), "p")
+    assert source.itl_slo == (latency if kept else None)
+
+
 STATUS = status_profile()
 
 
-@given(text=st.one_of(tampered_documents(STATUS), json_values.map(json.dumps)))
+def _strings(source: ExportSource) -> list[str]:
+    """Every string of a source that reaches the YAML."""
+    found = [source.description, source.profile or "", source.itl_slo or ""]
+    for plan in source.plans:
+        found += [plan.model, plan.gpu_class, plan.source, plan.itl.measured_on if plan.itl else ""]
+    for node_class in source.node_classes:
+        found += [
+            node_class.label,
+            node_class.product,
+            *node_class.nodes,
+            *node_class.tokens_per_second,
+        ]
+    return found
+
+
+@st.composite
+def _hostile_strings(draw: st.DrawFn) -> str:
+    """The status with one of its strings replaced by separators, controls and look-alikes."""
+    path = draw(st.sampled_from(string_paths(STATUS)))
+    return json.dumps(replaced(STATUS, path, draw(hostile_text)))
+
+
+@given(text=st.one_of(tampered_documents(STATUS), json_values.map(json.dumps), _hostile_strings()))
 @example(text=json.dumps(_with((*CLASS, "maxBatchByMemory"), 10**400)))
+@example(text=json.dumps(_with(("status", "nodes", 2, "product"), "NVIDIA L40S\u2028x")))
 def test_any_tampered_status_reads_as_a_source_or_one_source_error(text: str) -> None:
-    """A status from a cluster or a file may hold anything: it reads into a source, or into
-    one :class:`SourceError`, never another exception."""
+    """A status from a cluster or a file may hold anything: it reads into a source whose every
+    string a YAML comment can carry, or into one :class:`SourceError`, never another exception."""
     message = ""
     try:
         source = source_of_profile(json.loads(text), "p")
@@ -125,4 +187,6 @@ def test_any_tampered_status_reads_as_a_source_or_one_source_error(text: str) ->
     else:
         assert source.plans
         assert all(plan.max_batch_by_memory >= 0 for plan in source.plans)
+        assert not any(needs_escape(char) for string in _strings(source) for char in string)
     assert "\n" not in message
+    assert message.isprintable()

@@ -84,3 +84,16 @@ def test_one_release_serves_one_model() -> None:
     two = replace(source, plans=(*source.plans, class_plan(model="other")))
     with pytest.raises(OneModelOnly, match="--model"):
         gateway.build(two, ExportOptions())
+
+
+def test_a_long_model_names_a_release_helm_accepts_and_whose_picker_fits_a_service_name() -> None:
+    """Helm refuses release names over 53 characters, and the chart names the picker's Service
+    ``<release>-epp``: a long model's release is shortened with a digest of the whole name."""
+    long_model = "a-very-long-model-name-" + "x" * 40 + "-instruct"
+    source = source_of_profile(status_profile(), "p")
+    one = replace(source, plans=(class_plan(model=long_model),))
+    ((header, _),) = gateway.build(one, ExportOptions())
+    release = header.split("helm install ", 1)[1].split()[0]
+    assert len(release) <= gateway.HELM_RELEASE_CHARS
+    assert len(f"{release}-epp") <= 63
+    assert release.startswith("a-very-long-model-name-")

@@ -123,3 +123,25 @@ def test_one_namespace_default_serves_one_model() -> None:
 def test_no_per_model_entry_is_written() -> None:
     config_map = _by_kind()["ConfigMap"]
     assert MODEL not in config_map["data"]
+
+
+def test_a_long_deployment_names_its_variant_and_hpa_within_63_characters_by_a_digest() -> None:
+    """``<deployment>-va-hpa`` cut at 63 characters would be invalid, and two long Deployments
+    that share a prefix would share a VariantAutoscaling: the shortened base ends in a digest."""
+    first, second = "serving-" + "a" * 60 + "-one", "serving-" + "a" * 60 + "-two"
+    names = []
+    for deployment in (first, second):
+        documents = _by_kind(namespace="llm", deployment=deployment)
+        variant = documents["VariantAutoscaling"]["metadata"]["name"]
+        hpa = documents["HorizontalPodAutoscaler"]["metadata"]["name"]
+        assert variant.endswith("-va")
+        assert hpa == f"{variant}-hpa"
+        assert len(hpa) <= 63
+        names.append(variant)
+    assert names[0] != names[1]
+
+
+def test_a_short_deployment_keeps_its_name_in_the_variant() -> None:
+    deployment = "d" * wva.VARIANT_BASE_CHARS
+    variant = _by_kind(namespace="llm", deployment=deployment)["VariantAutoscaling"]
+    assert variant["metadata"]["name"] == f"{deployment}-va"
