@@ -26,7 +26,6 @@ import yaml
 
 from .commands import REPO_ROOT
 from .processes import Kubectl
-from .waiting import wait_for
 
 BUILD_SCRIPT = REPO_ROOT / "scripts" / "consumers.sh"
 KUEUE_MANAGER = "kueue-manager"
@@ -104,15 +103,6 @@ def load_crds(directory: Path) -> list[dict[str, Any]]:
     for path in sorted(directory.glob("*.yaml")):
         found.extend(d for d in yaml.safe_load_all(path.read_text()) if d)
     return found
-
-
-def wait_served(kubectl: Kubectl, *args: str, what: str, timeout: float = 60) -> None:
-    """Until ``kubectl get <args>`` succeeds (a resource just installed, a server just started)."""
-
-    def served() -> bool:
-        return kubectl("get", *args, check=False).returncode == 0
-
-    wait_for(served, timeout, what, interval=0.5)
 
 
 def seconds_since(started: float) -> float:

@@ -9,10 +9,11 @@ behaviour without the default five-minute scale-down stabilisation
 (``advanced.horizontalPodAutoscalerConfig.behavior``) and a short ``pollingInterval`` and
 ``cooldownPeriod`` (the controller manager reconciles every ``HPA_SYNC_SECONDS``).
 
-Requests arrive while one replica runs at the threshold and twice as many wait: the Deployment is
-scaled up to cover every request at the exported requests per replica, and back down to its
-minimum when they are gone. A ScaledObject whose query reads the running requests alone (which
-stay at the engines' cap however many wait) fails the same check.
+When one replica's engine runs the plan's SLO batch (the batch at which its ITL reaches the SLO)
+with nothing waiting yet, the Deployment is scaled up before requests must wait, to what the HPA
+computes from the triggers; when the requests are gone, back to its minimum. A ScaledObject whose
+requests-per-replica threshold is the SLO batch itself (the export's before it left room for the
+HPA's 10% tolerance) fails the same check.
 """
 
 from __future__ import annotations
@@ -260,7 +261,8 @@ def scale_with_load(
         lambda: prometheus.value(RUNNING) == node_export.slo_batch(), 30, "the scrape", interval=0.5
     )
     wait_replicas(kubectl, keda, lambda n: n > low, "scaled up", timeout)
-    assert replicas(kubectl) == hpa_replicas(prometheus, scaled_object, low)
+    wanted = hpa_replicas(prometheus, scaled_object, low)
+    wait_replicas(kubectl, keda, lambda n: n == wanted, f"at {wanted}", timeout)
     engine.set(0, 0)
     wait_replicas(kubectl, keda, lambda n: n == low, f"back at {low}", timeout)
 
