@@ -20,7 +20,7 @@ OUT ?= out
 PROFILE_ARGS ?=
 BIN := $(VENV)/bin
 
-.PHONY: profile test fuzz lint typecheck unit setup setup-operator setup-dev manifests images clean control-plane vllm-cpu real-node
+.PHONY: profile test fuzz lint typecheck unit setup setup-operator setup-dev manifests images clean control-plane vllm-cpu real-node consumers
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -81,7 +81,15 @@ real-node:
 	then scripts/control-plane.sh --node >/dev/null; \
 	else echo "root, Go or containerd missing: the real-node tests (-m realnode) will be skipped" >&2; fi
 
-unit: setup-dev control-plane real-node vllm-cpu
+# Kueue's manager and KEDA's operator and metrics server, which the real-node tests run on the
+# objects `roofline export` writes, built from their pinned Go modules once per machine (cached
+# outside the repository, scripts/consumers.sh) where those tests can run; else skipped.
+consumers:
+	@if [ "$$(id -u)" = 0 ] && command -v go >/dev/null 2>&1 && command -v containerd >/dev/null 2>&1; \
+	then scripts/consumers.sh >/dev/null; \
+	else echo "root, Go or containerd missing: the real-node tests of Kueue and KEDA will be skipped" >&2; fi
+
+unit: setup-dev control-plane real-node consumers vllm-cpu
 	$(BIN)/pytest
 
 test: lint typecheck unit

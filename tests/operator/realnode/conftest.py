@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 from tests.deploy import images as img
+from tests.operator.harness.consumers import ConsumersUnavailable, build_consumers
 from tests.operator.harness.containerd import project_images
 from tests.operator.harness.controlplane import ControlPlaneUnavailable, build_binaries
 from tests.operator.harness.processes import Kubectl
@@ -39,6 +40,15 @@ def node_binaries() -> tuple[Path, Path]:
     try:
         return build_binaries(), build_node_binaries()
     except ControlPlaneUnavailable as error:
+        pytest.skip(str(error))
+
+
+@pytest.fixture(scope="session")
+def consumer_binaries(node_binaries: tuple[Path, Path]) -> Path:
+    """Kueue's and KEDA's binaries and manifests (``scripts/consumers.sh``), built on first use."""
+    try:
+        return build_consumers()
+    except ConsumersUnavailable as error:
         pytest.skip(str(error))
 
 
