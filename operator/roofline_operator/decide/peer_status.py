@@ -126,9 +126,8 @@ def profile_condition(view: FleetView) -> tuple[bool, str, str]:
     return True, "BelowClassMedian", message
 
 
-def mismatched_from_status(status: Mapping[str, Any]) -> frozenset[str]:
-    """The nodes a written status says carry a product label that disagrees with what they
-    measured: what a restarted operator announced already."""
+def _nodes_with_condition(status: Mapping[str, Any], condition_type: str) -> set[str]:
+    """The nodes whose entry in a written status carries ``condition_type`` as True."""
     found: set[str] = set()
     for entry in status.get("nodes") or []:
         if not isinstance(entry, Mapping):
@@ -136,27 +135,23 @@ def mismatched_from_status(status: Mapping[str, Any]) -> frozenset[str]:
         for condition in entry.get("conditions") or []:
             if (
                 isinstance(condition, Mapping)
-                and condition.get("type") == MISMATCH_CONDITION_TYPE
+                and condition.get("type") == condition_type
                 and condition.get("status") == "True"
             ):
                 found.add(str(entry.get("name")))
-    return frozenset(found)
+    return found
+
+
+def mismatched_from_status(status: Mapping[str, Any]) -> frozenset[str]:
+    """The nodes a written status says carry a product label that disagrees with what they
+    measured: what a restarted operator announced already."""
+    return frozenset(_nodes_with_condition(status, MISMATCH_CONDITION_TYPE))
 
 
 def slower_from_status(status: Mapping[str, Any]) -> frozenset[str]:
     """The nodes a written status says are slower than their peers (its node entries'
     conditions and its classes' named nodes): what a restarted operator announced already."""
-    found: set[str] = set()
-    for entry in status.get("nodes") or []:
-        if not isinstance(entry, Mapping):
-            continue
-        for condition in entry.get("conditions") or []:
-            if (
-                isinstance(condition, Mapping)
-                and condition.get("type") == CONDITION_TYPE
-                and condition.get("status") == "True"
-            ):
-                found.add(str(entry.get("name")))
+    found = _nodes_with_condition(status, CONDITION_TYPE)
     for item in status.get("classes") or []:
         if isinstance(item, Mapping) and isinstance(item.get("slowerNodes"), list):
             found.update(str(n) for n in item["slowerNodes"])
