@@ -64,7 +64,9 @@ RANGES: dict[str, Range] = {
     "batch": Range(1, MAX_BATCH, ""),
     # Batches a model's memory or latency bound allows; 0 when none fits.
     "batch bound": Range(0, 1 << 24, ""),
-    "step": Range(0.0, 3600.0, "s", positive=True),
+    # A model's decode step: no device reads a layer's weights in under a nanosecond, and a
+    # step shorter than that would make tokens/s (batch over step) overflow to infinity.
+    "step": Range(1e-9, 3600.0, "s"),
     # A term of a plan's ITL model (seconds per step, per sequence, per sequence and context
     # token); a non-negative fit may set one to exactly 0.
     "itl term": Range(0.0, 3600.0, "s"),

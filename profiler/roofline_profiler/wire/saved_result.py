@@ -99,6 +99,13 @@ def _fits(value: Any, schema: Mapping[str, Any]) -> bool:
     return ("array" if isinstance(value, list) else "object") in kinds
 
 
+def _shown(key: str) -> str:
+    """A document's key as an error message names it: itself when printable, else escaped as in
+    JSON, so that a key holding a line break or a control character never splits or colours
+    the one line a usage error is."""
+    return key if key.isprintable() else json.dumps(key)[1:-1]
+
+
 def _number(value: int | float, kinds: set[str], where: str) -> int | float:
     if "integer" in kinds and "number" not in kinds:
         if isinstance(value, float) and not value.is_integer():
@@ -133,7 +140,9 @@ def bounded(value: Any, schema: Any, root: Mapping[str, Any], where: str = "") -
     extra = node.get("additionalProperties", {})
     extra = extra if isinstance(extra, Mapping) else {}
     return {
-        key: bounded(v, properties.get(key, extra), root, f"{where}/{key}" if where else key)
+        key: bounded(
+            v, properties.get(key, extra), root, f"{where}/{_shown(key)}" if where else _shown(key)
+        )
         for key, v in value.items()
     }
 
@@ -197,7 +206,7 @@ def check_derived(result: ProfileResult) -> None:
         reason = first_line(exc, max_chars=120)
         raise UnreadableResult(f"a number derived from it is out of range ({reason})") from None
     except jsonschema.ValidationError as exc:
-        where = "/".join(str(part) for part in exc.absolute_path) or "the document"
+        where = "/".join(_shown(str(part)) for part in exc.absolute_path) or "the document"
         reason = first_line(exc.message, max_chars=120)
         raise UnreadableResult(
             f"a number derived from it is out of range ({where}: {reason})"
@@ -211,7 +220,7 @@ def read_saved_result(text: str) -> ProfileResult:
     try:
         jsonschema.validate(document, schema)
     except jsonschema.ValidationError as exc:
-        where = "/".join(str(part) for part in exc.absolute_path) or "the document"
+        where = "/".join(_shown(str(part)) for part in exc.absolute_path) or "the document"
         reason = first_line(exc.message, max_chars=120)
         raise UnreadableResult(f"not a roofline result ({where}: {reason})") from None
     numbers = bounded(document, schema, schema)

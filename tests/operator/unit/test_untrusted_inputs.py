@@ -13,7 +13,7 @@ import math
 from dataclasses import replace
 from typing import Any
 
-from hypothesis import given
+from hypothesis import example, given
 from hypothesis import strategies as st
 from prometheus_client import CollectorRegistry
 from tests.operator.unit.model_builders import plan
@@ -163,7 +163,15 @@ def _sound_annotation() -> dict[str, Any]:
 SOUND_ANNOTATION = _sound_annotation()
 
 
+def _with_step_at_max_batch(seconds: float) -> str:
+    document = json.loads(json.dumps(SOUND_ANNOTATION))
+    document["models"][0]["stepSecondsAtMaxBatch"] = seconds
+    return json.dumps(document)
+
+
 @given(text=st.one_of(tampered_documents(SOUND_ANNOTATION), json_values.map(json.dumps)))
+# A positive step so short that batch ÷ step overflows: tokens/s would be published as Infinity.
+@example(text=_with_step_at_max_batch(3.5666386340537186e-308))
 def test_any_record_annotation_restores_as_a_valid_publication_or_none(text: str) -> None:
     node_facts = NodeFacts(name="a", records={record_annotation_key("fleet"): text})
     restored = restore_records({}, [node_facts], "fleet", NOW)

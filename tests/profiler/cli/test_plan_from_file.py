@@ -195,6 +195,7 @@ def test_a_saved_cpu_profile_with_its_glue_is_re_planned_for_the_engine_that_fus
 @example(text=replaced((*GLUE, 1, "batch"), 10**9, MEASURED_CPU))
 @example(text=replaced(GLUE, [], MEASURED_CPU))
 @example(text=replaced(GLUE[:-1], {"moe": []}, MEASURED_CPU))
+@example(text=replaced(("environment", "driver"), {"\r": 1000000000000000065537}, MEASURED_CPU))
 def test_roofline_plan_from_a_cpu_file_with_tampered_glue_writes_a_valid_plan_or_exits_2(
     tmp_path_factory: pytest.TempPathFactory, text: str
 ) -> None:
