@@ -64,9 +64,10 @@ RANGES: dict[str, Range] = {
     "batch": Range(1, MAX_BATCH, ""),
     # Batches a model's memory or latency bound allows; 0 when none fits.
     "batch bound": Range(0, 1 << 24, ""),
-    # A model's decode step: no device reads a layer's weights in under a nanosecond, and a
-    # step shorter than that would make tokens/s (batch over step) overflow to infinity.
-    "step": Range(1e-9, 3600.0, "s"),
+    "step": Range(0.0, 3600.0, "s", positive=True),
+    # A model plan's decode step: no device reads a model's weights in under a nanosecond, and
+    # a step shorter than that would make its tokens/s (batch over step) overflow to infinity.
+    "model step": Range(1e-9, 3600.0, "s"),
     # A term of a plan's ITL model (seconds per step, per sequence, per sequence and context
     # token); a non-negative fit may set one to exactly 0.
     "itl term": Range(0.0, 3600.0, "s"),
