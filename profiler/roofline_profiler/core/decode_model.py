@@ -38,6 +38,7 @@ from roofline_profiler.core.itl_model import fit_plan
 from roofline_profiler.core.model_config import ModelArch
 from roofline_profiler.core.models import attended_tokens, heads_per_gpu
 from roofline_profiler.core.planning import ModelPlan, PlanOptions, StepPrediction, plan_model
+from roofline_profiler.core.prefill_parts import PrefillMeasurements
 from roofline_profiler.core.roofline import dtype_bytes
 from roofline_profiler.core.stats import CPU_WAIT_SUSPECT, Measurement
 
@@ -119,6 +120,9 @@ class ModelMeasurements:
     #: Each layer kind's glue (its body without the GEMMs) timed alone, per batch; empty for
     #: results before it was timed.
     layer_glue: Mapping[str, tuple[ComponentTime, ...]] = field(default_factory=dict)
+    #: The parts of prompt chunks (``prefill_parts``); None for results before prefill was
+    #: measured.
+    prefill: PrefillMeasurements | None = None
 
     def has_glue(self) -> bool:
         """Whether every layer kind's glue was timed (an engine can then replace it)."""
