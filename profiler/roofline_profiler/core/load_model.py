@@ -48,8 +48,12 @@ from roofline_profiler.core.load_plan import (
 )
 from roofline_profiler.core.step_model import Chunk, StepCost, prefill_seconds
 
-#: Requests simulated per rate; the first and last :data:`EDGE_SHARE` of them are not measured.
+#: Requests simulated per rate (fewer for long outputs: a simulation takes a step per output token
+#: of each request at worst, and this many tokens in all); the first and last
+#: :data:`EDGE_SHARE` of them are not measured.
 REQUESTS = 600
+MIN_REQUESTS = 120
+SIMULATED_TOKENS = 150_000
 EDGE_SHARE = 0.2
 #: A queue that grew by this share of the measured requests (and at least
 #: :data:`MIN_QUEUE_GROWTH` requests) over the window means the rate is past the throughput.
@@ -58,8 +62,6 @@ MIN_QUEUE_GROWTH = 3
 #: Output tokens in the window below this share of what its arrivals ask for: the replica does
 #: not keep up (in a steady state the two are equal up to the requests in flight at its edges).
 THROUGHPUT_SHARE = 0.95
-#: Steps after which a simulation stops whatever is left (a saturated replica's queue).
-MAX_STEPS = 200_000
 #: Bisection steps of the maximum rate (each halves the bracket's ratio on a log scale).
 BISECTIONS = 10
 #: Contexts of the decodes are rounded to this many tokens for the step cost's cache.
@@ -123,12 +125,14 @@ def simulate(
     limits: SchedulerLimits,
     *,
     seed: int = 0,
-    requests: int = REQUESTS,
+    requests: int | None = None,
 ) -> LoadPoint:
     """What a user sees at ``rate`` requests per second of ``workload``, in the steady state."""
     if rate <= 0 or not math.isfinite(rate):
         raise ValueError(f"a request rate must be positive and finite, not {rate!r}")
     cost = step if isinstance(step, _CachedStep) else _CachedStep(step)
+    if requests is None:
+        requests = min(REQUESTS, max(MIN_REQUESTS, SIMULATED_TOKENS // workload.output_tokens))
     draw = random.Random(seed)
     arrivals, t = [], 0.0
     for _ in range(requests):
@@ -141,8 +145,9 @@ def simulate(
     queued_at: dict[int, int] = {}
     busy = batch_time = 0.0
     emitted = 0
-    now, next_arrival, steps = 0.0, 0, 0
-    while (next_arrival < requests or waiting or running) and steps < MAX_STEPS:
+    now, next_arrival = 0.0, 0
+    # Every step gives at least one request a token or a prompt chunk, so this ends.
+    while next_arrival < requests or waiting or running:
         while next_arrival < requests and arrivals[next_arrival].arrival <= now:
             waiting.append(arrivals[next_arrival])
             queued_at[next_arrival] = len(waiting)
@@ -172,7 +177,6 @@ def simulate(
         context = round(sum(r.context for r in decodes) / len(decodes)) if decodes else 0
         seconds = cost(len(decodes), context, tuple(c for _, c in chunks))
         start, now = now, now + seconds
-        steps += 1
         overlap = max(0.0, min(now, window_end) - max(start, window_start))
         busy += overlap
         batch_time += overlap * (len(decodes) + len(chunks))
@@ -191,8 +195,7 @@ def simulate(
     growth = queued_at.get(last - 1, 0) - queued_at.get(first, 0)
     asked = (last - 1 - first) * workload.output_tokens
     saturated = (
-        steps >= MAX_STEPS
-        or len(ttft) < len(measured)
+        len(ttft) < len(measured)
         or growth >= max(MIN_QUEUE_GROWTH, QUEUE_GROWTH_SHARE * len(measured))
         or emitted < THROUGHPUT_SHARE * asked
     )

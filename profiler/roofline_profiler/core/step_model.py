@@ -119,7 +119,7 @@ def mixed_step(m: ModelMeasurements, engine: Engine) -> StepCost:
     all_reduce = Curve([(t.batch, t.seconds) for t in m.all_reduce]) if m.all_reduce else None
     layers = m.arch.num_layers
 
-    @lru_cache(maxsize=64)
+    @lru_cache(maxsize=4096)
     def decode_attention(context: int) -> Curve:
         points = [(0, 0.0)] + [(b, attention_seconds(m, b, context)[0]) for b in m.batches]
         return Curve(points)
