@@ -74,6 +74,9 @@ RANGES: dict[str, Range] = {
     # A fit's worst relative error (1 is 100%).
     "relative error": Range(0.0, 100.0, ""),
     "duration": Range(0.0, 7 * DAY_SECONDS, "s"),
+    # The largest request rate one replica sustains (``load_plan.MaxRate``): 0 when no rate
+    # meets the targets; a million requests a second is far past any replica's prefill.
+    "request rate": Range(0.0, 1e6, "requests/s"),
     "dimension": Range(1, MAX_DIMENSION, ""),
     "context": Range(1, MAX_CONTEXT_TOKENS, "tokens"),
     "tensor parallel": Range(1, MAX_TENSOR_PARALLEL, ""),
