@@ -71,13 +71,17 @@ def compact_loads(loads: Sequence[LoadPlan]) -> tuple[CompactLoad, ...]:
 
 def rate_down(value: float, digits: int = SIGNIFICANT_DIGITS) -> float | int:
     """``value`` rounded toward zero to ``digits`` significant digits (``12.345678`` is
-    ``12.34``), written as an ``int`` when whole. In exact decimals: the float nearest a decimal
-    at or below a float is at or below it too."""
+    ``12.34``), written as an ``int`` when whole. The nearest such number when it is not above
+    ``value``, so that a rate rounded once (the float 12.34, just under the decimal) reads back
+    unchanged; else the floor in exact decimals (the float nearest a decimal at or below a float
+    is at or below it too)."""
     if value <= 0 or not math.isfinite(value):
         return 0
-    exact = Decimal(value)
-    step = Decimal(1).scaleb(exact.adjusted() - digits + 1)
-    rounded = float(exact.quantize(step, rounding=ROUND_FLOOR))
+    rounded = float(f"{value:.{digits}g}")
+    if rounded > value:
+        exact = Decimal(value)
+        step = Decimal(1).scaleb(exact.adjusted() - digits + 1)
+        rounded = float(exact.quantize(step, rounding=ROUND_FLOOR))
     return int(rounded) if rounded.is_integer() else rounded
 
 

@@ -92,6 +92,7 @@ def test_a_rate_rounded_down_is_never_above_it_and_within_four_digits(value: flo
     rounded = rate_down(value)
     assert rounded <= value
     assert value - rounded <= 10 ** (math.floor(math.log10(value)) - 3) * 1.000001
+    assert rate_down(rounded) == rounded
 
 
 def test_the_first_rate_of_a_model_travels_and_a_plan_without_one_does_not() -> None:
