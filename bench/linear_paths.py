@@ -1,5 +1,6 @@
 """One decode GEMM two ways on a CPU: eager ``F.linear`` on a plain weight, and torch's oneDNN
-linear on a weight packed once (the path the profiler times, as vLLM's CPU build runs its GEMMs).
+linear on a weight packed once (the path the profiler times, as vLLM's CPU build runs its GEMMs);
+run from vLLM's CPU environment, a third way: vLLM's own GEMM (``dispatch_cpu_unquantized_gemm``).
 
 An eager ``transformers`` step calls ``F.linear`` on plain row-major weights; a serving engine
 packs each weight once for oneDNN (vLLM's ``dispatch_cpu_unquantized_gemm`` does for every dtype).
@@ -10,6 +11,7 @@ weight that every call streams it from memory, and prints each path's median ove
 the weight bytes per second and the ratio.
 
     python bench/linear_paths.py [--in-features 1536] [--out-features 8192] [--rounds 7]
+        [--dtype bfloat16]
 
 Needs the ``profiler`` extra (torch).
 """
@@ -26,7 +28,7 @@ import torch
 from flag_types import positive_int
 from profiler_vs_references import cpu_model
 from roofline_profiler.core.roofline import dtype_bytes
-from roofline_profiler.measure.engine_linear import EngineLinear
+from roofline_profiler.measure.engine_linear import VLLM_LINEAR, EngineLinear, vllm_linear_kernel
 
 BATCHES = (1, 2, 4, 8, 16, 32, 64)
 DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16}
@@ -43,8 +45,9 @@ def time_calls(call: Callable[[int], object], copies: int) -> float:
     return (time.perf_counter() - start) / CALLS_PER_ROUND
 
 
-def measure(k: int, n: int, name: str, rounds: int) -> list[tuple[int, float, float]]:
-    """Per batch: the median seconds of a plain and of a packed call in dtype ``name``."""
+def measure(k: int, n: int, name: str, rounds: int) -> list[tuple[int, dict[str, float]]]:
+    """Per batch: the median seconds of a plain, a packed and (where vLLM can be imported) vLLM's
+    call in dtype ``name``."""
     dtype = DTYPES[name]
     weight_bytes = k * n * dtype_bytes(name)
     copies = max(2, STREAM_BYTES // weight_bytes)
@@ -54,6 +57,8 @@ def measure(k: int, n: int, name: str, rounds: int) -> list[tuple[int, float, fl
         "plain": [EngineLinear(w, packed=False) for w in weights],
         "packed": [EngineLinear.prepare(w) for w in weights],
     }
+    if vllm_linear_kernel() is not None:
+        paths["vllm"] = [EngineLinear.prepare(w, VLLM_LINEAR) for w in weights]
     if not all(linear.packed for linear in paths["packed"]):
         raise SystemExit(f"this torch cannot run a packed oneDNN linear in {dtype}")
     inputs = {b: torch.randn(b, k, generator=generator).to(dtype) for b in BATCHES}
@@ -64,10 +69,7 @@ def measure(k: int, n: int, name: str, rounds: int) -> list[tuple[int, float, fl
                 seconds = time_calls(lambda i, x=inputs[b], ls=linears: ls[i](x), copies)
                 if repeat:
                     samples.setdefault((b, path), []).append(seconds)
-    return [
-        (b, statistics.median(samples[(b, "plain")]), statistics.median(samples[(b, "packed")]))
-        for b in BATCHES
-    ]
+    return [(b, {path: statistics.median(samples[(b, path)]) for path in paths}) for b in BATCHES]
 
 
 def main() -> None:
@@ -75,6 +77,7 @@ def main() -> None:
     parser.add_argument("--in-features", type=positive_int, default=1536)
     parser.add_argument("--out-features", type=positive_int, default=8192)
     parser.add_argument("--rounds", type=positive_int, default=7)
+    parser.add_argument("--dtype", choices=sorted(DTYPES), action="append", dest="dtypes")
     args = parser.parse_args()
     if not torch.backends.mkldnn.is_available():
         raise SystemExit("this torch has no oneDNN: there is no packed path to compare")
@@ -84,17 +87,19 @@ def main() -> None:
         f"weight [{n}, {k}], medians of {args.rounds} interleaved rounds of "
         f"{CALLS_PER_ROUND} calls"
     )
-    print("| dtype | batch | F.linear (plain) | oneDNN packed | plain ÷ packed |")
-    print("|---|---:|---:|---:|---:|")
-    for name in DTYPES:
+    vllm = vllm_linear_kernel()
+    extra = f" | {vllm} |" if vllm else " |"
+    print(f"| dtype | batch | F.linear (plain) | oneDNN packed | plain ÷ packed{extra}")
+    print("|---|---:|---:|---:|---:|" + ("---:|" if vllm else ""))
+    for name in args.dtypes or DTYPES:
         weight_bytes = k * n * dtype_bytes(name)
-        for b, plain, packed in measure(k, n, name, args.rounds):
-            print(
-                f"| {name} | {b} | {plain * 1e3:.2f} ms ({weight_bytes / plain / 1e9:.1f} GB/s) "
-                f"| {packed * 1e3:.2f} ms ({weight_bytes / packed / 1e9:.1f} GB/s) "
-                f"| {plain / packed:.2f} |",
-                flush=True,
-            )
+        for b, times in measure(k, n, name, args.rounds):
+            cells = [
+                f"{times[path] * 1e3:.2f} ms ({weight_bytes / times[path] / 1e9:.1f} GB/s)"
+                for path in times
+            ]
+            cells.insert(2, f"{times['plain'] / times['packed']:.2f}")
+            print(f"| {name} | {b} | " + " | ".join(cells) + " |", flush=True)
 
 
 if __name__ == "__main__":

@@ -23,6 +23,7 @@ from typing import TypeVar
 
 from roofline_profiler.core import limits, model_request, units
 from roofline_profiler.core.errors import UsageError
+from roofline_profiler.core.load_plan import LoadRequest, Workload
 from roofline_profiler.core.model_config import ModelArch, ModelError, load_model
 from roofline_profiler.core.models import check_tensor_parallel
 from roofline_profiler.core.planning import PlanOptions
@@ -197,6 +198,80 @@ def parse_itl_slo(text: str) -> float:
     return seconds
 
 
+def parse_duration_flag(text: str, flag: str, upper: float) -> float:
+    """A duration flag such as ``--ttft-slo``: ``"2s"``, ``"500ms"`` → seconds in (0, upper]."""
+    try:
+        seconds = units.parse_duration(text, ITL_SLO_UNITS, free_form=True)
+    except units.DurationError:
+        raise UsageError(
+            f"{flag}: cannot read {text!r} as a duration (write e.g. 500ms or 2s)"
+        ) from None
+    if not 0 < seconds <= upper:
+        raise UsageError(f"{flag}: duration {text!r} must be positive and at most {upper:g}s")
+    return seconds
+
+
+def bounded_int(text: str, flag: str, upper: int) -> int:
+    """An integer flag in 1..``upper``."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise UsageError(f"{flag} {text!r} is not an integer") from None
+    if not 1 <= value <= upper:
+        raise UsageError(f"{flag} {value} must lie in 1..{upper}")
+    return value
+
+
+def parse_request_rates(text: str) -> tuple[float, ...]:
+    """``--request-rate``: comma-separated requests per second, sorted, without repeats."""
+    parts = [p.strip() for p in text.split(",")]
+    if len(parts) > limits.MAX_REQUEST_RATES:
+        raise UsageError(f"--request-rate: at most {limits.MAX_REQUEST_RATES} rates")
+    rates = {positive_number(p, "--request-rate", limits.MAX_REQUEST_RATE) for p in parts}
+    return tuple(sorted(rates))
+
+
+def load_request(args: argparse.Namespace) -> LoadRequest | None:
+    """The plan-under-load flags; None where none was given. A workload needs both lengths; a
+    rate or a TTFT target needs a workload."""
+    given = [
+        getattr(args, name, None)
+        for name in ("prompt_tokens", "output_tokens", "request_rate", "ttft_slo",
+                     "max_num_batched_tokens", "max_num_seqs")
+    ]  # fmt: skip
+    if all(value is None for value in given):
+        return None
+    prompt, output, rates, ttft, batched, seqs = given
+    if (prompt is None) != (output is None):
+        raise UsageError("--prompt-tokens and --output-tokens name a workload together: give both")
+    if prompt is None and (rates is not None or ttft is not None):
+        raise UsageError("--request-rate and --ttft-slo need a workload: add --prompt-tokens and "
+                         "--output-tokens")  # fmt: skip
+    workload = None
+    if prompt is not None and output is not None:
+        workload = Workload(
+            bounded_int(prompt, "--prompt-tokens", limits.MAX_CONTEXT_TOKENS),
+            bounded_int(output, "--output-tokens", limits.MAX_CONTEXT_TOKENS),
+        )
+    return LoadRequest(
+        workload=workload,
+        rates=() if rates is None else parse_request_rates(rates),
+        ttft_slo_seconds=(
+            None
+            if ttft is None
+            else parse_duration_flag(ttft, "--ttft-slo", limits.MAX_TTFT_SLO_SECONDS)
+        ),
+        max_num_batched_tokens=(
+            None
+            if batched is None
+            else bounded_int(batched, "--max-num-batched-tokens", limits.MAX_BATCHED_TOKENS)
+        ),
+        max_num_seqs=None
+        if seqs is None
+        else bounded_int(seqs, "--max-num-seqs", limits.MAX_NUM_SEQS),
+    )
+
+
 def positive_number(text: str, flag: str, upper: float | None = None) -> float:
     """A finite number above 0 (and at most ``upper``)."""
     try:
@@ -210,7 +285,8 @@ def positive_number(text: str, flag: str, upper: float | None = None) -> float:
 
 
 def plan_options(args: argparse.Namespace, min_efficiency_percent: int) -> PlanOptions:
-    """``--itl-slo``, ``--gpu-memory-utilization`` and ``--gpu-hour-cost``, in that order."""
+    """``--itl-slo``, ``--gpu-memory-utilization`` and ``--gpu-hour-cost``, in that order, then
+    the plan-under-load flags."""
     slo = None if args.itl_slo is None else parse_itl_slo(args.itl_slo)
     utilization = positive_number(args.gpu_memory_utilization, "--gpu-memory-utilization", 1.0)
     cost = (
@@ -224,6 +300,7 @@ def plan_options(args: argparse.Namespace, min_efficiency_percent: int) -> PlanO
         gpu_memory_utilization=utilization,
         min_efficiency_percent=min_efficiency_percent,
         engine=getattr(args, "engine", None),
+        load=load_request(args),
     )
 
 

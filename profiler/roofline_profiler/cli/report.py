@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from roofline_profiler.cli import load_report
 from roofline_profiler.cli.model_report import markdown_lines, summary_lines
 from roofline_profiler.core.units import format_seconds, format_si
 from roofline_profiler.wire.result import DeviceResult, ProfileResult
@@ -86,6 +87,7 @@ def text_summary(result: ProfileResult, models_only: bool = False) -> str:
         for d in result.devices:
             lines += ["", f"{d.device}  {d.name}  [{d.backend}, {d.dtype}]"]
             lines += summary_lines(d.models)
+            lines += load_report.summary_lines(d.loads)
         return "\n".join(lines) + "\n"
     lines = [
         f"decode roofline: W {result.shape_k}x{result.shape_n}, {result.mode} mode, "
@@ -104,6 +106,7 @@ def text_summary(result: ProfileResult, models_only: bool = False) -> str:
         for w in d.warnings:
             lines.append(f"  warning {w.code}: {w.message}")
         lines += summary_lines(d.models)
+        lines += load_report.summary_lines(d.loads)
     return "\n".join(lines) + "\n"
 
 
@@ -126,4 +129,5 @@ def markdown_report(result: ProfileResult) -> str:
         if d.warnings:
             lines += [""] + [f"- **{w.code}**: {w.message}" for w in d.warnings]
         lines += markdown_lines(d.models)
+        lines += load_report.markdown_lines(d.loads)
     return "\n".join(lines) + "\n"

@@ -38,6 +38,7 @@ from roofline_profiler.core.itl_model import fit_plan
 from roofline_profiler.core.model_config import ModelArch
 from roofline_profiler.core.models import attended_tokens, heads_per_gpu
 from roofline_profiler.core.planning import ModelPlan, PlanOptions, StepPrediction, plan_model
+from roofline_profiler.core.prefill_parts import PrefillMeasurements
 from roofline_profiler.core.roofline import dtype_bytes
 from roofline_profiler.core.stats import CPU_WAIT_SUSPECT, Measurement
 
@@ -119,6 +120,9 @@ class ModelMeasurements:
     #: Each layer kind's glue (its body without the GEMMs) timed alone, per batch; empty for
     #: results before it was timed.
     layer_glue: Mapping[str, tuple[ComponentTime, ...]] = field(default_factory=dict)
+    #: The parts of prompt chunks (``prefill_parts``); None for results before prefill was
+    #: measured.
+    prefill: PrefillMeasurements | None = None
 
     def has_glue(self) -> bool:
         """Whether every layer kind's glue was timed (an engine can then replace it)."""
@@ -329,12 +333,51 @@ def same_shapes(a: ModelArch, b: ModelArch) -> bool:
 def engine_step_seconds(
     m: ModelMeasurements, engine: Engine, batch: int, context_tokens: int
 ) -> float:
-    """``engine``'s predicted step: the measured parts plus the engine's own per-step work (for
-    an engine that fuses the layers' glue, the parts less their eager glue plus its per-layer
-    work, where the glue was timed)."""
+    """``engine``'s predicted step at a measured ``batch``: the longest of its parts' step
+    (:func:`parts_step_seconds`) at ``batch`` and at every smaller measured batch.
+
+    An engine's step at a larger batch does all the work of a smaller one and more, so it never
+    takes less time. The parts need not say so: on some CPUs oneDNN's packed bf16 GEMM streams
+    its weight faster at M = 4 than at M = 1 or 2 when timed alone (``bench/linear_paths.py``),
+    while the engine's step at batch 4 took longer than at batch 1; a plan that followed the
+    parts would send a latency-bound user to a batch the engine does not serve faster. Where
+    the envelope lifts a batch, :func:`monotonicity_notes` says so in the plan."""
+    own = parts_step_seconds(m, engine, batch, context_tokens)
+    smaller = (parts_step_seconds(m, engine, b, context_tokens) for b in m.batches if b < batch)
+    return max(own, *smaller) if batch > min(m.batches, default=batch) else own
+
+
+def parts_step_seconds(
+    m: ModelMeasurements, engine: Engine, batch: int, context_tokens: int
+) -> float:
+    """``engine``'s step composed from the parts measured at ``batch`` alone: the measured parts
+    plus the engine's own per-step work (for an engine that fuses the layers' glue, the parts
+    less their eager glue plus its per-layer work, where the glue was timed)."""
     fused = fuses_glue(m, engine)
     parts = step_seconds(m, batch, context_tokens, eager_glue=not fused)
     return parts + engine.overhead_seconds(batch, m.arch.num_layers if fused else 0)
+
+
+def monotonicity_notes(
+    m: ModelMeasurements, engine: Engine, context_tokens: int
+) -> tuple[str, ...]:
+    """A note for each measured batch whose parts composed a faster step than a smaller batch's
+    (the plan takes the smaller batch's: :func:`engine_step_seconds`)."""
+    notes = []
+    for batch in m.batches:
+        own = parts_step_seconds(m, engine, batch, context_tokens)
+        slower = [
+            (parts_step_seconds(m, engine, b, context_tokens), b) for b in m.batches if b < batch
+        ]
+        if slower and max(slower)[0] > own:
+            seconds, at = max(slower)
+            notes.append(
+                f"StepNotMonotone: at {context_tokens} tokens of context the parts measured at "
+                f"batch {batch} composed a faster step ({own * 1e3:.3g} ms) than at batch {at} "
+                f"({seconds * 1e3:.3g} ms); the plan takes batch {at}'s, as an engine's step at a "
+                "larger batch does all of a smaller batch's work and more"
+            )
+    return tuple(notes)
 
 
 def fuses_glue(m: ModelMeasurements, engine: Engine) -> bool:
@@ -389,7 +432,12 @@ def plan_models(
             options,
             step_engine(m, engine),
         )
-        extra = (*m.notes, *attention_notes(m, context), *contention_notes(m, context))
+        extra = (
+            *m.notes,
+            *attention_notes(m, context),
+            *contention_notes(m, context),
+            *monotonicity_notes(m, engine, context),
+        )
         # The ITL model fits the same engine's steps as the plan's predictions.
         itl = fit_plan(
             partial(engine_step_seconds, m, engine), m.batches, context, plan.max_batch_by_memory

@@ -19,6 +19,11 @@ from roofline_profiler.core.decode_model import (
     ModelMeasurements,
 )
 from roofline_profiler.core.model_config import ModelArch
+from roofline_profiler.core.prefill_parts import (
+    PrefillAttentionTime,
+    PrefillMeasurements,
+    PrefillTokensTime,
+)
 from roofline_profiler.core.stats import Measurement
 
 
@@ -123,7 +128,58 @@ def measurements_to_dict(m: ModelMeasurements) -> dict[str, Any]:
             if m.attention_roofline
             else {}
         ),
+        **({"prefill": prefill_to_dict(m.prefill)} if m.prefill else {}),
     }
+
+
+def _tokens_to_list(times: Sequence[PrefillTokensTime]) -> list[dict[str, Any]]:
+    return [
+        {
+            "tokens": t.tokens,
+            "seconds": t.seconds,
+            "measurement": _measurement_to_dict(t.measurement),
+        }
+        for t in times
+    ]
+
+
+def _tokens_from_list(items: Sequence[Mapping[str, Any]]) -> tuple[PrefillTokensTime, ...]:
+    return tuple(
+        PrefillTokensTime(i["tokens"], i["seconds"], _measurement_from_dict(i.get("measurement")))
+        for i in items
+    )
+
+
+def prefill_to_dict(p: PrefillMeasurements) -> dict[str, Any]:
+    return {
+        "layerBodies": {kind: _tokens_to_list(t) for kind, t in p.layer_bodies.items()},
+        "layerGlue": {kind: _tokens_to_list(t) for kind, t in p.layer_glue.items()},
+        "attention": [
+            {
+                "promptTokens": a.prompt_tokens,
+                "seconds": a.seconds,
+                "measurement": _measurement_to_dict(a.measurement),
+            }
+            for a in p.attention
+        ],
+        "attentionSource": p.attention_source,
+    }
+
+
+def prefill_from_dict(d: Mapping[str, Any] | None) -> PrefillMeasurements | None:
+    if d is None:
+        return None
+    return PrefillMeasurements(
+        layer_bodies={kind: _tokens_from_list(t) for kind, t in d["layerBodies"].items()},
+        layer_glue={kind: _tokens_from_list(t) for kind, t in d.get("layerGlue", {}).items()},
+        attention=tuple(
+            PrefillAttentionTime(
+                a["promptTokens"], a["seconds"], _measurement_from_dict(a.get("measurement"))
+            )
+            for a in d["attention"]
+        ),
+        attention_source=d["attentionSource"],
+    )
 
 
 def measurements_from_dict(d: Mapping[str, Any]) -> ModelMeasurements:
@@ -151,6 +207,7 @@ def measurements_from_dict(d: Mapping[str, Any]) -> ModelMeasurements:
         linear=d.get("linear", LINEAR_UNRECORDED),
         attention_kernel=d.get("attentionKernel", ""),
         attention_roofline=_roofline_from_dict(d.get("attentionRoofline")),
+        prefill=prefill_from_dict(d.get("prefill")),
     )
 
 

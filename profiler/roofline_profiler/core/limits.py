@@ -151,6 +151,13 @@ DEFAULT_TENSOR_PARALLEL = 1
 MAX_TENSOR_PARALLEL = 64
 #: Longest inter-token latency SLO the CRD takes (``slo.interTokenLatency``), in seconds.
 MAX_ITL_SLO_SECONDS = 60.0
+#: Plans under load (``--request-rate``, ``--ttft-slo``, ``--max-num-batched-tokens``,
+#: ``--max-num-seqs``): rates one replica could be asked, a TTFT target, an engine's limits.
+MAX_REQUEST_RATE = 1e6
+MAX_REQUEST_RATES = 16
+MAX_TTFT_SLO_SECONDS = 3600.0
+MAX_BATCHED_TOKENS = 1 << 20
+MAX_NUM_SEQS = 1 << 16
 #: Upper bounds of a model config's integer fields (the lower bound is 1). Each lies well past
 #: today's largest open models (Llama-3.1-405B: 126 layers, hidden 16384; DeepSeek-V3: 256
 #: experts; Gemma: 262,144 tokens of vocabulary) and keeps the work of reading a config — the

@@ -32,6 +32,20 @@ class Workload:
 
 
 @dataclass(frozen=True)
+class LoadRequest:
+    """What a plan under load is asked (``--prompt-tokens``, ``--output-tokens``,
+    ``--request-rate``, ``--ttft-slo``, ``--max-num-batched-tokens``, ``--max-num-seqs``): the
+    workload (None: the TTFT ladder alone), the rates to report, the TTFT target (the ITL target
+    is the plan's) and the engine's scheduling limits (None: the engine's defaults)."""
+
+    workload: Workload | None = None
+    rates: tuple[float, ...] = ()
+    ttft_slo_seconds: float | None = None
+    max_num_batched_tokens: int | None = None
+    max_num_seqs: int | None = None
+
+
+@dataclass(frozen=True)
 class SchedulerLimits:
     """The engine's scheduling limits the load model runs under: the tokens one step may carry
     (vLLM's ``--max-num-batched-tokens``) and the sequences that may run at once (the smaller of
@@ -84,7 +98,8 @@ class LoadPlan:
     tensor_parallel: int
     #: The engine whose steps and scheduler were modelled (``engines``).
     engine: str
-    workload: Workload
+    #: None: no workload was given, the TTFT ladder alone.
+    workload: Workload | None
     limits: SchedulerLimits
     ttft_slo_seconds: float | None
     itl_slo_seconds: float | None
@@ -102,8 +117,8 @@ class LoadPlan:
             "dtype": self.dtype,
             "tensorParallel": self.tensor_parallel,
             "engine": self.engine,
-            "promptTokens": self.workload.prompt_tokens,
-            "outputTokens": self.workload.output_tokens,
+            "promptTokens": None if self.workload is None else self.workload.prompt_tokens,
+            "outputTokens": None if self.workload is None else self.workload.output_tokens,
             "maxNumBatchedTokens": self.limits.max_num_batched_tokens,
             "maxNumSeqs": self.limits.max_num_seqs,
             "ttftSloSeconds": self.ttft_slo_seconds,
@@ -143,7 +158,9 @@ class LoadPlan:
             dtype=str(d["dtype"]),
             tensor_parallel=int(d["tensorParallel"]),
             engine=str(d["engine"]),
-            workload=Workload(int(d["promptTokens"]), int(d["outputTokens"])),
+            workload=None
+            if d.get("promptTokens") is None
+            else Workload(int(d["promptTokens"]), int(d["outputTokens"])),
             limits=SchedulerLimits(int(d["maxNumBatchedTokens"]), int(d["maxNumSeqs"])),
             ttft_slo_seconds=_optional_float(d.get("ttftSloSeconds")),
             itl_slo_seconds=_optional_float(d.get("itlSloSeconds")),

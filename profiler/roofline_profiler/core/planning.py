@@ -30,6 +30,7 @@ from typing import Any
 from roofline_profiler.core import kv_budget, models, serving_flags, units
 from roofline_profiler.core.engines import StepEngine
 from roofline_profiler.core.itl_model import ItlModel
+from roofline_profiler.core.load_plan import LoadRequest
 from roofline_profiler.core.model_config import ModelArch
 from roofline_profiler.core.roofline import dtype_bytes
 
@@ -53,6 +54,8 @@ class PlanOptions:
     min_efficiency_percent: int = 50
     #: The engine whose step to predict (``engines.ENGINES``); None: the device's default.
     engine: str | None = None
+    #: What the plan under load is asked (``load_plan``); None: no plan under load.
+    load: LoadRequest | None = None
 
 
 @dataclass(frozen=True)

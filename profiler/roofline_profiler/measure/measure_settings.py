@@ -51,6 +51,10 @@ class MeasureSettings:
     attention_roofline: AttentionRoofline | None = None
     #: ``torch`` or ``vllm``: where the GEMMs come from (``engine_linear``).
     linear: str = "torch"
+    #: Tokens of the prompt chunks the layer bodies are timed at, and the prompt lengths prefill
+    #: attention is timed at (``prefill_measure``); empty: prefill is not measured.
+    chunk_tokens: tuple[int, ...] = ()
+    prompt_tokens: tuple[int, ...] = ()
 
 
 def memory_budget(info: DeviceInfo) -> int:

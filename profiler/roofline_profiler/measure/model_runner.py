@@ -15,6 +15,8 @@ import torch
 from roofline_profiler.core.decode_model import ComponentTime, ModelMeasurements, plan_models
 from roofline_profiler.core.engines import Engine, resolve_engine
 from roofline_profiler.core.errors import first_line
+from roofline_profiler.core.load_plan import LoadPlan, LoadRequest
+from roofline_profiler.core.load_planning import default_limits, plan_loads
 from roofline_profiler.core.model_config import ModelArch
 from roofline_profiler.core.planning import ModelPlan, PlanOptions
 from roofline_profiler.core.roofline import dtype_bytes
@@ -26,6 +28,7 @@ from roofline_profiler.measure.collective import (
 from roofline_profiler.measure.devices import DeviceInfo
 from roofline_profiler.measure.measure_settings import ROOFLINE_ATTENTION, MeasureSettings
 from roofline_profiler.measure.model_measure import attention_source, linear_source, measure_model
+from roofline_profiler.measure.prefill_measure import measure_prefill, prefill_sizes
 
 Progress = Callable[[str], None]
 
@@ -129,6 +132,9 @@ def profile_models(
     measured: list[ModelMeasurements] = []
     failures: list[ModelFailure] = []
     memory = info.memory_bytes or 0
+    load = request.options.load or LoadRequest()
+    budget = load.max_num_batched_tokens or default_limits(info.backend)[0]
+    chunks, prompts = prefill_sizes(quick, budget)
     for arch in request.models:
         settings = MeasureSettings(
             arch=arch,
@@ -140,9 +146,12 @@ def profile_models(
             attention=attention,
             attention_roofline=roofline,
             linear=linear,
+            chunk_tokens=chunks,
+            prompt_tokens=prompts,
         )
         try:
             m = measure_model(settings, info, progress)
+            m = replace(m, prefill=measure_prefill(settings, info, progress))
             all_reduce, all_reduce_measured, all_reduce_notes = _all_reduce(
                 arch, info, dtype, batches, request.tensor_parallel, bandwidth_bytes_per_second
             )
@@ -168,3 +177,20 @@ def profile_models(
             plan_models(m, request.contexts, memory, peak_flops_per_second, request.options, engine)
         )
     return tuple(plans), tuple(measured), tuple(failures)
+
+
+def plan_model_loads(
+    measured: tuple[ModelMeasurements, ...], request: ModelRequest, info: DeviceInfo
+) -> tuple[LoadPlan, ...]:
+    """The plans under load of the measured models (each whose prefill was measured)."""
+    engine = resolve_engine(request.options.engine, info.backend, str(info.device))
+    return plan_loads(
+        measured,
+        engine,
+        request.options.load or LoadRequest(),
+        request.options.itl_slo_seconds,
+        info.backend,
+        info.memory_bytes or 0,
+        request.options.gpu_memory_utilization,
+        max(request.contexts),
+    )

@@ -14,11 +14,12 @@ import torch
 from roofline_profiler.core import ceilings, roofline
 from roofline_profiler.core.decode_model import ModelMeasurements
 from roofline_profiler.core.errors import first_line
+from roofline_profiler.core.load_plan import LoadPlan
 from roofline_profiler.core.planning import ModelPlan
 from roofline_profiler.core.stats import Measurement
 from roofline_profiler.measure.devices import DeviceInfo, check_dtype_supported
 from roofline_profiler.measure.metadata import environment, telemetry
-from roofline_profiler.measure.model_runner import ModelRequest, profile_models
+from roofline_profiler.measure.model_runner import ModelRequest, plan_model_loads, profile_models
 from roofline_profiler.measure.timing import DEFAULT, QUICK, measure_rounds
 from roofline_profiler.measure.workloads import (
     Shape,
@@ -86,6 +87,7 @@ def profile_device(
     del bandwidth_w, peak_w, sweep_w, measured  # free the roofline's buffers for the models
     plans: tuple[ModelPlan, ...] = ()
     model_measurements: tuple[ModelMeasurements, ...] = ()
+    loads: tuple[LoadPlan, ...] = ()
     failed: list[ResultWarning] = []
     for model_request in request.models:
         if not model_request.models:
@@ -102,11 +104,13 @@ def profile_device(
         )
         plans += more_plans
         model_measurements += more_measurements
+        loads += plan_model_loads(more_measurements, model_request, info)
         failed += [ResultWarning(MODEL_FAILED, f"model {f.name}: {f.reason}") for f in failures]
     return replace(
         result,
         models=plans,
         model_measurements=model_measurements,
+        loads=loads,
         warnings=(*result.warnings, *failed),
     )
 

@@ -16,6 +16,7 @@ from typing import Any
 
 from roofline_profiler.core.decode_model import ModelMeasurements
 from roofline_profiler.core.decode_model_json import measurements_from_dict, measurements_to_dict
+from roofline_profiler.core.load_plan import LoadPlan
 from roofline_profiler.core.planning import ModelPlan
 from roofline_profiler.core.stats import Measurement
 from roofline_profiler.wire import fields
@@ -31,10 +32,10 @@ from roofline_profiler.wire.measurement_records import (
     measurement_to_dict,
 )
 
-SCHEMA_VERSION = 5
+SCHEMA_VERSION = 6
 #: Versions :meth:`ProfileResult.from_dict` reads (version 1 has no model plans, 2 no ITL model,
-#: 3 no engine, 4 no layer glue).
-READABLE_SCHEMA_VERSIONS = (1, 2, 3, 4, 5)
+#: 3 no engine, 4 no layer glue, 5 no prefill parts and no plans under load).
+READABLE_SCHEMA_VERSIONS = (1, 2, 3, 4, 5, 6)
 SCHEMA_RESOURCE = "roofline-result.schema.json"
 
 
@@ -87,6 +88,9 @@ class DeviceResult(fields.HeadlineNumbers):
     models: tuple[ModelPlan, ...] = ()
     #: The measured decode-step parts the plans come from, one per model.
     model_measurements: tuple[ModelMeasurements, ...] = ()
+    #: Each model's plan under load (``load_plan``): its TTFT ladder and, for a workload, the
+    #: TTFT and ITL at request rates and the maximum rate per replica.
+    loads: tuple[LoadPlan, ...] = ()
     #: When the host changed state during the profile (``host_state.py``): each state's rounds,
     #: the state the numbers come from, the other state's numbers. The measurements above keep
     #: every round's samples; the headline numbers and the sweep use the chosen state's rounds.
@@ -137,6 +141,7 @@ class DeviceResult(fields.HeadlineNumbers):
             "telemetry": self.telemetry,
             "models": [p.to_dict() for p in self.models],
             "modelMeasurements": [measurements_to_dict(m) for m in self.model_measurements],
+            "loads": [p.to_dict() for p in self.loads],
             **({"hostStates": self.host_states.to_dict()} if self.host_states else {}),
         }
 
@@ -210,6 +215,7 @@ class DeviceResult(fields.HeadlineNumbers):
             model_measurements=tuple(
                 measurements_from_dict(m) for m in d.get("modelMeasurements", ())
             ),
+            loads=tuple(LoadPlan.from_dict(p) for p in d.get("loads", ())),
             host_states=(HostStateReport.from_dict(d["hostStates"]) if "hostStates" in d else None),
         )
 

@@ -143,7 +143,17 @@ def test_a_cpu_plan_is_vllms_cpu_step_unless_another_engine_is_asked_for(
     assert (bare["engine"]["name"], bare["engine"]["fixedSeconds"]) == ("none", 0.0)
     served = {p["batch"]: p["stepSeconds"] for p in default["predictions"]}
     engine = default["engine"]
-    for p in bare["predictions"]:  # vLLM's own work replaces the eager glue of every layer
+    # A batch whose step either plan lifted to a smaller batch's (StepNotMonotone: timings of a
+    # tiny model on a shared CPU need not grow with the batch) is the smaller batch's step.
+    lifted = {
+        int(w.split("measured at batch ")[1].split(" ")[0])
+        for plan in (default, bare)
+        for w in plan["warnings"]
+        if w.startswith("StepNotMonotone")
+    }
+    checked = [p for p in bare["predictions"] if p["batch"] not in lifted]
+    assert checked[0]["batch"] == 1
+    for p in checked:  # vLLM's own work replaces the eager glue of every layer
         b = p["batch"]
         fused_bodies = layers * (max(0.0, body[b] - glue[b]) + engine["perLayerSeconds"])
         overhead = engine["fixedSeconds"] + engine["perSequenceSeconds"] * b

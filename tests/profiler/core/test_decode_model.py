@@ -19,11 +19,13 @@ from roofline_profiler.core.decode_model import (
     fastest_parts,
     layer_kinds,
     layers_of_kind,
+    monotonicity_notes,
+    parts_step_seconds,
     plan_models,
     predictions,
     step_seconds,
 )
-from roofline_profiler.core.engines import Engine, StepEngine
+from roofline_profiler.core.engines import NONE, Engine, StepEngine
 from roofline_profiler.core.model_config import load_model, model_from_config
 from roofline_profiler.core.planning import PlanOptions
 from roofline_profiler.core.stats import Measurement
@@ -300,3 +302,37 @@ def test_glue_that_waited_for_a_cpu_in_every_pass_is_named_in_the_contention_not
     )
     (note,) = contention_notes(m, 1024)
     assert "the dense layer's glue at batch 1, 2, 4, 8" in note
+
+
+def faster_at_batch_4(m: ModelMeasurements, seconds: float = 0.5e-3) -> ModelMeasurements:
+    """``m`` with its dense layer body at batch 4 faster than at batch 1 (a kernel that streams
+    its weight faster at M = 4 than at M = 1, as oneDNN's packed bf16 GEMM does on some CPUs)."""
+    bodies = tuple(
+        replace(t, seconds=seconds) if t.batch == 4 else t for t in m.layer_bodies["dense"]
+    )
+    return replace(m, layer_bodies={"dense": bodies})
+
+
+def test_a_larger_batch_is_never_predicted_faster_than_a_smaller_one() -> None:
+    m = faster_at_batch_4(synthetic())
+    assert parts_step_seconds(m, NONE, 4, 1024) < parts_step_seconds(m, NONE, 1, 1024)
+    steps = [p.step_seconds for p in predictions(m, 1024)]
+    assert steps == sorted(steps)
+    assert engine_step_seconds(m, NONE, 4, 1024) == pytest.approx(
+        parts_step_seconds(m, NONE, 2, 1024)
+    )
+
+
+def test_where_the_envelope_lifts_a_batch_the_plan_says_which_and_from_which() -> None:
+    m = faster_at_batch_4(synthetic())
+    (plan, _) = plan_models(m, (1024, 4096), 141 << 30, 9.9e14, PlanOptions())
+    (note,) = [w for w in plan.warnings if w.startswith("StepNotMonotone")]
+    assert "batch 4" in note
+    assert "than at batch 2" in note
+    assert monotonicity_notes(synthetic(), NONE, 1024) == ()
+
+
+def test_a_batch_that_was_measured_alone_keeps_its_own_step() -> None:
+    m = synthetic()
+    for batch in BATCHES:
+        assert engine_step_seconds(m, NONE, batch, 1024) == parts_step_seconds(m, NONE, batch, 1024)

@@ -8,6 +8,7 @@ from dataclasses import replace
 from roofline_profiler.core.decode_model import AttentionRoofline, same_shapes
 from roofline_profiler.core.decode_model_json import measurements_from_dict, measurements_to_dict
 from roofline_profiler.core.model_config import load_model
+from tests.profiler.core.prefill_builders import with_prefill
 from tests.profiler.core.step_builders import LLAMA_8B, synthetic, waited
 
 ROOFLINE = AttentionRoofline(read_bytes_per_second=2e10, peak_flops_per_second=4e11)
@@ -53,3 +54,16 @@ def test_a_result_from_before_the_engine_was_recorded_reads_as_timed_with_torchs
         "measured",
         None,
     )
+
+
+def test_the_prefill_parts_survive_a_json_round_trip() -> None:
+    m = with_prefill()
+    again = measurements_from_dict(json.loads(json.dumps(measurements_to_dict(m))))
+    assert again.prefill == m.prefill
+    assert again == m
+
+
+def test_results_before_prefill_read_without_it() -> None:
+    document = measurements_to_dict(synthetic())
+    assert "prefill" not in document
+    assert measurements_from_dict(document).prefill is None

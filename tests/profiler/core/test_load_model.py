@@ -1,0 +1,106 @@
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from roofline_profiler.core.load_model import (
+    ladder_prompts,
+    max_request_rate,
+    simulate,
+    ttft_ladder,
+)
+from roofline_profiler.core.load_plan import (
+    LIMITED_BY_ITL,
+    LIMITED_BY_SATURATION,
+    LIMITED_BY_TTFT,
+    SchedulerLimits,
+    Workload,
+)
+from roofline_profiler.core.step_model import Chunk
+
+LIMITS = SchedulerLimits(max_num_batched_tokens=2048, max_num_seqs=128)
+
+
+def constant(decodes: int, context: int, chunks: Sequence[Chunk]) -> float:
+    """Every step 10 ms, whatever it carries."""
+    return 0.01
+
+
+def per_token(decodes: int, context: int, chunks: Sequence[Chunk]) -> float:
+    """20 ms a step plus 0.5 ms a token through the GEMMs."""
+    return 0.02 + 5e-4 * (decodes + sum(c.new_tokens for c in chunks))
+
+
+def test_a_lone_requests_ttft_is_its_prompts_chunk_steps() -> None:
+    (point,) = ttft_ladder(per_token, [5000], LIMITS)
+    assert point.seconds == pytest.approx(3 * 0.02 + 5e-4 * 5000)
+
+
+def test_at_a_light_load_the_itl_is_a_decode_step_and_the_ttft_one_prefill_step() -> None:
+    point = simulate(constant, Workload(512, 32), 0.5, LIMITS)
+    assert point.ttft_median_seconds == pytest.approx(0.01, abs=0.011)
+    assert point.itl_median_seconds == pytest.approx(0.01)
+    assert not point.saturated
+    # Little's law: each request holds a step slot for its 32 steps of 10 ms.
+    assert point.running_batch == pytest.approx(0.5 * 32 * 0.01, rel=0.35)
+
+
+def test_past_the_throughput_the_queue_grows_and_the_rate_is_saturated() -> None:
+    # One running request at a time, 32 steps of 10 ms each: at most 3.1 requests a second.
+    one_at_a_time = SchedulerLimits(2048, 1)
+    assert simulate(constant, Workload(16, 32), 6.0, one_at_a_time).saturated
+    assert not simulate(constant, Workload(16, 32), 1.0, one_at_a_time).saturated
+
+
+def test_steps_carrying_prompt_chunks_lengthen_the_itl_under_load() -> None:
+    light = simulate(per_token, Workload(1024, 64), 0.2, LIMITS)
+    heavy = simulate(per_token, Workload(1024, 64), 1.5, LIMITS)
+    assert heavy.itl_p90_seconds > 10 * light.itl_median_seconds
+    assert heavy.itl_median_seconds >= light.itl_median_seconds
+
+
+def test_the_same_seed_simulates_the_same_arrivals() -> None:
+    a = simulate(per_token, Workload(256, 32), 2.0, LIMITS, seed=3)
+    assert a == simulate(per_token, Workload(256, 32), 2.0, LIMITS, seed=3)
+
+
+def test_the_max_rate_without_targets_is_where_the_queue_starts_to_grow() -> None:
+    # One request at a time, 32 steps of 10 ms each: 3.125 requests a second at most. A sampled
+    # Poisson window runs a few percent either side of its nominal rate.
+    best = max_request_rate(constant, Workload(16, 32), SchedulerLimits(2048, 1), None, None)
+    assert best.limited_by == LIMITED_BY_SATURATION
+    assert 3.125 * 0.9 < best.requests_per_second < 3.125 * 1.1
+
+
+def test_a_tight_itl_target_limits_the_rate_before_saturation() -> None:
+    free = max_request_rate(per_token, Workload(512, 64), LIMITS, None, None)
+    bound = max_request_rate(per_token, Workload(512, 64), LIMITS, None, 0.03)
+    assert bound.limited_by == LIMITED_BY_ITL
+    assert bound.requests_per_second < free.requests_per_second
+
+
+def test_a_ttft_target_a_lone_request_misses_allows_no_rate() -> None:
+    best = max_request_rate(per_token, Workload(2048, 16), LIMITS, 0.5, None)
+    assert best.requests_per_second == 0.0
+    assert best.limited_by == LIMITED_BY_TTFT
+
+
+def test_the_ladder_doubles_up_to_the_planned_context_and_holds_the_workloads_prompt() -> None:
+    assert ladder_prompts(1000, 300) == [128, 256, 300, 512, 1000]
+
+
+def test_a_rate_must_be_positive() -> None:
+    with pytest.raises(ValueError, match="positive"):
+        simulate(constant, Workload(16, 16), 0.0, LIMITS)
+
+
+@settings(deadline=None)
+@given(rate=st.floats(0.05, 3.0), more=st.floats(1.1, 3.0))
+def test_more_requests_a_second_never_shorten_the_median_ttft(rate: float, more: float) -> None:
+    workload = Workload(512, 16)
+    slow = simulate(per_token, workload, rate, LIMITS)
+    fast = simulate(per_token, workload, rate * more, LIMITS)
+    assert fast.ttft_median_seconds >= slow.ttft_median_seconds * 0.999

@@ -1,0 +1,64 @@
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+import torch
+
+from roofline_profiler.core.weight_formats import awq_int4, gptq, int8_w8a8
+from roofline_profiler.measure import quantized_linear
+
+
+def test_without_vllm_there_is_no_quantized_kernel_to_time() -> None:
+    assert quantized_linear.prepare(awq_int4(), 256, 512, torch.bfloat16) is None
+    assert quantized_linear.prepare(int8_w8a8(), 256, 512, torch.bfloat16) is None
+
+
+class FakeOps:
+    """vLLM's ``cpu_gemm_wna16`` as far as the layout of its arguments goes."""
+
+    def __init__(self) -> None:
+        self.calls: list[dict[str, Any]] = []
+
+    def cpu_gemm_wna16(self, x, weight, scales, zeros, bias, pack_factor, isa):  # type: ignore[no-untyped-def]
+        self.calls.append(
+            {"weight": weight, "scales": scales, "zeros": zeros, "pack": pack_factor, "isa": isa}
+        )
+        return torch.zeros((x.shape[0], scales.shape[1]), dtype=x.dtype)
+
+
+def test_a_4bit_layer_is_held_in_the_layout_vllms_cpu_kernel_leaves_after_loading(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    ops = FakeOps()
+    monkeypatch.setattr(quantized_linear, "_vllm_ops", lambda: ops)
+    prepared = quantized_linear.prepare(awq_int4(128), 256, 512, torch.bfloat16)
+    assert prepared is not None
+    call, nbytes = prepared
+    out = call(torch.ones((3, 256), dtype=torch.bfloat16))
+    assert out.shape == (3, 512)
+    (seen,) = ops.calls
+    # Output channels in blocks of 16, eight 4-bit weights per int32: [N / 16, K * 2].
+    assert seen["weight"].shape == (512 // 16, 256 * 2)
+    assert seen["weight"].dtype == torch.int32
+    assert seen["scales"].shape == (2, 512)
+    assert seen["zeros"].shape == (2, 512 // 8)
+    assert seen["pack"] == 8
+    # The bytes the kernel reads are the format's bytes of the matrix.
+    assert nbytes == awq_int4(128).matrix_bytes(256, 512)
+
+
+def test_a_symmetric_gptq_layer_passes_no_zero_points(monkeypatch: pytest.MonkeyPatch) -> None:
+    ops = FakeOps()
+    monkeypatch.setattr(quantized_linear, "_vllm_ops", lambda: ops)
+    prepared = quantized_linear.prepare(gptq(4, 128), 256, 512, torch.bfloat16)
+    assert prepared is not None
+    prepared[0](torch.ones((1, 256), dtype=torch.bfloat16))
+    assert ops.calls[0]["zeros"] is None
+
+
+def test_shapes_vllms_kernel_refuses_are_not_timed(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(quantized_linear, "_vllm_ops", FakeOps)
+    # CPUWNA16LinearKernel.can_implement: input and output sizes multiples of 32.
+    assert quantized_linear.prepare(awq_int4(16), 48, 512, torch.bfloat16) is None
+    assert quantized_linear.prepare(awq_int4(128), 256, 520, torch.bfloat16) is None
