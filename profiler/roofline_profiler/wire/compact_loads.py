@@ -15,7 +15,7 @@ Pure module: no torch, no Kubernetes.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from decimal import ROUND_FLOOR, Decimal
 from typing import Any
@@ -48,25 +48,29 @@ class CompactLoad:
     output_tokens: int
 
 
-def compact_loads(loads: Sequence[LoadPlan]) -> tuple[CompactLoad, ...]:
-    """The rates of a result's ``loads``: one per model name (the first, as for plans), none for
-    a model whose load plan found no rate."""
-    seen: set[str] = set()
-    compact = []
-    for load in loads:
-        if load.name in seen or load.max_rate is None:
-            continue
-        seen.add(load.name)
-        compact.append(
-            CompactLoad(
+def compact_loads(per_device: Iterable[Sequence[LoadPlan]]) -> tuple[CompactLoad, ...]:
+    """The node's rates from each device's ``loads``: per model, the slowest device's (a rate
+    per replica must hold on whichever GPU serves it), in order of first appearance; a model's
+    first load plan on a device counts (as for plans), and none without a rate (a plan without
+    a workload has only its TTFT ladder)."""
+    slowest: dict[str, CompactLoad] = {}
+    for loads in per_device:
+        seen: set[str] = set()
+        for load in loads:
+            if load.name in seen or load.max_rate is None or load.workload is None:
+                continue
+            seen.add(load.name)
+            rate = CompactLoad(
                 name=load.name,
                 requests_per_second=load.max_rate.requests_per_second,
                 limited_by=load.max_rate.limited_by,
                 prompt_tokens=load.workload.prompt_tokens,
                 output_tokens=load.workload.output_tokens,
             )
-        )
-    return tuple(compact)
+            known = slowest.get(load.name)
+            if known is None or rate.requests_per_second < known.requests_per_second:
+                slowest[load.name] = rate
+    return tuple(slowest.values())
 
 
 def rate_down(value: float, digits: int = SIGNIFICANT_DIGITS) -> float | int:

@@ -22,6 +22,7 @@ from roofline_profiler.wire.compact import MAX_COMPACT_BYTES, CompactProfile, en
 from roofline_profiler.wire.compact_decode import decode_compact
 from roofline_profiler.wire.compact_fields import CompactDecodeError
 from roofline_profiler.wire.compact_loads import CompactLoad, compact_loads, rate_down
+from tests.profiler.synthetic import planned_result
 from tests.profiler.wire.test_compact_models import _profile
 
 
@@ -98,12 +99,28 @@ def test_a_rate_rounded_down_is_never_above_it_and_within_four_digits(value: flo
 def test_the_first_rate_of_a_model_travels_and_a_plan_without_one_does_not() -> None:
     loads = compact_loads(
         [
-            _load_plan("a", MaxRate(4.0, LIMITED_BY_TTFT)),
-            _load_plan("a", MaxRate(9.0, LIMITED_BY_ITL)),
-            _load_plan("b", None),
+            [
+                _load_plan("a", MaxRate(4.0, LIMITED_BY_TTFT)),
+                _load_plan("a", MaxRate(2.0, LIMITED_BY_ITL)),
+                _load_plan("b", None),
+            ]
         ]
     )
     assert loads == (CompactLoad("a", 4.0, LIMITED_BY_TTFT, 1000, 200),)
+
+
+def test_a_node_of_several_gpus_sends_each_models_slowest_gpus_rate() -> None:
+    loads = compact_loads(
+        [
+            [_load_plan("a", MaxRate(4.0, LIMITED_BY_TTFT)), _load_plan("b", None)],
+            [_load_plan("b", MaxRate(9.0, LIMITED_BY_ITL)), _load_plan("a", MaxRate(3.5, "itl"))],
+            [_load_plan("a", MaxRate(5.0, LIMITED_BY_TTFT))],
+        ]
+    )
+    assert loads == (
+        CompactLoad("a", 3.5, LIMITED_BY_ITL, 1000, 200),
+        CompactLoad("b", 9.0, LIMITED_BY_ITL, 1000, 200),
+    )
 
 
 def _wire(**changes: object) -> str:
@@ -137,3 +154,17 @@ def test_rates_without_models_are_rejected() -> None:
     raw["l"] = [[1, "itl", 1, 1]]
     with pytest.raises(CompactDecodeError, match="request rates without models"):
         decode_compact(json.dumps(raw))
+
+
+def test_a_results_device_loads_reach_the_termination_message_and_read_back() -> None:
+    result = planned_result()
+    (device,) = result.devices
+    (name,) = {plan.name for plan in device.models}
+    loaded = replace(
+        result,
+        devices=(replace(device, loads=(_load_plan(name, MaxRate(6.54321, LIMITED_BY_ITL)),)),),
+    )
+    text = encode_compact(loaded.to_compact())
+    assert json.loads(text)["l"] == [[6.543, "itl", 1000, 200]]
+    assert decode_compact(text).loads == (CompactLoad(name, 6.543, LIMITED_BY_ITL, 1000, 200),)
+    assert "l" not in json.loads(encode_compact(result.to_compact()))
