@@ -17,9 +17,9 @@ from typing import Any
 from roofline_operator.core.model_spec import CRD_SLO_UNITS, ModelSpecError
 from roofline_profiler.core import limits, units
 
-#: Longest TTFT target the CRD takes (``slo.timeToFirstToken``), in seconds: a prompt of a
-#: million tokens prefills in well under ten minutes on any GPU the profiler plans for.
-MAX_TTFT_SLO_SECONDS = 600.0
+#: Longest TTFT target the CRD takes (``slo.timeToFirstToken``), in seconds: the profiler's
+#: ``--ttft-slo`` bound, so that every target the CRD admits the pod accepts.
+MAX_TTFT_SLO_SECONDS = limits.MAX_TTFT_SLO_SECONDS
 #: Most tokens of a prompt or of an output: the longest context a model entry may plan for.
 MAX_WORKLOAD_TOKENS = limits.MAX_CONTEXT_TOKENS
 

@@ -75,7 +75,7 @@ GOOD = [
     pytest.param(
         example_with(
             (("spec", "workload"), {"promptTokens": 1000, "outputTokens": 200}),
-            (("spec", "slo"), {"interTokenLatency": "50ms", "timeToFirstToken": "10m"}),
+            (("spec", "slo"), {"interTokenLatency": "50ms", "timeToFirstToken": "60m"}),
         ),
         id="workload-with-ttft-target-at-limit",
     ),
@@ -127,9 +127,9 @@ BAD = [
     pytest.param(
         example_with(
             (("spec", "workload"), {"promptTokens": 1000, "outputTokens": 200}),
-            (("spec", "slo"), {"timeToFirstToken": "601s"}),
+            (("spec", "slo"), {"timeToFirstToken": "3601s"}),
         ),
-        "timeToFirstToken must be above 0 and at most 600s",
+        "timeToFirstToken must be above 0 and at most 3600s",
         id="slow-ttft-slo",
     ),
     pytest.param(
