@@ -249,6 +249,7 @@ def test_the_contract_names_the_model_metrics_and_their_extra_labels() -> None:
         "roofline_model_itl_intercept_seconds": set(),
         "roofline_model_itl_per_sequence_seconds": set(),
         "roofline_model_itl_per_sequence_context_token_seconds": set(),
+        "roofline_model_max_requests_per_second": {"limited_by"},
     }
 
 

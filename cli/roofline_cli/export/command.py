@@ -354,7 +354,14 @@ def build_parser() -> _Parser:
         "--tokens-per-second",
         type=_rate,
         metavar="T",
-        help="kueue: decode tokens/s the queue must sustain (required for kueue)",
+        help="kueue: decode tokens/s the queue must sustain (kueue needs it or --request-rate)",
+    )
+    p.add_argument(
+        "--request-rate",
+        type=_rate,
+        metavar="R",
+        help="kueue: requests/s the queue must sustain at the profile's spec.workload: "
+        "replicas = ceil(R / maxRequestRate) (with --tokens-per-second, the larger)",
     )
     p.add_argument(
         "--utilization",
@@ -490,7 +497,8 @@ def export_options(args: argparse.Namespace) -> options.ExportOptions:
         min_replicas=args.min_replicas, max_replicas=args.max_replicas,
         pool_selector=args.pool_selector, target_port=args.target_port, epp_port=args.epp_port,
         failure_mode=args.failure_mode, flow_control=args.flow_control,
-        tokens_per_second=args.tokens_per_second, utilization=args.utilization,
+        tokens_per_second=args.tokens_per_second, request_rate=args.request_rate,
+        utilization=args.utilization,
         resource=args.resource, cpu_per_replica=args.cpu_per_replica,
         memory_per_replica=args.memory_per_replica, cohort=args.cohort,
         model_id=args.model_id,

@@ -22,9 +22,10 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from roofline_cli.export.names import DNS_SUBDOMAIN
-from roofline_cli.export.plans import ClassPlan, ExportSource, Itl, NodeClass
+from roofline_cli.export.plans import ClassPlan, ExportSource, Itl, NodeClass, RequestRate
 from roofline_operator.decide.labels import label_safe
 from roofline_profiler.core import limits, plausibility
+from roofline_profiler.core.load_plan import LIMITS
 
 #: A node's name, and a profile's: a DNS subdomain, matched whole.
 NODE_NAME = DNS_SUBDOMAIN
@@ -106,6 +107,30 @@ def _itl(entry: Mapping[str, Any], where: str) -> Itl | None:
     return Itl(terms[0], terms[1], terms[2], float(error), measured_on)
 
 
+def _max_request_rate(entry: Mapping[str, Any], where: str) -> RequestRate | None:
+    """A class's ``maxRequestRate``, checked as the operator checks it (``None`` when absent)."""
+    if entry.get("maxRequestRate") is None:
+        return None
+    where = f"{where}.maxRequestRate"
+    rate = _mapping(entry["maxRequestRate"], where)
+    limited_by = rate.get("limitedBy")
+    if limited_by not in LIMITS:
+        raise SourceError(f"{where}: limitedBy is not one of {', '.join(LIMITS)}")
+    return RequestRate(
+        requests_per_second=float(
+            _checked(
+                lambda: plausibility.number(
+                    rate.get("requestsPerSecond"), "request rate", "requestsPerSecond"
+                ),
+                where,
+            )
+        ),
+        limited_by=str(limited_by),
+        prompt_tokens=_whole(rate, "promptTokens", "context", where) or 1,
+        output_tokens=_whole(rate, "outputTokens", "context", where) or 1,
+    )
+
+
 def _class_plan(model: Mapping[str, Any], name: str, raw: Any, where: str) -> ClassPlan:
     entry = _mapping(raw, where)
     product = _checked(
@@ -140,6 +165,7 @@ def _class_plan(model: Mapping[str, Any], name: str, raw: Any, where: str) -> Cl
         nodes=nodes,
         source=f"{where} ({nodes} node(s))",
         itl=_itl(entry, where),
+        max_request_rate=_max_request_rate(entry, where),
     )
 
 

@@ -1,7 +1,8 @@
 """``--target keda``: a KEDA ScaledObject (``keda.sh/v1alpha1``, KEDA v2.21) per model whose
 Prometheus triggers hold each replica of a vLLM or SGLang Deployment at the plan's batch.
 
-Two triggers, each ``metricType: AverageValue`` (the HPA divides the query by the replicas):
+Two triggers (three with a planned workload), each ``metricType: AverageValue`` (the HPA divides
+the query by the replicas):
 
 * the requests in the engines, running plus waiting, against a target below the plan's
   ``maxBatch`` per replica: the HPA changes the replicas only when requests per replica pass
@@ -13,7 +14,11 @@ Two triggers, each ``metricType: AverageValue`` (the HPA divides the query by th
   more replicas;
 * the waiting queue against the queue depth a replica may hold (``thresholds.queue_depth``),
   whose ``activationThreshold`` of 0 wakes a Deployment scaled to zero as soon as a request
-  waits (with ``--min-replicas 0`` and a queue in front of the engines, e.g. the gateway's).
+  waits (with ``--min-replicas 0`` and a queue in front of the engines, e.g. the gateway's);
+* with a ``maxRequestRate`` on every class (a profile with ``spec.workload``) and vLLM, the
+  requests per second the replicas finish against the largest target ``t`` with ``t × 1.1 <
+  maxRequestRate`` (``thresholds.request_rate_target``): prompts long enough that prefill, not
+  the batch, bounds a replica scale it out before its TTFT leaves the SLO.
 
 The Prometheus scaler's metadata keys are KEDA v2.21.1's (``pkg/scalers/prometheus_scaler.go``:
 ``serverAddress``, ``query``, ``threshold``, ``activationThreshold``; v2.20.2 lines 49-53); every
@@ -30,12 +35,22 @@ Pure module.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from roofline_cli.export import thresholds
 from roofline_cli.export.commented import Note
 from roofline_cli.export.options import ExportOptions, by_model, classes_note, object_name, safest
-from roofline_cli.export.plans import ExportSource
+from roofline_cli.export.plans import ClassPlan, ExportSource
+
+#: Each engine's counter of finished requests, whose rate is the request rate the replicas serve
+#: (in the steady state, the rate at which requests arrive; past saturation it stops at the
+#: replicas' throughput, and the waiting queue's trigger asks for more). vLLM 0.32 exposes
+#: ``vllm:request_success_total`` (labels ``model_name``, ``finished_reason``); no SGLang counter
+#: is read, so an SGLang ScaledObject has no rate trigger.
+COMPLETED = {"vllm": "vllm:request_success_total"}
+#: The window of the rate: as short as Prometheus's scrape interval allows a stable rate over.
+RATE_WINDOW = "1m"
 
 #: Each engine's running and waiting request gauges.
 SERIES = {
@@ -67,6 +82,65 @@ def _authenticate(trigger: dict[str, Any], options: ExportOptions) -> None:
             "Prometheus credentials (bearerToken, username/password or ca/cert/key); its "
             "parameters may also carry authModes",
         )
+
+
+def rated_class(plans: Sequence[ClassPlan]) -> ClassPlan | None:
+    """The class whose largest request rate per replica is smallest, so that a per-replica rate
+    target holds on every class; ``None`` unless every class has a rate (a profile without a
+    workload, or written before the operator published one: the export is then as before)."""
+    rated = [p for p in plans if p.max_request_rate is not None]
+    if not rated or len(rated) != len(plans):
+        return None
+    return min(rated, key=lambda p: (_rps(p), p.gpu_class))
+
+
+def _rps(plan: ClassPlan) -> float:
+    return 0.0 if plan.max_request_rate is None else plan.max_request_rate.requests_per_second
+
+
+def _rate_trigger(
+    plans: Sequence[ClassPlan], options: ExportOptions, served: str, server: Note
+) -> dict[str, Any] | None:
+    """A trigger on the requests per second each replica serves, against a target below the
+    class's ``maxRequestRate``; ``None`` without a rate or a counter of the engine."""
+    plan = rated_class(plans)
+    counter = COMPLETED.get(options.engine)
+    if plan is None or plan.max_request_rate is None or counter is None:
+        return None
+    target, how = thresholds.request_rate_target(plan.max_request_rate)
+    selector = f'{{model_name="{served}",namespace="{options.namespace}"}}'
+    trigger = {
+        "type": "prometheus",
+        "name": "request-rate-per-replica",
+        "metricType": Note(
+            "AverageValue", "the HPA divides the query by the replicas: requests/s per replica"
+        ),
+        "metadata": {
+            "serverAddress": server,
+            "query": Note(
+                f"sum(rate({counter}{selector}[{RATE_WINDOW}]))",
+                f"the requests/s the {options.engine} engines serving {served} finish, over "
+                f"{RATE_WINDOW}: the arrival rate in the steady state",
+            ),
+            "threshold": Note(
+                f"{target:g}",
+                f"triggers[].metadata.threshold, requests/s per replica: {how}; from "
+                f"{plan.source}.maxRequestRate, {_rate_classes_note(plans, plan)}",
+            ),
+        },
+    }
+    _authenticate(trigger, options)
+    return trigger
+
+
+def _optional(trigger: dict[str, Any] | None) -> list[dict[str, Any]]:
+    return [] if trigger is None else [trigger]
+
+
+def _rate_classes_note(plans: Sequence[ClassPlan], chosen: ClassPlan) -> str:
+    if len(plans) == 1:
+        return f"GPU class {chosen.gpu_class}"
+    return f"GPU class {chosen.gpu_class}, the smallest rate of the classes that serve it"
 
 
 def _scaled_object(model: str, options: ExportOptions, source: ExportSource) -> dict[str, Any]:
@@ -126,7 +200,7 @@ def _scaled_object(model: str, options: ExportOptions, source: ExportSource) -> 
             "the engines, since a Deployment at zero exports no engine metrics",
         ),
         "maxReplicaCount": Note(options.max_replicas, "spec.maxReplicaCount (--max-replicas)"),
-        "triggers": [requests, queue],
+        "triggers": [requests, queue, *_optional(_rate_trigger(plans, options, served, server))],
     }
     metadata = {"name": object_name(model), "namespace": options.namespace}
     return {"apiVersion": "keda.sh/v1alpha1", "kind": "ScaledObject", "metadata": metadata,

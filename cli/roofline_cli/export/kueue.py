@@ -34,7 +34,9 @@ Objects:
   ceiling, ``--utilization``, default 0.75: room for prefill, bursts and uneven routing), each
   ``tensorParallel`` accelerators and one pod's CPU and memory (``--cpu-per-replica``,
   ``--memory-per-replica``: the plan does not say what the engine's host side needs), and a
-  **LocalQueue** of the same name in ``--namespace``.
+  **LocalQueue** of the same name in ``--namespace``. With ``--request-rate R`` (requests/s at
+  the profile's ``spec.workload``) the replicas are ``⌈R / maxRequestRate⌉`` (the class's, its
+  slowest node's), the larger of the two when both demands are given.
 
 No ``fairSharing.weight``: it acts only when fair sharing is enabled in Kueue's own
 configuration (``fairSharing`` is commented out in
@@ -45,6 +47,7 @@ Pure module.
 
 from __future__ import annotations
 
+import math
 import re
 from decimal import Decimal
 from typing import Any
@@ -125,16 +128,50 @@ def _plan_on(plans: list[ClassPlan], node_class: NodeClass) -> ClassPlan:
     return next((p for p in plans if p.gpu_class == node_class.product), plans[0])
 
 
+def _replicas(
+    model: str, plan: ClassPlan, options: ExportOptions, node_class: NodeClass
+) -> tuple[int, str]:
+    """Replicas for the demand: by decode tokens/s (``--tokens-per-second``), by requests/s
+    (``--request-rate``, against the class's ``maxRequestRate``), or the larger of the two."""
+    sized: list[tuple[int, str]] = []
+    if options.tokens_per_second is not None:
+        demand = options.tokens_per_second
+        rate = node_class.tokens_per_second[model]
+        replicas = thresholds.replicas_for(rate, demand, options.utilization)
+        sized.append(
+            (
+                replicas,
+                f"⌈{demand:g} tokens/s ÷ ({rate:.4g} tokens/s per replica at maxBatch × "
+                f"{options.utilization:g})⌉ = {replicas} replica(s)",
+            )
+        )
+    if options.request_rate is not None:
+        best = plan.max_request_rate
+        if best is None or best.requests_per_second <= 0:
+            raise NoDemand(
+                f"--request-rate needs a maxRequestRate of {model} on {node_class.product}: "
+                "profile with spec.workload (and spec.slo.timeToFirstToken)"
+            )
+        replicas = max(1, math.ceil(options.request_rate / best.requests_per_second - 1e-9))
+        sized.append(
+            (
+                replicas,
+                f"⌈{options.request_rate:g} requests/s ÷ maxRequestRate "
+                f"{best.requests_per_second:g} requests/s per replica (limited by "
+                f"{best.limited_by}, {best.prompt_tokens}-token prompts, {best.output_tokens}-"
+                f"token outputs; {plan.source})⌉ = {replicas} replica(s)",
+            )
+        )
+    if len(sized) == 2:
+        replicas = max(sized[0][0], sized[1][0])
+        return replicas, f"the larger of {sized[0][1]} and {sized[1][1]}"
+    return sized[0]
+
+
 def _resources(
     model: str, plan: ClassPlan, options: ExportOptions, node_class: NodeClass
 ) -> tuple[list[str], list[dict[str, Any]], int]:
-    demand = options.tokens_per_second or 0.0
-    rate = node_class.tokens_per_second[model]
-    replicas = thresholds.replicas_for(rate, demand, options.utilization)
-    sizing = (
-        f"⌈{demand:g} tokens/s ÷ ({rate:.4g} tokens/s per replica at maxBatch × "
-        f"{options.utilization:g})⌉ = {replicas} replica(s)"
-    )
+    replicas, sizing = _replicas(model, plan, options, node_class)
     cpu = scaled_quantity(options.cpu_per_replica, replicas)
     memory = scaled_quantity(options.memory_per_replica, replicas)
     resources: list[dict[str, Any]] = [
@@ -215,8 +252,8 @@ def _queues(
         )
         documents.append(
             (
-                f"{model} on {node_class.product}: {options.tokens_per_second:g} decode "
-                f"tokens/s, from {source.description}.{alternative}",
+                f"{model} on {node_class.product}: {_demand(options)}, from "
+                f"{source.description}.{alternative}",
                 _cluster_queue(model, _plan_on(plans, node_class), options, node_class),
             )
         )
@@ -238,10 +275,22 @@ def _queues(
     return documents
 
 
+def _demand(options: ExportOptions) -> str:
+    parts = []
+    if options.tokens_per_second is not None:
+        parts.append(f"{options.tokens_per_second:g} decode tokens/s")
+    if options.request_rate is not None:
+        parts.append(f"{options.request_rate:g} requests/s")
+    return " and ".join(parts)
+
+
 def build(source: ExportSource, options: ExportOptions) -> list[tuple[str, Any]]:
     """Flavors, the Cohort, and a ClusterQueue and LocalQueue per model and class."""
-    if options.tokens_per_second is None:
-        raise NoDemand("--target kueue needs --tokens-per-second: the decode tokens/s to serve")
+    if options.tokens_per_second is None and options.request_rate is None:
+        raise NoDemand(
+            "--target kueue needs --tokens-per-second (the decode tokens/s to serve) or "
+            "--request-rate (the requests/s to serve)"
+        )
     models = [
         m for m in source.models() if any(m in c.tokens_per_second for c in source.node_classes)
     ]

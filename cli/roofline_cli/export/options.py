@@ -60,6 +60,8 @@ class ExportOptions:
     flow_control: bool = False
     #: Decode tokens/s the queue must sustain (kueue).
     tokens_per_second: float | None = None
+    #: Requests/s the queue must sustain (kueue), sized by each class's ``maxRequestRate``.
+    request_rate: float | None = None
     utilization: float = DEFAULT_UTILIZATION
     #: The accelerator's extended resource (kueue); a CPU-device profile requests none.
     resource: str = DEFAULT_RESOURCE

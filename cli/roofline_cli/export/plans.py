@@ -32,6 +32,18 @@ class Itl:
 
 
 @dataclass(frozen=True)
+class RequestRate:
+    """The largest request rate one replica sustains with the median TTFT and ITL within the
+    profile's SLOs (``status.models[].classes[].maxRequestRate``: the class's slowest node's),
+    what limits it (``load_plan.LIMITS``) and the workload it holds for."""
+
+    requests_per_second: float
+    limited_by: str
+    prompt_tokens: int
+    output_tokens: int
+
+
+@dataclass(frozen=True)
 class ClassPlan:
     """One model's plan on one GPU class."""
 
@@ -53,6 +65,8 @@ class ClassPlan:
     #: Each engine's flags as the profiler wrote them (a saved result only: the status keeps
     #: no memory split, so the memory fractions cannot be derived from it).
     engine_flags: Mapping[str, tuple[str, ...]] | None = None
+    #: ``None`` for a profile without a planned workload, or one written before it existed.
+    max_request_rate: RequestRate | None = None
 
     @property
     def bound_by(self) -> str:

@@ -27,7 +27,7 @@ from __future__ import annotations
 import math
 from fractions import Fraction
 
-from roofline_cli.export.plans import ClassPlan
+from roofline_cli.export.plans import ClassPlan, RequestRate
 
 #: Share of the SLO batch a replica's engine may queue (GAIE flow control: 110% of the batch).
 QUEUE_SHARE = 0.1
@@ -144,3 +144,28 @@ def scale_up_target(plan: ClassPlan) -> tuple[int, str]:
 def replicas_for(rate: float, tokens_per_second: float, utilization: float) -> int:
     """Replicas that sustain ``tokens_per_second`` at ``rate`` each, used to ``utilization``."""
     return max(1, math.ceil(tokens_per_second / (rate * utilization) - 1e-9))
+
+
+#: Significant digits of a request-rate target: KEDA takes a decimal threshold.
+RATE_TARGET_DIGITS = 3
+
+
+def request_rate_target(rate: RequestRate) -> tuple[float, str]:
+    """The requests per second per replica an HPA targets so that it adds a replica before each
+    replica passes the plan's largest sustainable rate: the largest ``t`` of
+    :data:`RATE_TARGET_DIGITS` significant digits with ``t × (1 + tolerance) < maxRequestRate``,
+    the headroom :func:`scale_up_target` leaves below ``maxBatch``."""
+    limit = Fraction(rate.requests_per_second) / (1 + Fraction(str(HPA_TOLERANCE)))
+    if limit <= 0:
+        raise ValueError("a rate target needs a positive maxRequestRate")
+    exponent = math.floor(math.log10(limit)) - RATE_TARGET_DIGITS + 1
+    unit = Fraction(10) ** exponent
+    steps = math.ceil(limit / unit) - 1  # strictly below the limit
+    value = float(steps * unit)
+    return value, (
+        f"the largest target of {RATE_TARGET_DIGITS} digits whose {1 + HPA_TOLERANCE:g}× (the "
+        f"HPA's tolerance) lies below maxRequestRate {rate.requests_per_second:g} requests/s "
+        f"(limited by {rate.limited_by}, for {rate.prompt_tokens}-token prompts and "
+        f"{rate.output_tokens}-token outputs), = {value:g}: the HPA adds replicas before each "
+        f"replica passes the rate at which its median TTFT or ITL leaves the SLO"
+    )

@@ -12,12 +12,13 @@ from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
-from roofline_operator.core import model_plans
+from roofline_operator.core import model_loads, model_plans
 from roofline_operator.core.names import format_time, parse_time
 from roofline_profiler.core import plausibility
 from roofline_profiler.core.units import round_significant
 from roofline_profiler.wire import fields
 from roofline_profiler.wire.compact import CompactProfile
+from roofline_profiler.wire.compact_loads import CompactLoad
 from roofline_profiler.wire.compact_models import CompactModelPlan
 from roofline_profiler.wire.fields import Estimate
 
@@ -57,6 +58,9 @@ class NodeResult:
     #: for a result restored from a status written before the operator kept it (the profile's
     #: ``spec.device`` stands for it: see :meth:`device_or`).
     device: str | None = None
+    #: Each model's largest request rate per replica on the node (``model_loads``); none
+    #: without a planned workload.
+    loads: tuple[CompactLoad, ...] = ()
 
     def device_or(self, spec_device: str) -> str:
         """The device kind the numbers describe: the result's own, else ``spec_device``."""
@@ -120,6 +124,7 @@ def from_compact(
             for d in profile.devices
         ),
         device=device_kind(profile.backend, asked_device),
+        loads=profile.loads,
     )
 
 
@@ -289,7 +294,8 @@ def to_status(result: NodeResult) -> dict[str, Any]:
         fields["device"] = result.device
     models = result.node_models()
     if models:
-        fields["models"] = [model_plans.plan_to_status(m) for m in models]
+        planned = [model_plans.plan_to_status(m) for m in models]
+        fields["models"] = model_loads.with_rates(planned, result.loads)
     if len(result.gpus) > 1:
         fields["devices"] = [
             {"index": g.index, "product": g.product, **_gpu_numbers(g)} for g in result.gpus
@@ -347,6 +353,7 @@ def from_status(entry: Mapping[str, Any], now: float | None = None) -> NodeResul
         shape_n=shape_n,
         gpus=tuple(_gpu_from_status(g, entry.get("product")) for g in gpus),
         restored_models=model_plans.plans_from_status(entry.get("models")),
+        loads=model_loads.loads_from_status(entry.get("models")),
         device=_device_from_status(entry.get("device")),
     )
 

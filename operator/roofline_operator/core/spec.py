@@ -37,6 +37,12 @@ from roofline_operator.core.spec_fields import (
     integer_field,
     optional_str,
 )
+from roofline_operator.core.workload_spec import (
+    PlannedWorkload,
+    parse_ttft_slo,
+    parse_workload,
+    workload_fields_for_hash,
+)
 from roofline_profiler.core import limits, units
 
 DEFAULT_DTYPE = "bfloat16"
@@ -112,6 +118,11 @@ class ProfileSpec:
     #: ``spec.slo.interTokenLatency`` in seconds, and as the user wrote it.
     itl_slo_seconds: float | None = None
     itl_slo: str | None = None
+    #: ``spec.workload`` and ``spec.slo.timeToFirstToken`` (seconds, and as written): what the
+    #: plan's largest sustainable request rate is computed for (``workload_spec``).
+    workload: PlannedWorkload | None = None
+    ttft_slo_seconds: float | None = None
+    ttft_slo: str | None = None
     gpu_hour_cost: Decimal | None = None
     #: Secrets to pull the profiler image with, besides the operator's own.
     image_pull_secrets: tuple[str, ...] = ()
@@ -150,6 +161,11 @@ class ProfileSpec:
             "gpusPerNode": self.selection.gpus_per_node,
             "resources": self.resources,
             **model_fields_for_hash(self.models, self.itl_slo_seconds, self.gpu_hour_cost),
+            **(
+                workload_fields_for_hash(self.workload, self.ttft_slo_seconds)
+                if self.models
+                else {}
+            ),
         }
         if extra:
             fields["resolved"] = extra
@@ -351,7 +367,12 @@ def check_namespace(spec: ProfileSpec, watched: tuple[str, ...]) -> None:
 def _model_fields(spec: Mapping[str, Any]) -> dict[str, Any]:
     try:
         slo_seconds, slo = parse_slo(spec.get("slo"))
+        workload = parse_workload(spec.get("workload"))
+        ttft_seconds, ttft = parse_ttft_slo(spec.get("slo"), workload)
         return {
+            "workload": workload,
+            "ttft_slo_seconds": ttft_seconds,
+            "ttft_slo": ttft,
             "models": parse_models(spec.get("models")),
             "itl_slo_seconds": slo_seconds,
             "itl_slo": slo,

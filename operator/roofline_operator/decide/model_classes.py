@@ -6,6 +6,8 @@ its nodes' worst: the largest ``minBatch``, the smallest maxima and tokens/s. Th
 folded term by term but taken whole from the class's **slowest node**: the node whose ITL model
 predicts the longest step at the class's largest ``maxBatch`` and the model's context, the point
 where the class will run when busy. Its name is kept, and its terms come with its fit's error.
+The largest request rate per replica (``maxRequestRate``) is the slowest node's by that rate,
+with its ``limitedBy`` and workload, and only when every node of the class has one.
 
 A node's class is its product (``status.nodes[].product``: the worst GPU's). Classes are listed
 by product name, at most :data:`MAX_CLASSES` per model, so that the status stays bounded on a
@@ -19,6 +21,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from roofline_operator.core.model_loads import MAX_REQUEST_RATE_KEY, slowest_rate
 from roofline_operator.core.model_plans import is_planned
 
 #: Most classes listed per model.
@@ -66,6 +69,9 @@ def class_entry(product: str, planned: Sequence[tuple[str, Mapping[str, Any]]]) 
         values = [e[key] for _, e in planned if key in e]
         if values and (key != "minBatch" or len(values) == len(planned)):
             item[key] = fold(values)
+    rate = slowest_rate([e.get(MAX_REQUEST_RATE_KEY) for _, e in planned])
+    if rate is not None:
+        item[MAX_REQUEST_RATE_KEY] = rate
     name, slowest = _slowest(planned)
     if itl_step(slowest, 1, 1) is not None:
         item["slowestNode"] = name

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any
 
+from roofline_operator.core.model_loads import with_rates
 from roofline_operator.core.model_plans import (
     STATUS_SIGNIFICANT_DIGITS,
     is_planned,
@@ -119,6 +120,7 @@ def node_model_entries(
     planned (rather than not yet asked for).
     """
     plans = {p.name: p for p in result.node_models()} if result is not None else {}
+    loads = result.loads if result is not None else ()
     entries = []
     for model in view.models:
         failure = view.failures.get(model.name)
@@ -129,7 +131,7 @@ def node_model_entries(
                     {**_identity(model), "reason": failure.reason, "message": failure.message}
                 )
         elif plan is not None:
-            entries.append(_plan_entry(plan, view))
+            entries.extend(with_rates([_plan_entry(plan, view)], loads))
         elif current and result is not None and MODEL_FAILED in result.warnings():
             message = (
                 "the profiler could not measure this model on the node (out of GPU memory or a "

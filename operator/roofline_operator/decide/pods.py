@@ -30,6 +30,7 @@ from roofline_operator.core.names import (
     parse_time,
 )
 from roofline_operator.core.spec import ProfileSpec
+from roofline_operator.core.workload_spec import workload_arguments
 from roofline_operator.decide.asked import ProfilerAsk, asked_of
 from roofline_operator.decide.labels import label_safe
 from roofline_operator.decide.model_sources import MODELS_FILE_KEY
@@ -103,6 +104,7 @@ def profiler_command(spec: ProfileSpec, models: bool = False) -> list[str]:
         command += ["--models-file", MODELS_FILE]
         if spec.itl_slo_seconds is not None:
             command += ["--itl-slo", f"{spec.itl_slo_seconds:g}s"]
+        command += workload_arguments(spec.workload, spec.ttft_slo_seconds)
         if spec.gpu_hour_cost is not None:
             command += ["--gpu-hour-cost", str(spec.gpu_hour_cost)]
     return [*command, "--compact", TERMINATION_MESSAGE_PATH]

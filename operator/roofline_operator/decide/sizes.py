@@ -42,7 +42,15 @@ STATUS_ENTRY_BUDGET_BYTES = 6 * 1024
 
 #: Keys of a model's entry kept when its detail is dropped, besides its batch bounds
 #: (:func:`model_core_keys`): what it is, or why it has no plan.
-MODEL_IDENTITY_KEYS = ("name", "contextTokens", "tensorParallel", "reason", "message")
+#: The largest request rate per replica is kept too: a per-replica limit, as the bounds are.
+MODEL_IDENTITY_KEYS = (
+    "name",
+    "contextTokens",
+    "tensorParallel",
+    "reason",
+    "message",
+    "maxRequestRate",
+)
 
 
 def model_core_keys() -> frozenset[str]:

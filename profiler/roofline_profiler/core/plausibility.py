@@ -28,6 +28,7 @@ from roofline_profiler.core.limits import (
     MAX_CONTEXT_TOKENS,
     MAX_DIMENSION,
     MAX_GPUS_PER_POD,
+    MAX_REQUEST_RATE,
     MAX_TENSOR_PARALLEL,
 )
 from roofline_profiler.core.units import SECONDS_PER_DAY
@@ -74,6 +75,9 @@ RANGES: dict[str, Range] = {
     # A fit's worst relative error (1 is 100%).
     "relative error": Range(0.0, 100.0, ""),
     "duration": Range(0.0, 7 * DAY_SECONDS, "s"),
+    # The largest request rate one replica sustains (``load_plan.MaxRate``): 0 when no rate
+    # meets the targets; a million requests a second is far past any replica's prefill.
+    "request rate": Range(0.0, MAX_REQUEST_RATE, "requests/s"),
     "dimension": Range(1, MAX_DIMENSION, ""),
     "context": Range(1, MAX_CONTEXT_TOKENS, "tokens"),
     "tensor parallel": Range(1, MAX_TENSOR_PARALLEL, ""),

@@ -17,6 +17,9 @@ Each GPU's warning codes (``CpuContention``, ``InterferenceUnresolved``, ...: th
 judgement that a number is less trustworthy than its interval) travel under ``w``, so the operator
 can keep a suspect profile from moving published values.
 
+Each model's largest request rate per replica under a planned workload travels under ``l``
+(``compact_loads.py``), beside ``m``, which it follows; a reader that does not know it ignores it.
+
 Version 4 names the backend the profile measured on (``be``: ``cuda``, ``rocm``, ``mps`` or
 ``cpu``), so the operator can refuse a CPU's numbers from a pod that was given a GPU (a missing
 runtime class, device plugin or driver once made the profiler fall back to the CPU unnoticed).
@@ -39,6 +42,7 @@ from typing import Any
 from roofline_profiler.core.units import round_significant
 from roofline_profiler.wire import fields
 from roofline_profiler.wire.compact_fields import SIGNIFICANT_DIGITS, steps_to_wire
+from roofline_profiler.wire.compact_loads import CompactLoad, loads_to_wire
 from roofline_profiler.wire.compact_models import (
     CompactModelPlan,
     itl_on_one_gpu,
@@ -101,6 +105,8 @@ class CompactProfile:
     #: version 2 or 3 result, which did not say.
     backend: str | None = None
     version: int = COMPACT_VERSION
+    #: Each model's largest request rate per replica (``l``); none without a planned workload.
+    loads: tuple[CompactLoad, ...] = ()
 
 
 def _device_to_wire(device: CompactDevice, with_steps: bool) -> list[Any]:
@@ -199,6 +205,9 @@ def encode_compact(profile: CompactProfile) -> str:
         if models:
             doc["m"] = models
             doc["p"] = [plans_to_wire(p, models, with_model_steps) for p in plans]
+            rates = loads_to_wire(profile.loads, models)
+            if rates is not None:
+                doc["l"] = rates
         text = json.dumps(doc, separators=(",", ":"), ensure_ascii=True)
         if len(text.encode()) <= MAX_COMPACT_BYTES:
             return text

@@ -38,6 +38,7 @@ from roofline_profiler.wire.compact_fields import (
     string,
     whole,
 )
+from roofline_profiler.wire.compact_loads import CompactLoad, decode_loads
 from roofline_profiler.wire.compact_models import decode_device_plans, decode_models
 from roofline_profiler.wire.fields import Estimate
 
@@ -220,6 +221,15 @@ def _attach_plans(
     )
 
 
+def _loads(raw: dict[str, Any]) -> tuple[CompactLoad, ...]:
+    """Each model's request rate (``l``), which names the models by their place in ``m``."""
+    if "m" not in raw:
+        if "l" in raw:
+            raise CompactDecodeError("result: request rates without models")
+        return ()
+    return decode_loads(raw, [name for name, _, _ in decode_models(raw["m"])])
+
+
 def _backend_name(value: Any, name: str, where: str) -> str:
     if not isinstance(value, str) or value not in BACKEND_NAMES:
         raise CompactDecodeError(
@@ -305,4 +315,5 @@ def decode_compact(
         devices=devices,
         backend=_backend(raw, version),
         version=version,
+        loads=_loads(raw),
     )

@@ -21,6 +21,7 @@ from roofline_profiler.core.planning import ModelPlan
 from roofline_profiler.core.stats import Measurement
 from roofline_profiler.wire import fields
 from roofline_profiler.wire.compact import CompactDevice, CompactProfile
+from roofline_profiler.wire.compact_loads import compact_loads
 from roofline_profiler.wire.compact_models import compact_plans
 from roofline_profiler.wire.host_state import HostStateReport
 from roofline_profiler.wire.measurement_records import (
@@ -299,6 +300,7 @@ class ProfileResult:
                 for d in self.devices
             ),
             backend=backends.pop(),
+            loads=compact_loads(d.loads for d in self.devices),
         )
 
 

@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 from roofline_cli.export.commented import needs_escape
 from roofline_cli.export.from_status import SourceError, source_of_profile
-from roofline_cli.export.plans import ExportSource
+from roofline_cli.export.plans import ExportSource, RequestRate
 from roofline_operator.decide.labels import label_safe
 from tests.cli.export_sources import (
     H100,
@@ -91,6 +91,7 @@ def _with(path: tuple[Any, ...], value: Any) -> dict[str, Any]:
 
 
 CLASS = ("status", "models", 0, "classes", 0)
+RATE = {"requestsPerSecond": 7.25, "limitedBy": "ttft", "promptTokens": 4000, "outputTokens": 200}
 
 
 @pytest.mark.parametrize(
@@ -125,6 +126,22 @@ CLASS = ("status", "models", 0, "classes", 0)
         pytest.param(
             _with((*CLASS, "tokensPerSecondAtMaxBatch"), 5e-324), "positive rate", id="rate-tiny"
         ),
+        pytest.param(
+            _with((*CLASS, "maxRequestRate"), {**RATE, "limitedBy": "memory"}),
+            r"maxRequestRate: limitedBy is not one of ttft, itl, saturation",
+            id="rate-limit",
+        ),
+        pytest.param(
+            _with((*CLASS, "maxRequestRate"), {**RATE, "requestsPerSecond": -1}),
+            "maxRequestRate: field 'requestsPerSecond'",
+            id="rate-negative",
+        ),
+        pytest.param(
+            _with((*CLASS, "maxRequestRate"), {**RATE, "promptTokens": 0}),
+            "maxRequestRate: field 'promptTokens'",
+            id="rate-prompt",
+        ),
+        pytest.param(_with((*CLASS, "maxRequestRate"), "fast"), "not an object", id="rate-text"),
         pytest.param({"kind": "RooflineProfile", "status": []}, "status is not", id="status"),
         pytest.param({"kind": "ConfigMap"}, "not a RooflineProfile", id="kind"),
         pytest.param({"kind": "RooflineProfile"}, "no planned model", id="empty"),
@@ -190,3 +207,9 @@ def test_any_tampered_status_reads_as_a_source_or_one_source_error(text: str) ->
         assert not any(needs_escape(char) for string in _strings(source) for char in string)
     assert "\n" not in message
     assert message.isprintable()
+
+
+def test_a_classs_max_request_rate_is_read_with_its_limit_and_workload() -> None:
+    source = source_of_profile(_with((*CLASS, "maxRequestRate"), RATE), "p")
+    rated = [p.max_request_rate for p in source.plans if p.max_request_rate is not None]
+    assert rated == [RequestRate(7.25, "ttft", 4000, 200)]

@@ -124,3 +124,42 @@ def test_a_quota_is_the_pod_request_times_the_replicas(
 def test_without_a_demand_there_is_no_quota() -> None:
     with pytest.raises(kueue.NoDemand, match="--tokens-per-second"):
         _documents()
+
+
+def _rated(h100: float, l40s: float) -> dict[str, Any]:
+    document = status_profile()
+    for item in document["status"]["models"][0]["classes"]:
+        rps = {H100: h100, L40S: l40s}[item["product"]]
+        item["maxRequestRate"] = {
+            "requestsPerSecond": rps,
+            "limitedBy": "ttft",
+            "promptTokens": 4000,
+            "outputTokens": 200,
+        }
+    return document
+
+
+def _gpus(documents: dict[str, list[Any]]) -> dict[str, int]:
+    queues = {q["metadata"]["name"]: q for q in documents["ClusterQueue"]}
+    return {
+        product: _quotas(queues[kueue.object_name(f"{MODEL}-{label_safe(product)}")])[
+            "nvidia.com/gpu"
+        ]
+        for product in (H100, L40S)
+    }
+
+
+def test_a_demanded_request_rate_sizes_each_class_by_its_max_request_rate() -> None:
+    # ⌈30 / 4.1⌉ = 8 H100 replicas, ⌈30 / 0.7⌉ = 43 L40S replicas (one GPU each).
+    assert _gpus(_documents(_rated(4.1, 0.7), request_rate=30)) == {H100: 8, L40S: 43}
+
+
+def test_with_both_demands_each_class_takes_the_larger_replica_count() -> None:
+    # Tokens/s alone: 26 H100, 105 L40S; requests/s alone: ⌈30 / 1⌉ = 30 and ⌈30 / 2⌉ = 15.
+    both = _documents(_rated(1.0, 2.0), tokens_per_second=40000, request_rate=30)
+    assert _gpus(both) == {H100: 30, L40S: 105}
+
+
+def test_a_request_rate_without_a_max_request_rate_is_a_clear_error() -> None:
+    with pytest.raises(kueue.NoDemand, match="--request-rate needs a maxRequestRate"):
+        _documents(request_rate=30)

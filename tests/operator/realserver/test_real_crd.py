@@ -72,6 +72,13 @@ GOOD = [
         id="cpu-request-at-its-limit",
     ),
     pytest.param(example_with((("spec", "device"), "cpu")), id="cpu-profile"),
+    pytest.param(
+        example_with(
+            (("spec", "workload"), {"promptTokens": 1000, "outputTokens": 200}),
+            (("spec", "slo"), {"interTokenLatency": "50ms", "timeToFirstToken": "60m"}),
+        ),
+        id="workload-with-ttft-target-at-limit",
+    ),
 ]
 
 BAD = [
@@ -116,6 +123,24 @@ BAD = [
         example_with((("spec", "slo"), {"interTokenLatency": "90s"})),
         "interTokenLatency must be above 0 and at most 60s",
         id="slow-slo",
+    ),
+    pytest.param(
+        example_with(
+            (("spec", "workload"), {"promptTokens": 1000, "outputTokens": 200}),
+            (("spec", "slo"), {"timeToFirstToken": "3601s"}),
+        ),
+        "timeToFirstToken must be above 0 and at most 3600s",
+        id="slow-ttft-slo",
+    ),
+    pytest.param(
+        example_with((("spec", "slo"), {"timeToFirstToken": "2s"})),
+        "slo.timeToFirstToken needs spec.workload",
+        id="ttft-slo-without-workload",
+    ),
+    pytest.param(
+        example_with((("spec", "workload"), {"promptTokens": 1000})),
+        "spec.workload.outputTokens: Required value",
+        id="workload-without-output",
     ),
     pytest.param(
         example_with((("spec", "tolerations"), [{"operator": "Exists", "value": "x", "key": "k"}])),

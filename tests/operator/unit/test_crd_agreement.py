@@ -24,6 +24,7 @@ from roofline_operator.core.model_spec import ModelSpecError
 from roofline_operator.core.resources_spec import MAX_QUANTITY_CHARS
 from roofline_operator.core.spec import parse_spec
 from roofline_operator.core.spec_fields import SpecError
+from roofline_operator.core.workload_spec import MAX_TTFT_SLO_SECONDS, MAX_WORKLOAD_TOKENS
 from roofline_operator.decide.model_sources import resolve_models
 from roofline_profiler.core import limits
 from roofline_profiler.core.model_config import PRESETS
@@ -159,6 +160,36 @@ CASES = [
     # Over the limit is a CEL duration() rule, which needs an API server: see the SLO bound test.
     pytest.param({"slo": {"interTokenLatency": "50"}}, False, id="slo-without-unit"),
     pytest.param({"slo": {"interTokenLatency": "1h"}}, False, id="slo-in-hours"),
+    pytest.param({"workload": {"promptTokens": 1000, "outputTokens": 200}}, True, id="workload"),
+    pytest.param(
+        {"workload": {"promptTokens": MAX_WORKLOAD_TOKENS, "outputTokens": 1}},
+        True,
+        id="workload-prompt-at-limit",
+    ),
+    pytest.param(
+        {"workload": {"promptTokens": MAX_WORKLOAD_TOKENS + 1, "outputTokens": 1}},
+        False,
+        id="workload-prompt-over-limit",
+    ),
+    pytest.param({"workload": {"promptTokens": 1000, "outputTokens": 0}}, False, id="output-zero"),
+    pytest.param({"workload": {"promptTokens": 1000}}, False, id="workload-without-output"),
+    pytest.param(
+        {"workload": {"promptTokens": "1000", "outputTokens": 1}}, False, id="tokens-text"
+    ),
+    pytest.param(
+        {
+            "workload": {"promptTokens": 1000, "outputTokens": 200},
+            "slo": {"timeToFirstToken": "2s"},
+        },
+        True,
+        id="ttft-slo-with-workload",
+    ),
+    pytest.param({"slo": {"timeToFirstToken": "2s"}}, False, id="ttft-slo-without-workload"),
+    pytest.param(
+        {"workload": {"promptTokens": 1, "outputTokens": 1}, "slo": {"timeToFirstToken": "2"}},
+        False,
+        id="ttft-slo-without-unit",
+    ),
     pytest.param({"reprofileInterval": "168h"}, True, id="interval-hours"),
     pytest.param({"reprofileInterval": "1h30m"}, True, id="interval-compound"),
     pytest.param({"reprofileInterval": "1d"}, False, id="interval-in-days"),
@@ -225,6 +256,15 @@ def test_the_crd_bound_of_the_slo_is_the_profilers_limit() -> None:
     latency = SPEC_SCHEMA["properties"]["slo"]["properties"]["interTokenLatency"]
     (rule,) = latency["x-kubernetes-validations"]
     assert f"<= duration('{limits.MAX_ITL_SLO_SECONDS:g}s')" in rule["rule"]
+
+
+def test_the_crd_bounds_of_the_workload_and_its_ttft_target_are_the_operators() -> None:
+    workload = SPEC_SCHEMA["properties"]["workload"]["properties"]
+    assert workload["promptTokens"]["maximum"] == MAX_WORKLOAD_TOKENS
+    assert workload["outputTokens"]["maximum"] == MAX_WORKLOAD_TOKENS
+    ttft = SPEC_SCHEMA["properties"]["slo"]["properties"]["timeToFirstToken"]
+    (rule,) = ttft["x-kubernetes-validations"]
+    assert f"<= duration('{MAX_TTFT_SLO_SECONDS:g}s')" in rule["rule"]
 
 
 def test_the_crd_shape_rules_name_the_profilers_limits() -> None:

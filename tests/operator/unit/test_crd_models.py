@@ -60,7 +60,8 @@ def schema_errors(spec: dict[str, Any]) -> list[str]:
 # A CEL subset: has(self.f), !, &&, ||, parenthesised `cond ? a : b`, + and == on integers.
 _HAS = re.compile(r"has\(self\.(\w+)\)")
 _TERNARY = re.compile(r"\((has\(self, '\w+'\))\s*\?\s*(\w+)\s*:\s*(\w+)\)")
-_UNSUPPORTED = re.compile(r"\b(?!has\b)[a-z_]\w*\(|self\.\w+\.|\bself\.(?!\w+\))")
+# A nested has(self.a.b) is outside it: test_crd_agreement's translation evaluates those.
+_UNSUPPORTED = re.compile(r"\b(?!has\b)[a-z_]\w*\(|self\.\w+\.|\bself\.(?!\w+\))|has\(self,\w+\.")
 
 
 def cel_subset(rule: str) -> str | None:
@@ -112,6 +113,7 @@ def test_the_cel_subset_is_translated_as_cel_means_it() -> None:
     assert cel_subset("!has(self.__false__)") == " not has(self, 'false')"
     assert cel_subset("duration(self) > duration('0s')") is None
     assert cel_subset("!has(self.shape) || self.shape.k * self.shape.n <= 5") is None
+    assert cel_subset("!has(self.slo) || !has(self.slo.timeToFirstToken)") is None
     expression = cel_subset("(has(self.a) ? 1 : 0) + (has(self.b) ? 1 : 0) == 1")
     assert expression is not None
     assert eval(expression, {}, {"self": {"a": 1}, "has": lambda o, n: n in o})
@@ -262,6 +264,9 @@ def test_the_models_printer_column_counts_planned_models() -> None:
     assert STATUS_SCHEMA["properties"]["summary"]["properties"]["models"]["type"] == "integer"
 
 
+RATE = {"requestsPerSecond": 7.25, "limitedBy": "ttft", "promptTokens": 1000, "outputTokens": 200}
+
+
 def a_status() -> dict[str, Any]:
     plan = {
         "name": "Llama-3.1-8B-Instruct",
@@ -277,6 +282,7 @@ def a_status() -> dict[str, Any]:
         "stepSecondsAtMinBatch": 0.0114,
         "stepSecondsAtMaxBatch": 0.0178,
         "costPerMillionTokensAtMaxBatch": 0.1286,
+        "maxRequestRate": RATE,
     }
     failed = {"name": "Mixtral-8x7B-Instruct-v0.1", "reason": "ConfigMapNotFound", "message": "x"}
     spread = {"min": 24, "median": 28.0, "max": 32}
@@ -285,7 +291,8 @@ def a_status() -> dict[str, Any]:
         "nodes": [{"name": "gpu-a", "state": "Profiled", "models": [plan, failed]}],
         "models": [
             {"name": plan["name"], "nodes": 2, "failedNodes": 0, "contextTokens": 8192}
-            | {key: spread for key in plan if key.startswith(("minBatch", "maxBatch"))},
+            | {key: spread for key in plan if key.startswith(("minBatch", "maxBatch"))}
+            | {"classes": [{"product": "NVIDIA H100", "nodes": 2, "maxRequestRate": RATE}]},
             {"name": failed["name"], "nodes": 0, "failedNodes": 2, "reason": "ConfigMapNotFound"},
         ],
         "conditions": [
@@ -318,7 +325,10 @@ def test_every_plan_field_the_contract_documents_is_in_the_status_schema() -> No
     assert documented == set(item["properties"])
     summary = STATUS_SCHEMA["properties"]["models"]["items"]["properties"]
     per_replica = {"name", "contextTokens", "tensorParallel", "reason", "message"}
-    per_node = {f.key for f in plan_fields.MODEL_PLAN if not f.summarized} | {"minBatchReason"}
+    per_node = {f.key for f in plan_fields.MODEL_PLAN if not f.summarized} | {
+        "minBatchReason",
+        "maxRequestRate",  # per class, the slowest node's (model_classes)
+    }
     for name in documented - per_replica - per_node:
         assert set(summary[name]["properties"]) == {"min", "median", "max"}, name
 

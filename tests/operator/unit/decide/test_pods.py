@@ -334,6 +334,33 @@ def test_pod_mounts_the_models_and_passes_the_slo_and_the_price_only_with_models
     assert command[-2:] == ["--compact", "/dev/termination-log"]
 
 
+def test_pod_passes_the_workload_and_the_ttft_target_only_with_models() -> None:
+    fields: dict[str, Any] = {
+        "workload": {"promptTokens": 1000, "outputTokens": 200},
+        "slo": {"interTokenLatency": "50ms", "timeToFirstToken": "2s"},
+    }
+    plain = container(build(**fields))["command"]
+    assert "--prompt-tokens" not in plain
+    assert "--ttft-slo" not in plain
+    pod = build_profiler_pod(
+        profile=OWNER,
+        spec=spec(models=[{"name": "m", "preset": "qwen3-8b"}], **fields),
+        node="gpu-7",
+        gpus=8,
+        attempt=1,
+        spec_hash="abc123",
+        namespace="roofline-system",
+        image="registry.local/roofline:1",
+        models_config_map="roofline-models-fleet-0123456789",
+    )
+    command = container(pod)["command"]
+    assert command[command.index("--prompt-tokens") + 1] == "1000"
+    assert command[command.index("--output-tokens") + 1] == "200"
+    assert command[command.index("--ttft-slo") + 1] == "2s"
+    assert command[command.index("--itl-slo") + 1] == "0.05s"
+    assert command[-2:] == ["--compact", "/dev/termination-log"]
+
+
 def test_pod_pulls_with_the_operators_and_the_profiles_secrets_and_runs_as_the_account() -> None:
     pod = build(
         defaults=PodDefaults(image_pull_secrets=("regcred",), service_account="roofline"),

@@ -1,11 +1,14 @@
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 from prometheus_client import CollectorRegistry
 from tests.operator.unit.model_builders import plan, planned_node
 
 from roofline_operator.decide.records import NodeRecord, record_from_status, record_to_status
 from roofline_operator.run.metrics import OperatorMetrics, snapshot_from_records
+from roofline_profiler.wire.compact_loads import CompactLoad
 
 
 def labels(gpu: str, model: str) -> dict[str, str]:
@@ -112,3 +115,34 @@ def test_each_gpu_publishes_its_itl_model_and_no_rate_at_a_min_batch_it_lacks(
     low = {**labels("0", "a"), "range_end": "low"}
     assert get("roofline_model_tokens_per_second", low) is None
     assert get("roofline_model_tokens_per_second", {**low, "gpu": "1"}) == pytest.approx(3200)
+
+
+def _with_rates(record: NodeRecord) -> NodeRecord:
+    assert record.result is not None
+    loads = (CompactLoad("a", 7.25, "ttft", 1000, 200), CompactLoad("b", 3, "saturation", 9, 9))
+    return replace(record, result=replace(record.result, loads=loads))
+
+
+def test_a_nodes_request_rate_is_published_once_under_its_worst_gpu(
+    registry: CollectorRegistry, metrics: OperatorMetrics
+) -> None:
+    records = {"n1": _with_rates(fleet()["n1"])}
+    metrics.collector.update(snapshot_from_records("fleet", records, "h", ("a", "b")))
+    get = registry.get_sample_value
+    rate = "roofline_model_max_requests_per_second"
+    assert get(rate, {**labels("0", "a"), "limited_by": "ttft"}) == 7.25
+    assert get(rate, {**labels("0", "b"), "limited_by": "saturation"}) == 3
+    samples = [s for f in registry.collect() if f.name == rate for s in f.samples]
+    assert len(samples) == 2
+
+
+def test_the_request_rate_is_published_after_a_restart_and_not_without_a_workload(
+    registry: CollectorRegistry, metrics: OperatorMetrics
+) -> None:
+    restored = record_from_status(record_to_status(_with_rates(fleet()["n1"])))
+    assert restored is not None
+    metrics.collector.update(snapshot_from_records("fleet", {"n1": restored}, "h", ("a",)))
+    rate = "roofline_model_max_requests_per_second"
+    assert registry.get_sample_value(rate, {**labels("0", "a"), "limited_by": "ttft"}) == 7.25
+    metrics.collector.update(snapshot_from_records("fleet", fleet(), "h", ("a",)))
+    assert [s for f in registry.collect() if f.name == rate for s in f.samples] == []
