@@ -11,8 +11,10 @@ from roofline_profiler.core.load_plan import (
     Workload,
 )
 
+WORKLOAD = Workload(512, 64)
 
-def plan(workload: Workload | None = Workload(512, 64)) -> LoadPlan:
+
+def plan(workload: Workload | None = WORKLOAD) -> LoadPlan:
     return LoadPlan(
         name="llama",
         dtype="bfloat16",
