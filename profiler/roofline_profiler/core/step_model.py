@@ -119,9 +119,17 @@ def mixed_step(m: ModelMeasurements, engine: Engine) -> StepCost:
     all_reduce = Curve([(t.batch, t.seconds) for t in m.all_reduce]) if m.all_reduce else None
     layers = m.arch.num_layers
 
+    measured_contexts = m.contexts
+
     @lru_cache(maxsize=4096)
     def decode_attention(context: int) -> Curve:
-        points = [(0, 0.0)] + [(b, attention_seconds(m, b, context)[0]) for b in m.batches]
+        # Never less than at a shorter measured context: two noisy measured contexts can draw a
+        # line that falls, and a longer context reads more KV.
+        shorter = [c for c in measured_contexts if c < context]
+        points = [(0, 0.0)] + [
+            (b, max(attention_seconds(m, b, c)[0] for c in (context, *shorter)))
+            for b in m.batches
+        ]
         return Curve(points)
 
     def step(decodes: int, context_tokens: int, chunks: Sequence[Chunk]) -> float:

@@ -109,3 +109,16 @@ def test_a_step_never_shrinks_as_its_decodes_context_or_chunk_grow(
     assert step(decodes, context, (Chunk(new + 1, prior, True),)) >= base
     if new:
         assert step(decodes, context, (Chunk(new, prior + 1, True),)) >= base
+
+
+def test_decode_attention_never_falls_as_the_context_grows() -> None:
+    m = with_prefill()
+    # Attention measured slower at the shorter context than at the longer one (noise).
+    attention = tuple(
+        replace(a, seconds=a.seconds * (20 if a.context_tokens == 1024 else 1))
+        for a in m.attention
+    )
+    m = replace(m, attention=attention)
+    step = mixed_step(m, NONE)
+    assert step(4, 2048, ()) >= step(4, 1024, ())
+    assert step(4, 4096, ()) >= step(4, 1024, ())
