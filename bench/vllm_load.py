@@ -274,7 +274,7 @@ def profile(arch: Architecture, config_path: Path, python: str, quick: bool) -> 
         *load_flags(first, rates_for(arch, first, quick), targets_for(arch, first, 0)),
         "--json", str(result),
     ]  # fmt: skip
-    arch.commands.append("roofline " + " ".join(args))
+    arch.commands.append(shown_command(args, config_path.parent))
     print(f"[{stamp()}] profiling", flush=True)
     # The server is gone; a profile whose parts all waited for a CPU another process held
     # (CpuContention: its steps too slow) is taken again, as bench/vllm_vs_plan.py's test does.
@@ -290,11 +290,17 @@ def profile(arch: Architecture, config_path: Path, python: str, quick: bool) -> 
             out = config_path.parent / f"{arch.name}-plan-{mix[0]}-{mix[1]}-{pair}.json"
             flags = load_flags(mix, rates_for(arch, mix, quick), targets_for(arch, mix, pair))
             args = ["plan", "--from", str(result), "--model", str(config_path), *flags]
-            arch.commands.append("roofline " + " ".join([*args, "--json", out.name]))
+            arch.commands.append(shown_command([*args, "--json", out.name], config_path.parent))
             roofline(*args, "--json", str(out), python=python)
             load = only_load(out)
             arch.predicted.setdefault(mix, load)
             arch.predicted_max[(mix, pair)] = load.get("maxRequestRate")
+
+
+def shown_command(args: list[str], workdir: Path) -> str:
+    """A command as the record shows it: files by their names, not the run's scratch directory."""
+    prefix = f"{workdir}{os.sep}"
+    return "roofline " + " ".join(a.removeprefix(prefix) for a in args)
 
 
 def ttft_pairs(arch: Architecture) -> list[tuple[int, float, float]]:

@@ -143,7 +143,7 @@ def simulate(
     waiting: list[_Request] = []
     running: list[_Request] = []
     queued_at: dict[int, int] = {}
-    busy = batch_time = 0.0
+    batch_time = 0.0
     emitted = 0
     now, next_arrival = 0.0, 0
     # Every step gives at least one request a token or a prompt chunk, so this ends.
@@ -178,7 +178,6 @@ def simulate(
         seconds = cost(len(decodes), context, tuple(c for _, c in chunks))
         start, now = now, now + seconds
         overlap = max(0.0, min(now, window_end) - max(start, window_start))
-        busy += overlap
         batch_time += overlap * (len(decodes) + len(chunks))
         for r, c in chunks:
             r.prefilled += c.new_tokens
