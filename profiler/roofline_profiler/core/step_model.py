@@ -127,8 +127,7 @@ def mixed_step(m: ModelMeasurements, engine: Engine) -> StepCost:
         # line that falls, and a longer context reads more KV.
         shorter = [c for c in measured_contexts if c < context]
         points = [(0, 0.0)] + [
-            (b, max(attention_seconds(m, b, c)[0] for c in (context, *shorter)))
-            for b in m.batches
+            (b, max(attention_seconds(m, b, c)[0] for c in (context, *shorter))) for b in m.batches
         ]
         return Curve(points)
 

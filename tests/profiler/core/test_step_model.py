@@ -115,8 +115,7 @@ def test_decode_attention_never_falls_as_the_context_grows() -> None:
     m = with_prefill()
     # Attention measured slower at the shorter context than at the longer one (noise).
     attention = tuple(
-        replace(a, seconds=a.seconds * (20 if a.context_tokens == 1024 else 1))
-        for a in m.attention
+        replace(a, seconds=a.seconds * (20 if a.context_tokens == 1024 else 1)) for a in m.attention
     )
     m = replace(m, attention=attention)
     step = mixed_step(m, NONE)
