@@ -88,3 +88,17 @@ QUANTIZATION_CONFIGS: dict[str, dict[str, Any]] = {
         "bnb_4bit_compute_dtype": "bfloat16",
     },
 }
+
+
+#: A Llama of two 128-wide layers: the model-plan and load CLI tests profile it in seconds.
+TINY_LLAMA_128: dict[str, Any] = {
+    "architectures": ["LlamaForCausalLM"],
+    "model_type": "llama",
+    "hidden_size": 128,
+    "intermediate_size": 256,
+    "num_hidden_layers": 2,
+    "num_attention_heads": 4,
+    "num_key_value_heads": 2,
+    "vocab_size": 1000,
+    "max_position_embeddings": 4096,
+}

@@ -10,20 +10,10 @@ from typing import Any
 import pytest
 
 from roofline_profiler.wire.result import SCHEMA_VERSION, ProfileResult, validate_document
-from tests.model_configs import QUANTIZATION_CONFIGS
+from tests.model_configs import QUANTIZATION_CONFIGS, TINY_LLAMA_128
 from tests.profiler.cli_process import assert_refused, run_cli
 
-TINY = {
-    "architectures": ["LlamaForCausalLM"],
-    "model_type": "llama",
-    "hidden_size": 128,
-    "intermediate_size": 256,
-    "num_hidden_layers": 2,
-    "num_attention_heads": 4,
-    "num_key_value_heads": 2,
-    "vocab_size": 1000,
-    "max_position_embeddings": 4096,
-}
+TINY = TINY_LLAMA_128
 
 
 @pytest.fixture(scope="module")
