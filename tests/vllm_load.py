@@ -17,8 +17,10 @@ wait for the server (a closed loop would slow down with it and hide the queue). 
 running batch. The window: arrivals go on for ``duration`` seconds; the first ``warmup`` seconds of
 them (at least one request's lifetime: by Little's law the running batch reaches its level after
 one lifetime) are discarded; the requests sent after it are measured, each to its last token.
-A rate past the server's throughput (``saturated``) is told by its queue: the requests still waiting
-when the arrivals stop exceed what the server drains in a second at the measured rate, or the
+A rate past the server's throughput (``saturated``) is told by its queue: the requests waiting in
+the last third of the window exceed, on average, those in its first third by more than a second's
+arrivals (a queue that grows; one reading at the end of the arrivals flagged a rate saturated that
+a higher one was not, as Poisson arrivals queue a few requests for a moment at any rate), or the
 measured requests' TTFT keeps growing (the last third's median over twice the first third's).
 
 Used by ``bench/vllm_load.py`` and ``tests/engine/test_load_against_vllm.py``; stdlib only.
@@ -191,12 +193,27 @@ class LoadRun:
         return sum(len(r.token_times) for r in self.completed) / chunks if chunks else math.nan
 
     @property
+    def queue_growth(self) -> float:
+        """How much the waiting queue grew over the measured window: the mean of
+        ``vllm:num_requests_waiting`` over its last third less that over its first third (a mean
+        over a third of the window, not one reading: Poisson arrivals queue a few requests for
+        a moment at any rate)."""
+        inside = [(at, w) for at, _, w in self.gauges if self.warmup <= at < self.duration]
+        if len(inside) < 3:
+            return 0.0
+        third = (self.duration - self.warmup) / 3
+        early = [w for at, w in inside if at < self.warmup + third]
+        late = [w for at, w in inside if at >= self.duration - third]
+        if not early or not late:
+            return 0.0
+        return statistics.fmean(late) - statistics.fmean(early)
+
+    @property
     def saturated(self) -> bool:
         measured = self.measured
         if len(self.completed) < len(measured):
             return True
-        waiting = [w for at, _, w in self.gauges if at <= self.duration]
-        if waiting and waiting[-1] > max(2.0, self.rate):
+        if self.queue_growth > max(2.0, self.rate):
             return True
         thirds = max(1, len(measured) // 3)
         early = statistics.median(r.ttft_seconds for r in measured[:thirds])
