@@ -90,6 +90,22 @@ QUANTIZATION_CONFIGS: dict[str, dict[str, Any]] = {
 }
 
 
+#: Formats the plan reads (each sets ``ModelArch.weight_format``) and those it refuses, with the
+#: ``quant_method`` each declares.
+PLANNED_QUANTIZATIONS = ("awq", "compressed-tensors", "fp8", "gptq")
+UNPLANNED_QUANTIZATION_CONFIGS: dict[str, tuple[str, dict[str, Any]]] = {
+    "bitsandbytes-nf4": ("bitsandbytes", QUANTIZATION_CONFIGS["bitsandbytes"]),
+    "gptq-3-bit": ("gptq", {**QUANTIZATION_CONFIGS["gptq"], "bits": 3}),
+    "compressed-tensors-w4a16": (
+        "compressed-tensors",
+        {
+            "quant_method": "compressed-tensors",
+            "config_groups": {"group_0": {"weights": {"num_bits": 4, "type": "int"}}},
+        },
+    ),
+}
+
+
 #: A Llama of two 128-wide layers: the model-plan and load CLI tests profile it in seconds.
 TINY_LLAMA_128: dict[str, Any] = {
     "architectures": ["LlamaForCausalLM"],

@@ -17,7 +17,7 @@ from __future__ import annotations
 import argparse
 import math
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TypeVar
 
@@ -27,6 +27,7 @@ from roofline_profiler.core.load_plan import LoadRequest, Workload
 from roofline_profiler.core.model_config import ModelArch, ModelError, load_model
 from roofline_profiler.core.models import check_tensor_parallel
 from roofline_profiler.core.planning import PlanOptions
+from roofline_profiler.core.weight_formats import KV_CACHE_DTYPES, parse_weight_format
 from roofline_profiler.wire.result import ProfileResult
 from roofline_profiler.wire.saved_result import UnreadableResult, read_saved_result
 
@@ -304,8 +305,15 @@ def plan_options(args: argparse.Namespace, min_efficiency_percent: int) -> PlanO
     )
 
 
-def load_models(refs: Sequence[str], tensor_parallel: int) -> tuple[ModelArch, ...]:
-    """``--model``: each a preset or a ``config.json``, shardable at ``tensor_parallel``."""
+def load_models(
+    refs: Sequence[str],
+    tensor_parallel: int,
+    weight_format: str | None = None,
+    kv_cache_dtype: str | None = None,
+) -> tuple[ModelArch, ...]:
+    """``--model``: each a preset or a ``config.json``, shardable at ``tensor_parallel``, its
+    weights in ``--weight-format`` and its cache in ``--kv-cache-dtype`` where given
+    (:func:`served_as`)."""
     archs = []
     for ref in refs:
         try:
@@ -313,8 +321,38 @@ def load_models(refs: Sequence[str], tensor_parallel: int) -> tuple[ModelArch, .
             check_tensor_parallel(arch, tensor_parallel)
         except ModelError as exc:
             raise UsageError(f"--model {ref}: {exc}") from None
-        archs.append(arch)
+        archs.append(served_as(arch, ref, weight_format, kv_cache_dtype))
     return tuple(archs)
+
+
+def served_as(
+    arch: ModelArch, ref: str, weight_format: str | None, kv_cache_dtype: str | None
+) -> ModelArch:
+    """``arch`` served with ``--weight-format`` (a format its config does not declare otherwise;
+    not a mixture of experts) and ``--kv-cache-dtype``."""
+    if weight_format is not None:
+        try:
+            name = parse_weight_format(weight_format).name
+        except ValueError as exc:
+            raise UsageError(f"--weight-format: {exc}") from None
+        if arch.weight_format and arch.weight_format != name:
+            raise UsageError(
+                f"--weight-format {name}: --model {ref} declares {arch.weight_format} weights "
+                "(the engine serves a checkpoint in its own format)"
+            )
+        if arch.is_moe:
+            raise UsageError(
+                f"--weight-format: --model {ref} is a mixture of experts, whose quantized "
+                "experts the plan does not time"
+            )
+        arch = replace(arch, weight_format=name)
+    if kv_cache_dtype is not None:
+        if kv_cache_dtype not in KV_CACHE_DTYPES:
+            raise UsageError(
+                f"--kv-cache-dtype: {kv_cache_dtype!r} is not one of {', '.join(KV_CACHE_DTYPES)}"
+            )
+        arch = replace(arch, kv_cache_dtype=kv_cache_dtype)
+    return arch
 
 
 def requested_model_groups(args: argparse.Namespace) -> tuple[ModelGroup, ...]:
@@ -341,7 +379,13 @@ def profile_arguments(args: argparse.Namespace) -> ProfileArguments:
     plan options, then ``--models-json``/``--models-file``."""
     outputs = output_paths(args.json, args.markdown, args.plot, args.compact)
     tensor_parallel = parse_tensor_parallel(args.tensor_parallel)
-    models = load_models(args.model or (), tensor_parallel)
+    models = load_models(args.model or (), tensor_parallel, args.weight_format, args.kv_cache_dtype)
+    quantized = [arch.name for arch in models if arch.weight_format]
+    if quantized and args.dtype == "float32":
+        raise UsageError(
+            f"--dtype float32: {quantized[0]} has quantized weights, which the engines serve "
+            "with 16-bit activations (--dtype bfloat16 or float16)"
+        )
     contexts = (
         (limits.DEFAULT_CONTEXT_TOKENS,) if args.context is None else parse_contexts(args.context)
     )
@@ -383,7 +427,7 @@ def plan_arguments(args: argparse.Namespace) -> PlanArguments:
     """Check ``roofline plan``'s flags after argparse: the models, the output paths, the saved
     profile, its plan options, then the contexts."""
     tensor_parallel = parse_tensor_parallel(args.tensor_parallel)
-    models = load_models(args.model, tensor_parallel)
+    models = load_models(args.model, tensor_parallel, args.weight_format, args.kv_cache_dtype)
     outputs = output_paths(args.json, args.markdown, args.plot)
     source = Path(args.source)
     result = read_result(source)

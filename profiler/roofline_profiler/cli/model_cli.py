@@ -28,6 +28,7 @@ from roofline_profiler.core.load_plan import LoadRequest
 from roofline_profiler.core.load_planning import plan_loads
 from roofline_profiler.core.model_config import ModelArch
 from roofline_profiler.core.planning import ModelPlan
+from roofline_profiler.core.weight_formats import FAMILIES, KV_CACHE_DTYPES
 from roofline_profiler.wire.result import DeviceResult, ProfileResult
 from roofline_profiler.wire.saved_result import UnreadableResult, check_derived
 
@@ -53,6 +54,19 @@ def add_model_arguments(p: argparse.ArgumentParser, *, plan: bool = False) -> No
         metavar="N",
         default=str(limits.DEFAULT_TENSOR_PARALLEL),
         help="tensor-parallel degree: shapes sharded as the engines shard them (default 1)",
+    )
+    p.add_argument(
+        "--weight-format",
+        metavar="FORMAT",
+        help="the decoder layers' weight format when the config does not declare it: "
+        f"{', '.join(FAMILIES)}, a 4- or 8-bit one with -g<group> (default -g128) and GPTQ's "
+        "-asym, e.g. awq-int4-g128 (default: the config's quantization_config, else --dtype)",
+    )
+    p.add_argument(
+        "--kv-cache-dtype",
+        choices=tuple(KV_CACHE_DTYPES),
+        help="how the engine stores the KV cache, as vLLM's --kv-cache-dtype (default auto: "
+        "the model's dtype)",
     )
     p.add_argument("--itl-slo", metavar="TIME", help="inter-token latency SLO, e.g. 50ms")
     p.add_argument(

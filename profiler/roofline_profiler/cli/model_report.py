@@ -49,8 +49,10 @@ def engine_note(plan: ModelPlan) -> str | None:
 
 
 def _title(plan: ModelPlan) -> str:
+    weights = f"{plan.weight_format} weights, " if plan.weight_format else ""
+    cache = f"{plan.kv_cache_dtype} KV cache, " if plan.kv_cache_dtype != "auto" else ""
     return (
-        f"{plan.name} ({plan.dtype}, tensor parallel {plan.tensor_parallel}, "
+        f"{plan.name} ({plan.dtype}, {weights}{cache}tensor parallel {plan.tensor_parallel}, "
         f"context {plan.context_tokens})"
     )
 

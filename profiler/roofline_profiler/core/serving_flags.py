@@ -18,6 +18,12 @@ in its own terms — ``device memory × utilization − weights − activation r
   weights and activations to KV: ``KV budget / (device − weights − reserve)``, rounded down to
   0.01; ``--max_num_tokens`` matches vLLM's batched tokens.
 
+A quantized model adds its format's flag (vLLM and SGLang ``--quantization``, TGI ``--quantize``;
+:data:`QUANTIZATION_NAMES`) and an FP8 KV cache ``--kv-cache-dtype`` in each engine's name;
+TensorRT-LLM takes both from its built checkpoint and LLM API options, so it gets neither. vLLM
+given ``--quantization=awq`` (or ``gptq``) runs that kernel even where its Marlin kernel would
+run the checkpoint faster (a GPU): there, drop the flag and vLLM picks Marlin itself.
+
 Pure module: no torch, no numpy.
 """
 
@@ -98,7 +104,46 @@ def engine_settings(
             name: (*flags, f"{TENSOR_PARALLEL_FLAGS[name]}={tp}")
             for name, flags in settings.items()
         }
-    return settings
+    formats = format_flags(arch)
+    return {name: (*flags, *formats.get(name, ())) for name, flags in settings.items()}
+
+
+#: Each engine's name of a weight format family (vLLM ``--quantization``, SGLang
+#: ``--quantization``, TGI ``--quantize``); TensorRT-LLM builds its checkpoint in the format.
+QUANTIZATION_NAMES: dict[str, dict[str, str]] = {
+    "vllm": {
+        "awq-int4": "awq", "gptq-int4": "gptq", "gptq-int8": "gptq",
+        "int8-w8a8": "compressed-tensors", "fp8-w8a8": "fp8",
+    },
+    "sglang": {
+        "awq-int4": "awq", "gptq-int4": "gptq", "gptq-int8": "gptq",
+        "int8-w8a8": "w8a8_int8", "fp8-w8a8": "fp8",
+    },
+    "tgi": {
+        "awq-int4": "awq", "gptq-int4": "gptq", "gptq-int8": "gptq",
+        "int8-w8a8": "compressed-tensors", "fp8-w8a8": "fp8",
+    },
+}  # fmt: skip
+#: Each engine's ``--kv-cache-dtype`` for vLLM's FP8 names (SGLang names the E4M3 default
+#: ``fp8_e4m3``, TGI ``fp8``); TensorRT-LLM sets it in its LLM API options, not a flag.
+KV_CACHE_DTYPE_NAMES: dict[str, dict[str, str]] = {
+    "vllm": {"fp8": "fp8", "fp8_e4m3": "fp8_e4m3", "fp8_e5m2": "fp8_e5m2"},
+    "sglang": {"fp8": "fp8_e4m3", "fp8_e4m3": "fp8_e4m3", "fp8_e5m2": "fp8_e5m2"},
+    "tgi": {"fp8": "fp8", "fp8_e4m3": "fp8", "fp8_e5m2": "fp8_e5m2"},
+}
+QUANTIZATION_FLAGS = {"vllm": "--quantization", "sglang": "--quantization", "tgi": "--quantize"}
+
+
+def format_flags(arch: ModelArch) -> dict[str, tuple[str, ...]]:
+    """The flags that serve ``arch``'s weight format and KV-cache dtype, per engine."""
+    fmt = arch.quantized
+    flags: dict[str, tuple[str, ...]] = {}
+    for name, flag in QUANTIZATION_FLAGS.items():
+        added = [f"{flag}={QUANTIZATION_NAMES[name][fmt.family]}"] if fmt is not None else []
+        if arch.kv_cache_dtype != "auto":
+            added.append(f"--kv-cache-dtype={KV_CACHE_DTYPE_NAMES[name][arch.kv_cache_dtype]}")
+        flags[name] = tuple(added)
+    return flags
 
 
 def _kv_fractions(

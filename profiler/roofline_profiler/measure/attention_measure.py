@@ -35,6 +35,7 @@ import torch.nn.functional as F
 from roofline_profiler.core.decode_model import AttentionTime
 from roofline_profiler.core.models import attended_tokens
 from roofline_profiler.core.roofline import dtype_bytes
+from roofline_profiler.core.weight_formats import kv_cache_element_bytes
 from roofline_profiler.measure.component_timing import Part, time_parts
 from roofline_profiler.measure.decode_layer import LayerShapes, random_tensor
 from roofline_profiler.measure.devices import DTYPES, DeviceInfo
@@ -106,7 +107,8 @@ def _attention_at(
     arch = settings.arch
     s = LayerShapes.of(arch, settings.tensor_parallel)
     tokens = attended_tokens(arch, context)
-    per_sequence = 2 * s.kv_heads * tokens * s.head_dim * dtype_bytes(settings.dtype)
+    cached = kv_cache_element_bytes(arch.kv_cache_dtype, dtype_bytes(settings.dtype))
+    per_sequence = 2 * s.kv_heads * tokens * s.head_dim * cached
     sequences = _kv_sequences(settings, info, per_sequence)
     if settings.attention == VLLM_ATTENTION:
         cache: _KvCache | _PagedCache = _PagedCache.build(settings, info, s, tokens, sequences)
@@ -221,6 +223,9 @@ class _PagedCache:
     shapes: LayerShapes
     isa: str
     ops: Any
+    #: The model's dtype (the query's and output's), and vLLM's ``--kv-cache-dtype``.
+    dtype: torch.dtype = torch.bfloat16
+    kv_cache_dtype: str = "auto"
     cursor: int = 0
 
     @classmethod
@@ -234,14 +239,16 @@ class _PagedCache:
         dtype = DTYPES[settings.dtype]
         blocks = -(-tokens // VLLM_BLOCK_TOKENS)
         shape = (count * blocks, s.kv_heads, 2 * VLLM_BLOCK_TOKENS, s.head_dim)
-        cache = random_tensor(shape, dtype, info.device)
-        return cls(cache, blocks, tokens, s, choose_isa(dtype, VLLM_BLOCK_TOKENS, s.head_dim), ops)
+        kv_dtype = settings.arch.kv_cache_dtype
+        cache, isa = paged_cache(shape, dtype, kv_dtype, info.device, choose_isa)
+        return cls(cache, blocks, tokens, s, isa, ops, dtype, kv_dtype)
 
     def attention(self, batch: int) -> Callable[[int], object]:
         """A run of vLLM's decode kernel for ``batch`` sequences of :attr:`tokens` tokens."""
         s, ops = self.shapes, self.ops
         sequences = self.cache.shape[0] // self.blocks
-        dtype = self.cache.dtype
+        dtype = self.dtype
+        fp8 = kv_cache_arguments(self.kv_cache_dtype)
         query = random_tensor((batch, s.q_heads, s.head_dim), dtype, self.cache.device)
         out = torch.empty_like(query)
         lengths = torch.full((batch,), self.tokens, dtype=torch.int32)
@@ -249,7 +256,7 @@ class _PagedCache:
         schedule = ops.cpu_attn_get_scheduler_metadata(
             num_reqs=batch, num_heads=s.q_heads, num_kv_heads=s.kv_heads, head_dim=s.head_dim,
             seq_lens=lengths, dtype=dtype, query_start_loc=starts, causal=True,
-            sliding_window_size=-1, isa=self.isa, enable_kv_split=True,
+            sliding_window_size=-1, isa=self.isa, enable_kv_split=True, **fp8,
         )  # fmt: skip
         keys, values = self.cache.chunk(2, dim=2)
         offsets = torch.arange(self.blocks, dtype=torch.int32)
@@ -262,8 +269,32 @@ class _PagedCache:
                 query=query, key_cache=keys, value_cache=values, output=out,
                 query_start_loc=starts, seq_lens=lengths, scale=s.head_dim**-0.5, causal=True,
                 alibi_slopes=None, sliding_window=-1, block_table=first + offsets, softcap=0.0,
-                scheduler_metadata=schedule, s_aux=None,
+                scheduler_metadata=schedule, s_aux=None, **fp8,
             )  # fmt: skip
             return out
 
         return run
+
+
+def paged_cache(
+    shape: tuple[int, ...],
+    dtype: torch.dtype,
+    kv_cache_dtype: str,
+    device: torch.device,
+    choose_isa: Callable[..., str],
+) -> tuple[torch.Tensor, str]:
+    """A paged KV cache of ``shape`` as vLLM's CPU backend holds it under ``--kv-cache-dtype``,
+    and the kernel ISA vLLM picks for it: in ``dtype`` for ``auto``; for an FP8 cache bytes
+    (vLLM's ``STR_DTYPE_TO_TORCH_DTYPE`` keeps fp8 caches as uint8), small positive FP8 values
+    and never a NaN's bit pattern."""
+    block, head_dim = shape[2] // 2, shape[3]
+    if kv_cache_dtype == "auto":
+        return random_tensor(shape, dtype, device), choose_isa(dtype, block, head_dim)
+    generator = torch.Generator().manual_seed(0)
+    cache = torch.randint(0x20, 0x38, shape, dtype=torch.uint8, generator=generator)
+    return cache.to(device), choose_isa(dtype, block, head_dim, kv_cache_dtype)
+
+
+def kv_cache_arguments(kv_cache_dtype: str) -> dict[str, str]:
+    """The keyword vLLM's CPU attention calls take for an FP8 cache (none for ``auto``)."""
+    return {} if kv_cache_dtype == "auto" else {"kv_cache_dtype": kv_cache_dtype}

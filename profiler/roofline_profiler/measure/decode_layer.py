@@ -10,6 +10,10 @@ scatter-add per active expert). Shapes are per GPU under tensor parallelism, sha
 engines shard them (``models.decode_gemms``). The dense GEMMs run as the device's engines run them
 (``engine_linear``: on a CPU vLLM's own GEMMs beside vLLM, else weights packed once for oneDNN).
 
+A quantized model's qkv, o, gate_up and down GEMMs run in its weight format through the engine's
+kernel where it runs here, else as 16-bit GEMMs reading the format's bytes
+(``quantized_linear.engine_linear``; :attr:`DecoderLayer.weight_kernels` says which).
+
 The layer's *glue* is the body without its GEMMs (and without a mixture of experts' block): the
 norms, rotary embedding, cache write, activation and residual adds, a few dozen small operations
 on ``B × hidden`` values. Run eagerly, each is a separate call into torch, and on a CPU those calls
@@ -30,6 +34,7 @@ import torch
 import torch.nn.functional as F
 
 from roofline_profiler.core.model_config import ModelArch
+from roofline_profiler.measure import quantized_linear
 from roofline_profiler.measure.engine_linear import TORCH_LINEAR, EngineLinear
 
 RMS_EPS = 1e-6
@@ -127,7 +132,15 @@ class DecoderLayer:
     ) -> None:
         s, h, hd = shapes, shapes.hidden, shapes.head_dim
 
+        #: How the quantized GEMMs ran (``quantized_linear`` labels); empty without a format.
+        self.weight_kernels: set[str] = set()
+        fmt = arch.quantized
+
         def prepare(shape: tuple[int, int]) -> EngineLinear:
+            if fmt is not None:
+                layer, label = quantized_linear.engine_linear(fmt, shape, dtype, device, linear)
+                self.weight_kernels.add(label)
+                return layer
             return EngineLinear.prepare(random_tensor(shape, dtype, device), linear)
 
         self.arch, self.shapes, self.kind = arch, shapes, kind

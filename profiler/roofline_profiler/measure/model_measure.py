@@ -53,6 +53,7 @@ from roofline_profiler.core.decode_model import (
     layer_kinds,
 )
 from roofline_profiler.core.engines import Engine
+from roofline_profiler.core.model_config import ModelArch
 from roofline_profiler.core.roofline import dtype_bytes
 from roofline_profiler.measure.attention_measure import measure_attention, vllm_attention_kernel
 from roofline_profiler.measure.component_timing import Part, time_parts
@@ -83,6 +84,7 @@ from roofline_profiler.measure.measure_settings import (
     evicting_bytes,
     memory_budget,
 )
+from roofline_profiler.measure.quantized_linear import FORMAT_BYTES
 
 #: The lm_head slice: at least this many bytes (and the cache), or the whole matrix.
 MIN_HEAD_SLICE_BYTES = 128 << 20
@@ -123,10 +125,15 @@ Bodies = dict[str, tuple[ComponentTime, ...]]
 
 
 def measure_layer_bodies(
-    settings: MeasureSettings, info: DeviceInfo, progress: Progress, notes: list[str] | None = None
+    settings: MeasureSettings,
+    info: DeviceInfo,
+    progress: Progress,
+    notes: list[str] | None = None,
+    kernels: set[str] | None = None,
 ) -> tuple[Bodies, Bodies]:
     """The layer body (everything but the attention kernel) per layer kind and batch, and on a
-    CPU its glue alone (else nothing)."""
+    CPU its glue alone (else nothing); ``kernels`` gets the labels of a quantized model's GEMMs
+    (``quantized_linear``)."""
     arch, tp = settings.arch, settings.tensor_parallel
     dtype, device = DTYPES[settings.dtype], info.device
     shapes = LayerShapes.of(arch, tp)
@@ -138,6 +145,8 @@ def measure_layer_bodies(
             DecoderLayer(arch, shapes, kind, dtype, device, settings.linear)
             for _ in range(_layer_copies(settings, info, first.nbytes()) - 1)
         ]
+        if kernels is not None:
+            kernels.update(first.weight_kernels)
         turn = itertools.count()  # one rotation of the copies for every batch
         parts = [
             Part(
@@ -288,7 +297,9 @@ def measure_model(
 ) -> ModelMeasurements:
     """Every measured part of one model's decode step on one device."""
     notes: list[str] = []
-    bodies, glue = measure_layer_bodies(settings, info, progress, notes)
+    kernels: set[str] = set()
+    bodies, glue = measure_layer_bodies(settings, info, progress, notes, kernels)
+    notes.extend(weight_kernel_notes(settings.arch, kernels))
     head, head_scale = measure_head(settings, info, progress, notes)
     attention = measure_attention(settings, info, progress, notes)
     return ModelMeasurements(
@@ -306,6 +317,20 @@ def measure_model(
         linear=linear_kind(info.device, DTYPES[settings.dtype], settings.linear),
         attention_kernel=_attention_kernel(settings.attention),
         attention_roofline=settings.attention_roofline,
+        weight_kernel="/".join(sorted(kernels)),
+    )
+
+
+def weight_kernel_notes(arch: ModelArch, kernels: set[str]) -> tuple[str, ...]:
+    """What a plan says when a quantized model's GEMMs could not run the engine's kernel."""
+    fmt = arch.quantized
+    if fmt is None or FORMAT_BYTES not in kernels:
+        return ()
+    return (
+        f"no engine kernel for {fmt.name} weights runs here (vLLM's CPU kernels run 4-bit "
+        "weight-only and INT8 W8A8, from vLLM's environment): its GEMMs are timed as 16-bit "
+        "GEMMs reading the format's bytes, the bandwidth side only, so steps are predicted too "
+        "fast wherever the engine's kernel dequantizes or multiplies slower than 16-bit",
     )
 
 

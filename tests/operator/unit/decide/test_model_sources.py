@@ -4,10 +4,16 @@ import json
 from typing import Any
 
 import pytest
-from tests.model_configs import QUANTIZATION_CONFIGS, TINY_LLAMA
+from tests.model_configs import (
+    PLANNED_QUANTIZATIONS,
+    QUANTIZATION_CONFIGS,
+    TINY_LLAMA,
+    UNPLANNED_QUANTIZATION_CONFIGS,
+)
 
 from roofline_operator.core.model_spec import ModelSpec
 from roofline_operator.decide.model_sources import config_maps_needed, resolve_models
+from roofline_profiler.core import model_config
 from roofline_profiler.core.model_request import ModelsJsonError, parse_models_json
 
 CM = ("roofline", "cfg")
@@ -173,11 +179,14 @@ def test_the_operator_and_the_pod_refuse_the_same_models(model: ModelSpec) -> No
     assert pod_accepts is not bool(resolution.failures)
 
 
-@pytest.mark.parametrize("method", sorted(QUANTIZATION_CONFIGS))
-def test_a_quantized_model_fails_alone_and_never_reaches_the_pods(method: str) -> None:
+@pytest.mark.parametrize("case", sorted(UNPLANNED_QUANTIZATION_CONFIGS))
+def test_a_model_quantized_in_a_format_no_plan_reads_fails_alone_and_never_reaches_the_pods(
+    case: str,
+) -> None:
     """Its weights would be planned at 16 or 32 bits, 2 to 8 times their bytes: the model fails
     with the format named, inline or from a ConfigMap, and the other models go on."""
-    quantized = {**TINY_LLAMA, "quantization_config": QUANTIZATION_CONFIGS[method]}
+    method, quantization = UNPLANNED_QUANTIZATION_CONFIGS[case]
+    quantized = {**TINY_LLAMA, "quantization_config": quantization}
     models = (
         ModelSpec("inline", config=quantized),
         ModelSpec("mapped", config_map=("cfg", "config.json")),
@@ -192,10 +201,18 @@ def test_a_quantized_model_fails_alone_and_never_reaches_the_pods(method: str) -
     for name, where in (("inline", "spec.models[0].config"), ("mapped", "spec.models[1].config")):
         assert failures[name].reason == "InvalidModel"
         assert failures[name].message.startswith(where)
-        assert failures[name].message.endswith(
-            f"quantization_config declares quant_method {method!r}: quantized formats are not "
-            "planned yet (the plan would count every weight at 16 or 32 bits)"
+        assert f"quantization_config declares quant_method {method!r}: the plan does not " in (
+            failures[name].message
         )
+        assert failures[name].message.endswith("would be wrong)")
+
+
+@pytest.mark.parametrize("method", PLANNED_QUANTIZATIONS)
+def test_a_model_quantized_in_a_format_the_plan_reads_reaches_the_pods(method: str) -> None:
+    quantized = {**TINY_LLAMA, "quantization_config": QUANTIZATION_CONFIGS[method]}
+    resolution = resolve_models((ModelSpec("inline", config=quantized),), "ns", {})
+    assert [m.spec.name for m in resolution.valid] == ["inline"]
+    assert not resolution.failures
 
 
 def test_a_config_map_names_only_a_quantization_the_engines_know() -> None:
@@ -210,12 +227,12 @@ def test_a_config_map_names_only_a_quantization_the_engines_know() -> None:
     data = {key: json.dumps(config) for key, config in configs.items()}
     failures = resolve_models(models, "ns", {("ns", "cfg"): data}).failures or {}
     shown = {name: failure.message.split(": ", 1)[1] for name, failure in failures.items()}
-    not_planned = "quantized formats are not planned yet"
+    why = f"({model_config.QUANTIZED_NOT_PLANNED})"
     assert shown == {
-        "method.json": f"quantization_config declares a quant_method the engines do not name: "
-        f"{not_planned} (the plan would count every weight at 16 or 32 bits)",
-        "nested.json": f"text_config.compression_config is a list: {not_planned} (the plan "
-        "would count every weight at 16 or 32 bits)",
-        "dtype.json": f"torch_dtype is an 8-bit type: {not_planned} (the plan would count "
-        "every weight at 16 or 32 bits)",
+        "method.json": "quantization_config declares a quant_method the engines do not name: "
+        f"the plan does not read this format {why}",
+        "nested.json": "text_config.compression_config is a list: the plan does not read a "
+        f"quantization that is not an object {why}",
+        "dtype.json": "torch_dtype is an 8-bit type: the plan does not read a narrow dtype "
+        f"without its quantization_config {why}",
     }

@@ -334,18 +334,18 @@ async def test_a_config_over_the_size_limit_fails_its_model_alone() -> None:
 
 @pytest.mark.asyncio
 async def test_a_quantized_config_map_model_fails_alone_and_the_node_is_still_profiled() -> None:
-    """An AWQ config in the models ConfigMap: that model fails with the format named in its
-    status entry and ``ModelsReady``, the pod profiles the node's roofline with the other
+    """A bitsandbytes config in the models ConfigMap: that model fails with the format named in
+    its status entry and ``ModelsReady``, the pod profiles the node's roofline with the other
     model, and no plan of it (at 16 or 32 bits) is ever asked for."""
-    awq = {**TINY_LLAMA, "quantization_config": QUANTIZATION_CONFIGS["awq"]}
-    client = ModelClient({("ns", "cfg"): {"config.json": json.dumps(awq)}})
+    nf4 = {**TINY_LLAMA, "quantization_config": QUANTIZATION_CONFIGS["bitsandbytes"]}
+    client = ModelClient({("ns", "cfg"): {"config.json": json.dumps(nf4)}})
     loop = loop_with(client, {"models": MODELS[:2]}, ENV)
     await loop.round({"a": node("a")}, [], {})
     (pod,) = client.created
     assert [m["name"] for m in client.models_of(pod)] == ["tiny"]
     (entry,) = [m for m in client.statuses[-1]["models"] if m["name"] == "mapped"]
     assert entry["reason"] == "InvalidModel"
-    refusal = "quantization_config declares quant_method 'awq': quantized formats are not planned"
+    refusal = "quantization_config declares quant_method 'bitsandbytes': the plan does not read"
     assert refusal in entry["message"]
     ready = {c["type"]: c for c in client.statuses[-1]["conditions"]}["ModelsReady"]
     assert (ready["status"], ready["reason"]) == ("False", "InvalidModel")
