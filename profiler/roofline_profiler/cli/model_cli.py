@@ -153,10 +153,19 @@ def measured_model(
     for measured in device.model_measurements:
         if same_shapes(measured.arch, arch) and measured.tensor_parallel == tensor_parallel:
             return replace(measured, arch=arch)
+    parts = [f"{arch.weight_format} weights"] if arch.weight_format else []
+    if arch.kv_cache_dtype != "auto":
+        parts.append(f"an {arch.kv_cache_dtype} KV cache")
+    served = f" with {' and '.join(parts)}" if parts else ""
+    flags = "".join(
+        (
+            f" --tensor-parallel {tensor_parallel}" if tensor_parallel > 1 else "",
+            f" --kv-cache-dtype {arch.kv_cache_dtype}" if arch.kv_cache_dtype != "auto" else "",
+        )
+    )
     raise UsageError(
-        f"{source} has no measurements for {arch.name} at tensor parallel {tensor_parallel} "
-        f"on {device.device}; re-run roofline profile --model {ref}"
-        + (f" --tensor-parallel {tensor_parallel}" if tensor_parallel > 1 else "")
+        f"{source} has no measurements for {arch.name}{served} at tensor parallel "
+        f"{tensor_parallel} on {device.device}; re-run roofline profile --model {ref}{flags}"
     )
 
 
