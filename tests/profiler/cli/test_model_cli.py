@@ -266,7 +266,8 @@ W4A16_COMPRESSED = {
         ),
         pytest.param(
             {"quantization_config": {**QUANTIZATION_CONFIGS["awq"], "group_size": 100}},
-            "the plan does not read a group_size other than 32, 64, 128, 256",
+            "quantization_config declares quant_method 'awq': the plan does not read a "
+            "group_size other than 32, 64, 128, 256",
             id="awq-odd-group",
         ),
         pytest.param(
@@ -278,7 +279,7 @@ W4A16_COMPRESSED = {
         pytest.param(
             {"text_config": {"quantization_config": W4A16_COMPRESSED}},
             "text_config.quantization_config declares quant_method 'compressed-tensors': the "
-            "plan does not read compressed-tensors",
+            "plan does not read a compressed-tensors scheme other than W8A8 INT8",
             id="nested-in-text-config",
         ),
         pytest.param(
