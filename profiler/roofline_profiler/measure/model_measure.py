@@ -300,6 +300,12 @@ def measure_model(
     kernels: set[str] = set()
     bodies, glue = measure_layer_bodies(settings, info, progress, notes, kernels)
     notes.extend(weight_kernel_notes(settings.arch, kernels))
+    if settings.arch.kv_cache_dtype != "auto" and settings.attention == TORCH_ATTENTION:
+        notes.append(
+            f"attention is timed reading a {settings.dtype} KV cache (torch's attention has no "
+            f"{settings.arch.kv_cache_dtype} cache): its bytes are twice an FP8 cache's, so steps "
+            "at long contexts and large batches are predicted too slow"
+        )
     head, head_scale = measure_head(settings, info, progress, notes)
     attention = measure_attention(settings, info, progress, notes)
     return ModelMeasurements(
