@@ -303,8 +303,8 @@ def measure_model(
     if settings.arch.kv_cache_dtype != "auto" and settings.attention == TORCH_ATTENTION:
         notes.append(
             f"attention is timed reading a {settings.dtype} KV cache (torch's attention has no "
-            f"{settings.arch.kv_cache_dtype} cache): its bytes are twice an FP8 cache's, so steps "
-            "at long contexts and large batches are predicted too slow"
+            f"{settings.arch.kv_cache_dtype} cache): it reads two or four times an FP8 cache's "
+            "bytes, so steps at long contexts and large batches are predicted too slow"
         )
     head, head_scale = measure_head(settings, info, progress, notes)
     attention = measure_attention(settings, info, progress, notes)
