@@ -20,7 +20,9 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from roofline_operator.decide.peers import Spread, Standing
 from roofline_operator.run.metrics import DeviceSample, NodeSample, OperatorMetrics, ProfileSnapshot
+from roofline_operator.run.model_metrics import FormatSample
 from roofline_operator.run.peer_metrics import PeerSample
+from roofline_profiler.core.weight_formats import FAMILIES, KV_CACHE_DTYPES
 from tests.profiler.headline_builders import headline_numbers
 
 from .promql import grouping_labels, metric_names, selector_labels
@@ -100,6 +102,7 @@ def scrape_operator() -> dict[str, set[str]]:
                     )
                 ),
             ),
+            formats=(FormatSample("Llama-3.1-8B-Instruct", "awq-int4", "fp8"),),
         )
     )
     metrics.pods_launched.labels(profile="fleet").inc()
@@ -131,15 +134,20 @@ _MODEL_METRIC = re.compile(
 
 
 def contract_model_metrics() -> dict[str, set[str]]:
-    """The per-model metrics docs/contracts.md promises, each with its label names."""
-    text = (ROOT / "docs" / "contracts.md").read_text()
-    section = text.split("## Model plans", 1)[1].split("\n## ", 1)[0]
-    metrics = section.split("### Metrics", 1)[1].split("\n### ", 1)[0]
-    assert all(f"`{label}`" in metrics.split("\n\n")[1] for label in MODEL_LABELS)
+    """The per-node model metrics docs/contracts.md promises (the list after the paragraph
+    that names their labels), each with its label names."""
+    blocks = model_metrics_section().split("\n\n")
+    assert all(f"`{label}`" in blocks[1] for label in MODEL_LABELS)
     return {
         name: set(MODEL_LABELS) | ({extra} if extra else set())
-        for name, extra in _MODEL_METRIC.findall(metrics)
+        for name, extra in _MODEL_METRIC.findall(blocks[2])
     }
+
+
+def model_metrics_section() -> str:
+    text = (ROOT / "docs" / "contracts.md").read_text()
+    section = text.split("## Model plans", 1)[1].split("\n## ", 1)[0]
+    return section.split("### Metrics", 1)[1].split("\n### ", 1)[0]
 
 
 def rules() -> list[dict[str, Any]]:
@@ -261,3 +269,16 @@ def test_model_metrics_the_operator_exposes_carry_the_contracts_labels() -> None
 
 def test_the_operator_exposes_the_metrics_the_contract_names() -> None:
     assert contract_metric_names() <= set(EXPOSED)
+
+
+def test_the_contract_names_the_per_profile_format_info_and_its_bounded_labels() -> None:
+    """Not a per-node gauge: one series per model of a profile, its label values a fixed set."""
+    blocks = model_metrics_section().split("\n\n")
+    (intro,) = [b for b in blocks if b.startswith("Per model of a profile")]
+    (listed,) = [b for b in blocks if b.startswith("- `roofline_model_format_info`")]
+    labels = {"profile", "model", "weight_format", "kv_cache_dtype"}
+    assert all(f"`{label}`" in intro for label in labels)
+    assert EXPOSED["roofline_model_format_info"] == labels
+    for value in (*FAMILIES, "dtype", *KV_CACHE_DTYPES):
+        assert f"`{value}`" in listed, value
+    assert "roofline_model_format_info" not in MODEL_METRICS

@@ -16,6 +16,7 @@ from decimal import Decimal
 from typing import Any
 
 from roofline_profiler.core import limits, units
+from roofline_profiler.core.weight_formats import KV_CACHE_DTYPES, parse_weight_format
 
 DEFAULT_CONFIG_MAP_KEY = "config.json"
 #: Units of ``slo.interTokenLatency``, as the CRD's pattern allows.
@@ -26,6 +27,15 @@ _PRESET = re.compile(r"[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?")
 _CONFIG_MAP_NAME = re.compile(r"[a-z0-9]([-a-z0-9.]*[a-z0-9])?")
 _CONFIG_MAP_KEY = re.compile(r"[-._a-zA-Z0-9]+")
 _COST = re.compile(r"[0-9]{1,9}(\.[0-9]{1,6})?")
+#: ``spec.models[].weightFormat``: the names ``parse_weight_format`` reads, as the CRD's pattern
+#: spells them (a group size only for AWQ and GPTQ, ``-asym`` only for GPTQ; no leading zeros).
+WEIGHT_FORMAT_PATTERN = (
+    "^(awq-int4(-g(32|64|128|256))?|gptq-int(4|8)(-g(32|64|128|256))?(-asym)?|int8-w8a8|fp8-w8a8)$"
+)
+_WEIGHT_FORMAT = re.compile(WEIGHT_FORMAT_PATTERN)
+#: The longest ``weightFormat`` the pattern admits (``gptq-int4-g128-asym``): the CRD's maxLength.
+MAX_WEIGHT_FORMAT_CHARS = 19
+DEFAULT_KV_CACHE_DTYPE = "auto"
 
 
 class ModelSpecError(ValueError):
@@ -43,6 +53,11 @@ class ModelSpec:
     config_map: tuple[str, str] | None = None
     context_tokens: int = limits.DEFAULT_CONTEXT_TOKENS
     tensor_parallel: int = limits.DEFAULT_TENSOR_PARALLEL
+    #: ``weightFormat``, as ``WeightFormat.name`` spells it (``awq-int4`` reads
+    #: ``awq-int4-g128``); ``None``: as the config declares.
+    weight_format: str | None = None
+    #: ``kvCacheDtype``: vLLM's ``--kv-cache-dtype`` (``auto``: the model's dtype).
+    kv_cache_dtype: str = DEFAULT_KV_CACHE_DTYPE
 
     def where(self, index: int) -> str:
         """The field path of this model's source, as messages name it."""
@@ -68,6 +83,34 @@ def _config_map(raw: Any, where: str) -> tuple[str, str]:
     if not isinstance(key, str) or len(key) > 253 or not _CONFIG_MAP_KEY.fullmatch(key):
         raise ModelSpecError(f"{where}.key must be a ConfigMap key, got {key!r}")
     return name, key
+
+
+def _weight_format(raw: Mapping[str, Any], where: str) -> str | None:
+    value = raw.get("weightFormat")
+    if value is None:
+        return None
+    if not isinstance(value, str) or not _WEIGHT_FORMAT.fullmatch(value):
+        raise ModelSpecError(
+            f"{where}.weightFormat must be a weight format such as awq-int4-g128, "
+            f"gptq-int8-g64-asym, int8-w8a8 or fp8-w8a8, got {_shown(value)}"
+        )
+    return parse_weight_format(value).name
+
+
+def _kv_cache_dtype(raw: Mapping[str, Any], where: str) -> str:
+    value = raw.get("kvCacheDtype")
+    if value is None:
+        return DEFAULT_KV_CACHE_DTYPE
+    if not isinstance(value, str) or value not in KV_CACHE_DTYPES:
+        raise ModelSpecError(
+            f"{where}.kvCacheDtype must be one of {', '.join(KV_CACHE_DTYPES)}, got {_shown(value)}"
+        )
+    return value
+
+
+def _shown(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 40 else text[:37] + "..."
 
 
 def _model(raw: Any, index: int) -> ModelSpec:
@@ -98,6 +141,8 @@ def _model(raw: Any, index: int) -> ModelSpec:
         tensor_parallel=_bounded_int(
             raw, "tensorParallel", limits.DEFAULT_TENSOR_PARALLEL, limits.MAX_TENSOR_PARALLEL, where
         ),
+        weight_format=_weight_format(raw, where),
+        kv_cache_dtype=_kv_cache_dtype(raw, where),
     )
 
 
@@ -166,9 +211,21 @@ def model_fields_for_hash(
                 "configMap": m.config_map,
                 "context": m.context_tokens,
                 "tp": m.tensor_parallel,
+                **_served_for_hash(m),
             }
             for m in models
         ],
         "slo": slo_seconds,
         "cost": str(cost) if cost is not None else None,
     }
+
+
+def _served_for_hash(model: ModelSpec) -> dict[str, str]:
+    """``weightFormat`` and ``kvCacheDtype`` where not the defaults, so that a profile written
+    before they existed keeps its digest (and its nodes their plans)."""
+    served = {}
+    if model.weight_format is not None:
+        served["weightFormat"] = model.weight_format
+    if model.kv_cache_dtype != DEFAULT_KV_CACHE_DTYPE:
+        served["kvCacheDtype"] = model.kv_cache_dtype
+    return served

@@ -1,8 +1,10 @@
 """A profile's models checked before any pod starts: presets, inline configs, ConfigMaps.
 
-Every model is read with the profiler's own pure reader (``model_from_config``) and its tensor
-parallel degree checked, so a bad config fails that model at once, with a message naming the field,
-and never a profiler pod, a node or the profile's other models. Only the valid models reach the
+Every model is read with the profiler's own pure reader (``model_from_config``), its tensor
+parallel degree checked and its ``weightFormat`` and ``kvCacheDtype`` applied as the pod applies
+them (``models.served_in``), so a bad config, or a format other than the one it declares, fails
+that model at once, with a message naming the field, and never a profiler pod, a node or the
+profile's other models. Only the valid models reach the
 pods, each with its config inline, in one ConfigMap per profile and model set that the pods mount
 (``--models-file``): not in argv, which caps an argument at 128 KiB (a large config made every
 pod fail to start), and the pods never read the API themselves.
@@ -13,10 +15,10 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
-from roofline_operator.core.model_spec import ModelSpec
+from roofline_operator.core.model_spec import DEFAULT_KV_CACHE_DTYPE, ModelSpec
 from roofline_operator.core.names import (
     API_VERSION,
     KIND,
@@ -25,9 +27,11 @@ from roofline_operator.core.names import (
     MANAGED_BY,
 )
 from roofline_operator.decide.labels import label_safe
-from roofline_profiler.core.model_config import PRESETS, ModelError, parse_config_text
-from roofline_profiler.core.models import UnknownPreset, checked_model
+from roofline_profiler.core.model_config import PRESETS, ModelArch, ModelError, parse_config_text
+from roofline_profiler.core.models import ServingFields, UnknownPreset, checked_model, served_in
 
+#: The dtype whose activations no engine serves quantized weights with.
+FLOAT32 = "float32"
 #: ``status.models[].reason`` of a model that cannot be planned.
 UNKNOWN_PRESET = "UnknownPreset"
 INVALID_MODEL = "InvalidModel"
@@ -62,14 +66,33 @@ ConfigMaps = Mapping[tuple[str, str], Mapping[str, str] | UnreadableConfigMap | 
 
 
 @dataclass(frozen=True)
+class ServedFormat:
+    """How the engine serves a valid model, as its config and its spec entry resolve it."""
+
+    #: The decoder weights' format (``WeightFormat.name``); empty: the model's dtype.
+    weight_format: str = ""
+    #: vLLM's ``--kv-cache-dtype`` (``auto``: the model's dtype).
+    kv_cache_dtype: str = DEFAULT_KV_CACHE_DTYPE
+
+    @classmethod
+    def of(cls, arch: ModelArch) -> ServedFormat:
+        return cls(arch.weight_format, arch.kv_cache_dtype)
+
+
+@dataclass(frozen=True)
 class ResolvedModel:
-    """A valid model, ready for the pod: a preset name or the config's fields."""
+    """A valid model, ready for the pod: a preset name or the config's fields, and how it is
+    served."""
 
     spec: ModelSpec
     preset: str | None
     config: Mapping[str, Any] | None
+    served: ServedFormat = field(default_factory=ServedFormat)
 
     def to_argument(self) -> dict[str, Any]:
+        """The model's ``--models-file`` entry. ``weightFormat`` and ``kvCacheDtype`` only where
+        the spec sets them (a format the config declares, the pod reads there itself), so the
+        file, and the ConfigMap named after its digest, of a spec without them are as before."""
         entry: dict[str, Any] = {"name": self.spec.name}
         if self.preset is not None:
             entry["preset"] = self.preset
@@ -77,6 +100,10 @@ class ResolvedModel:
             entry["config"] = dict(self.config or {})
         entry["contextTokens"] = self.spec.context_tokens
         entry["tensorParallel"] = self.spec.tensor_parallel
+        if self.spec.weight_format is not None:
+            entry["weightFormat"] = self.spec.weight_format
+        if self.spec.kv_cache_dtype != DEFAULT_KV_CACHE_DTYPE:
+            entry["kvCacheDtype"] = self.spec.kv_cache_dtype
         return entry
 
 
@@ -92,6 +119,10 @@ class ModelResolution:
             return None
         entries = [m.to_argument() for m in self.valid]
         return json.dumps(entries, separators=(",", ":"), sort_keys=True)
+
+    def formats(self) -> dict[str, ServedFormat]:
+        """How each valid model is served, by name."""
+        return {m.spec.name: m.served for m in self.valid}
 
     def digest(self) -> str:
         """What the pods receive, hashed: a changed ConfigMap re-profiles, like a changed spec."""
@@ -204,12 +235,14 @@ def _config_from_map(
     return config
 
 
-def _checked(model: ModelSpec, index: int, config: Mapping[str, Any] | None) -> ModelFailure | None:
-    """``None`` when the model can be planned, else why not; a config from a ConfigMap is
-    reported without its values (:func:`_config_from_map`)."""
+def _checked(
+    model: ModelSpec, index: int, config: Mapping[str, Any] | None, dtype: str | None
+) -> ModelArch | ModelFailure:
+    """The model as served, or why it cannot be planned; a config from a ConfigMap is reported
+    without its values (:func:`_config_from_map`)."""
     where = model.where(index)
     try:
-        checked_model(model.name, model.preset, config, model.tensor_parallel, source=where)
+        arch = checked_model(model.name, model.preset, config, model.tensor_parallel, source=where)
     except UnknownPreset as exc:
         known = ", ".join(sorted(PRESETS))
         return ModelFailure(
@@ -220,11 +253,23 @@ def _checked(model: ModelSpec, index: int, config: Mapping[str, Any] | None) -> 
         if not message.startswith(where):
             message = f"{where}: {message}"
         return ModelFailure(INVALID_MODEL, message)
-    return None
+    entry = f"spec.models[{index}]"
+    fields = ServingFields(where, f"{entry}.weightFormat", f"{entry}.kvCacheDtype")
+    try:
+        arch = served_in(arch, model.weight_format, model.kv_cache_dtype, fields)
+    except ModelError as exc:  # its messages show no config value but the format's name
+        return ModelFailure(INVALID_MODEL, str(exc))
+    if arch.weight_format and dtype == FLOAT32:
+        return ModelFailure(
+            INVALID_MODEL,
+            f"{where}: {arch.weight_format} weights under spec.dtype {FLOAT32}: the engines serve "
+            "quantized weights with 16-bit activations (spec.dtype bfloat16 or float16)",
+        )
+    return arch
 
 
 def _resolve(
-    model: ModelSpec, index: int, namespace: str, config_maps: ConfigMaps
+    model: ModelSpec, index: int, namespace: str, config_maps: ConfigMaps, dtype: str | None
 ) -> ResolvedModel | ModelFailure:
     config = model.config
     if model.preset is None and config is None:
@@ -232,12 +277,13 @@ def _resolve(
         if isinstance(found, ModelFailure):
             return found
         config = found
-    failure = _checked(model, index, config)
-    if failure is not None:
-        return failure
+    checked = _checked(model, index, config, dtype)
+    if isinstance(checked, ModelFailure):
+        return checked
+    served = ServedFormat.of(checked)
     if model.preset is not None:
-        return ResolvedModel(model, model.preset, None)
-    return ResolvedModel(model, None, dict(config or {}))
+        return ResolvedModel(model, model.preset, None, served)
+    return ResolvedModel(model, None, dict(config or {}), served)
 
 
 #: How :func:`resolve_models` words a model whose check raised something other than a
@@ -257,14 +303,21 @@ def timed_out(models: tuple[ModelSpec, ...], seconds: float) -> ModelResolution:
 
 
 def resolve_models(
-    models: tuple[ModelSpec, ...], namespace: str, config_maps: ConfigMaps
+    models: tuple[ModelSpec, ...],
+    namespace: str,
+    config_maps: ConfigMaps,
+    dtype: str | None = None,
 ) -> ModelResolution:
-    """Check every model; the valid ones go to the pods, the others fail alone."""
+    """Check every model; the valid ones go to the pods, the others fail alone. ``dtype``: the
+    spec's, under which a quantized model is refused at ``float32``, as the profiler's
+    ``--dtype float32`` refuses one (``None``: not checked)."""
     valid: list[ResolvedModel] = []
     failures: dict[str, ModelFailure] = {}
     for index, model in enumerate(models):
         try:
-            outcome: ResolvedModel | ModelFailure = _resolve(model, index, namespace, config_maps)
+            outcome: ResolvedModel | ModelFailure = _resolve(
+                model, index, namespace, config_maps, dtype
+            )
         except Exception as exc:
             # A bulkhead: whatever a model's config does to the reader fails that model alone
             # (the round, the roofline and the other models go on); the fuzz test of model

@@ -2,7 +2,8 @@
 
 Entries follow ``spec.models``: a model removed from the spec leaves both lists at once, a model
 that cannot be planned (unknown preset, bad config, missing ConfigMap) shows its reason on every
-node and in its summary, and the other models and nodes are planned as usual.
+node and in its summary, and the other models and nodes are planned as usual. Each entry of a
+valid model says how it is served (``weightFormat``, ``kvCacheDtype``, where not the defaults).
 """
 
 from __future__ import annotations
@@ -20,9 +21,9 @@ from roofline_operator.core.model_plans import (
     plan_to_status,
     range_is_empty,
 )
-from roofline_operator.core.model_spec import ModelSpec
+from roofline_operator.core.model_spec import DEFAULT_KV_CACHE_DTYPE, ModelSpec
 from roofline_operator.core.node_results import NodeResult
-from roofline_operator.decide.model_sources import ModelFailure
+from roofline_operator.decide.model_sources import ModelFailure, ServedFormat
 from roofline_profiler.core.units import SECONDS_PER_HOUR, round_significant
 from roofline_profiler.wire import plan_fields
 from roofline_profiler.wire.compact_models import CompactModelPlan
@@ -47,11 +48,28 @@ def summarized() -> tuple[str, ...]:
 
 @dataclass(frozen=True)
 class ModelsView:
-    """What the status needs of the spec's models: the list, their failures, the price."""
+    """What the status needs of the spec's models: the list, their failures, the price, how
+    each valid one is served."""
 
     models: tuple[ModelSpec, ...] = ()
     failures: Mapping[str, ModelFailure] = field(default_factory=dict)
     gpu_hour_cost: Decimal | None = None
+    #: Each valid model's name to how it is served (a model missing here shows no format).
+    formats: Mapping[str, ServedFormat] = field(default_factory=dict)
+
+    def served(self, name: str) -> dict[str, str]:
+        """``weightFormat`` (omitted for a model in its dtype) and ``kvCacheDtype`` (omitted
+        for ``auto``) of a model, as resolved from its config and spec entry; none for a model
+        that failed before it was resolved."""
+        served = self.formats.get(name)
+        if served is None:
+            return {}
+        keys = {}
+        if served.weight_format:
+            keys["weightFormat"] = served.weight_format
+        if served.kv_cache_dtype != DEFAULT_KV_CACHE_DTYPE:
+            keys["kvCacheDtype"] = served.kv_cache_dtype
+        return keys
 
 
 def cost_per_million_tokens(
@@ -103,11 +121,12 @@ def _plan_entry(plan: CompactModelPlan, view: ModelsView) -> dict[str, Any]:
     return entry
 
 
-def _identity(model: ModelSpec) -> dict[str, Any]:
+def _identity(model: ModelSpec, view: ModelsView) -> dict[str, Any]:
     return {
         "name": model.name,
         "contextTokens": model.context_tokens,
         "tensorParallel": model.tensor_parallel,
+        **view.served(model.name),
     }
 
 
@@ -128,20 +147,21 @@ def node_model_entries(
         if failure is not None:
             if result is not None:
                 entries.append(
-                    {**_identity(model), "reason": failure.reason, "message": failure.message}
+                    {**_identity(model, view), "reason": failure.reason, "message": failure.message}
                 )
         elif plan is not None:
-            entries.extend(with_rates([_plan_entry(plan, view)], loads))
+            entry = {**_plan_entry(plan, view), **view.served(model.name)}
+            entries.extend(with_rates([entry], loads))
         elif current and result is not None and MODEL_FAILED in result.warnings():
             message = (
                 "the profiler could not measure this model on the node (out of GPU memory or a "
                 "device error; the profiler pod's log names it); the roofline and the other "
                 "models are published"
             )
-            entries.append({**_identity(model), "reason": MODEL_FAILED, "message": message})
+            entries.append({**_identity(model, view), "reason": MODEL_FAILED, "message": message})
         elif current:
             message = "the profiler returned no plan for this model"
-            entries.append({**_identity(model), "reason": NOT_PLANNED, "message": message})
+            entries.append({**_identity(model, view), "reason": NOT_PLANNED, "message": message})
     return entries
 
 
@@ -167,7 +187,7 @@ def models_summary(
         entries = by_name[model.name]
         planned = [e for e in entries if is_planned(e)]
         item: dict[str, Any] = {
-            **_identity(model),
+            **_identity(model, view),
             "nodes": len(planned),
             "failedNodes": sum(1 for e in entries if not is_planned(e)),
         }

@@ -7,8 +7,9 @@ Two copies of a node's publication have hard limits set by the API server:
 * the ``status.nodes[]`` entry: the whole object may hold about 1.5 MiB, and ``status.py`` lists up
   to :data:`~roofline_operator.decide.status.DEFAULT_STATUS_MAX_NODES` full entries.
 
-The largest legitimate entry is a node of 8 GPUs profiled with 8 models of 63-character names, with
-intervals, warnings, a failure message and a material change: 8.8 KB as a record annotation, 9.6 KB
+The largest legitimate entry is a node of 8 GPUs profiled with 8 models of 63-character names
+(in the status, each served in the longest format name and an FP8 cache), with intervals,
+warnings, a failure message and a material change: 8.8 KB as a record annotation, 9.6 KB
 as a status entry (measured by ``tests/operator/unit/decide/test_sizes.py``), so neither fits its
 budget whole. An entry over budget loses, in this order, what costs least to lose: the intervals
 (hysteresis then treats the numbers as exact until the next profile), the warnings (the next profile
@@ -41,12 +42,14 @@ RECORD_ANNOTATION_BUDGET_BYTES = ANNOTATIONS_LIMIT_BYTES // 2 // MAX_RECORDS_PER
 STATUS_ENTRY_BUDGET_BYTES = 6 * 1024
 
 #: Keys of a model's entry kept when its detail is dropped, besides its batch bounds
-#: (:func:`model_core_keys`): what it is, or why it has no plan.
+#: (:func:`model_core_keys`): what it is (how it is served included), or why it has no plan.
 #: The largest request rate per replica is kept too: a per-replica limit, as the bounds are.
 MODEL_IDENTITY_KEYS = (
     "name",
     "contextTokens",
     "tensorParallel",
+    "weightFormat",
+    "kvCacheDtype",
     "reason",
     "message",
     "maxRequestRate",

@@ -17,10 +17,18 @@ from prometheus_client.registry import Collector
 
 from roofline_operator.core.names import FailureReason
 from roofline_operator.decide.hysteresis import MATERIAL_QUANTITIES
+from roofline_operator.decide.model_sources import ServedFormat
 from roofline_operator.decide.peers import FleetView
 from roofline_operator.decide.records import NodeRecord
 from roofline_operator.decide.status import node_category
-from roofline_operator.run.model_metrics import ModelSample, model_families, model_samples
+from roofline_operator.run.model_metrics import (
+    FormatSample,
+    ModelSample,
+    format_family,
+    format_samples,
+    model_families,
+    model_samples,
+)
 from roofline_operator.run.peer_metrics import PeerSample, peer_families, peer_samples
 from roofline_profiler.wire import fields
 
@@ -59,6 +67,8 @@ class ProfileSnapshot:
     models: tuple[ModelSample, ...] = ()
     #: Each node's standing among the nodes of its GPU class (``peers.py``).
     peers: tuple[PeerSample, ...] = ()
+    #: How each model is served (``roofline_model_format_info``).
+    formats: tuple[FormatSample, ...] = ()
 
 
 def snapshot_from_records(
@@ -67,7 +77,10 @@ def snapshot_from_records(
     spec_hash: str,
     model_names: tuple[str, ...] = (),
     fleet: FleetView | None = None,
+    formats: Mapping[str, ServedFormat] | None = None,
 ) -> ProfileSnapshot:
+    """The gauges' snapshot of a profile: its nodes and GPUs, and the plans of ``model_names``
+    (the spec's valid models), each served as ``formats`` says (else in its dtype)."""
     devices: list[DeviceSample] = []
     nodes: list[NodeSample] = []
     counts = dict.fromkeys(("matched", *NODE_CATEGORIES), 0)
@@ -99,7 +112,13 @@ def snapshot_from_records(
             )
     models = model_samples(records, model_names)
     return ProfileSnapshot(
-        profile, tuple(devices), tuple(nodes), counts, models, peer_samples(fleet)
+        profile,
+        tuple(devices),
+        tuple(nodes),
+        counts,
+        models,
+        peer_samples(fleet),
+        format_samples(model_names, formats or {}),
     )
 
 
@@ -132,6 +151,7 @@ class RooflineCollector(Collector):
             *_node_families(snapshots),
             *_interval_families(snapshots),
             *model_families((s.profile, s.models) for s in snapshots),
+            format_family((s.profile, s.formats) for s in snapshots),
             *peer_families((s.profile, s.peers) for s in snapshots),
         ]
 

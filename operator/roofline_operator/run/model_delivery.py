@@ -80,7 +80,7 @@ class ModelDelivery:
         for key, data in zip(missing, found, strict=True):
             self.config_maps[key] = (now, data)
         contents = {key: data for key, (_, data) in self.config_maps.items()}
-        check = asyncio.to_thread(resolve_models, spec.models, namespace, contents)
+        check = asyncio.to_thread(resolve_models, spec.models, namespace, contents, spec.dtype)
         try:
             return await asyncio.wait_for(check, MODEL_CHECK_SECONDS)
         except asyncio.TimeoutError:

@@ -6,6 +6,13 @@ Labels ``profile``, ``node``, ``gpu``, ``product``, ``dtype``, ``model`` and at 
 request rate per model and node; only models still in the spec are published, so a removed
 model's series vanish with the next scrape. Which numbers of a plan have a gauge, and its name,
 help and extra label, is the table of ``plan_fields.py``.
+
+Beside them, one ``roofline_model_format_info`` series per valid model of a profile says how it
+is served: labels ``profile``, ``model``, ``weight_format`` (the format's family, one of
+``weight_formats.FAMILIES``, or ``dtype``) and ``kv_cache_dtype`` (one of
+``weight_formats.KV_CACHE_DTYPES``), value 1. Both value sets are fixed, so the family adds at
+most 8 series a profile; the gauges above keep their labels (a new label would change every
+series' identity), and a query joins the info series on ``profile`` and ``model``.
 """
 
 from __future__ import annotations
@@ -15,7 +22,9 @@ from dataclasses import dataclass
 
 from prometheus_client.core import GaugeMetricFamily
 
+from roofline_operator.decide.model_sources import ServedFormat
 from roofline_operator.decide.records import NodeRecord
+from roofline_profiler.core.weight_formats import parse_weight_format
 from roofline_profiler.wire import plan_fields
 from roofline_profiler.wire.compact_loads import CompactLoad
 from roofline_profiler.wire.compact_models import CompactModelPlan
@@ -24,6 +33,52 @@ from roofline_profiler.wire.plan_fields import PlanGauge
 MODEL_LABELS = ["profile", "node", "gpu", "product", "dtype", "model"]
 #: Requests per second in the name, as ``_bytes_per_second``: the base unit of a rate.
 MAX_REQUEST_RATE_GAUGE = "roofline_model_max_requests_per_second"
+FORMAT_INFO_GAUGE = "roofline_model_format_info"
+FORMAT_LABELS = ["profile", "model", "weight_format", "kv_cache_dtype"]
+#: ``weight_format`` of a model whose weights are in its dtype.
+DTYPE_WEIGHTS = "dtype"
+
+
+@dataclass(frozen=True)
+class FormatSample:
+    """How one model of a profile is served, as bounded label values."""
+
+    model: str
+    #: The format's family (``awq-int4``, ``gptq-int8``, ...) or :data:`DTYPE_WEIGHTS`.
+    weight_format: str
+    kv_cache_dtype: str
+
+
+def format_samples(
+    model_names: Iterable[str], formats: Mapping[str, ServedFormat]
+) -> tuple[FormatSample, ...]:
+    """One sample per model in ``model_names``, served as ``formats`` says (a model it lacks:
+    in its dtype, its cache ``auto``). The family, not the format's full name, labels it: the
+    group size and zero points would multiply the values for no query that needs them."""
+    samples = []
+    for name in model_names:
+        served = formats.get(name, ServedFormat())
+        family = (
+            parse_weight_format(served.weight_format).family
+            if served.weight_format
+            else DTYPE_WEIGHTS
+        )
+        samples.append(FormatSample(name, family, served.kv_cache_dtype))
+    return tuple(samples)
+
+
+def format_family(snapshots: Iterable[tuple[str, tuple[FormatSample, ...]]]) -> GaugeMetricFamily:
+    """``roofline_model_format_info`` from ``(profile, samples)`` pairs."""
+    info = GaugeMetricFamily(
+        FORMAT_INFO_GAUGE,
+        "1 per model of the profile, how it is served: weight_format the family of its weights' "
+        "quantized format (dtype: unquantized), kv_cache_dtype its KV cache's (auto: the dtype).",
+        labels=FORMAT_LABELS,
+    )
+    for profile, samples in snapshots:
+        for s in samples:
+            info.add_metric([profile, s.model, s.weight_format, s.kv_cache_dtype], 1)
+    return info
 
 
 @dataclass(frozen=True)

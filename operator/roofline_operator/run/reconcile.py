@@ -250,10 +250,10 @@ class ProfileLoop:
         )
         self.slower = self.events().announce_slower(fleet, self.slower)
         self.mismatched = self.events().announce_mismatches(fleet, self.mismatched)
-        view = ModelsView(inp.spec.models, models.failures or {}, inp.spec.gpu_hour_cost)
+        formats = models.formats()
+        view = ModelsView(inp.spec.models, models.failures or {}, inp.spec.gpu_hour_cost, formats)
         await self.write_status(client, plan.conflicts, inp.spec_hash, None, inp.now, view, fleet)
-        planned = tuple(m.spec.name for m in models.valid)
-        self.runtime.publish_snapshot(self.name, self.records, inp.spec_hash, planned, fleet)
+        self.runtime.publish_snapshot(self.name, self.records, inp.spec_hash, formats, fleet)
 
     def events(self) -> ProfileEvents:
         """Where this profile's Events go (read at each use: the body changes between rounds)."""

@@ -18,6 +18,7 @@ import kopf
 from roofline_operator.core.cache import ObjectCache
 from roofline_operator.core.names import LABEL_MANAGED_BY, MANAGED_BY
 from roofline_operator.core.nodes import NodeFacts, node_facts
+from roofline_operator.decide.model_sources import ServedFormat
 from roofline_operator.decide.peers import FleetView
 from roofline_operator.decide.pods import PodFacts, pod_facts
 from roofline_operator.decide.records import NodeRecord
@@ -176,10 +177,13 @@ class Runtime:
         profile: str,
         records: Mapping[str, NodeRecord],
         spec_hash: str,
-        model_names: tuple[str, ...] = (),
+        formats: Mapping[str, ServedFormat] | None = None,
         fleet: FleetView | None = None,
     ) -> None:
-        snapshot = snapshot_from_records(profile, records, spec_hash, model_names, fleet)
+        """The gauges of the profile from now on; ``formats``: its valid models, each with
+        how it is served."""
+        models = formats or {}
+        snapshot = snapshot_from_records(profile, records, spec_hash, tuple(models), fleet, models)
         self.metrics.collector.update(snapshot)
 
     async def close(self) -> None:

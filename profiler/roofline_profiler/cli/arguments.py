@@ -17,7 +17,7 @@ from __future__ import annotations
 import argparse
 import math
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TypeVar
 
@@ -25,9 +25,8 @@ from roofline_profiler.core import limits, model_request, units
 from roofline_profiler.core.errors import UsageError
 from roofline_profiler.core.load_plan import LoadRequest, Workload
 from roofline_profiler.core.model_config import ModelArch, ModelError, load_model
-from roofline_profiler.core.models import check_tensor_parallel
+from roofline_profiler.core.models import ServingFields, check_tensor_parallel, served_in
 from roofline_profiler.core.planning import PlanOptions
-from roofline_profiler.core.weight_formats import KV_CACHE_DTYPES, parse_weight_format
 from roofline_profiler.wire.result import ProfileResult
 from roofline_profiler.wire.saved_result import UnreadableResult, read_saved_result
 
@@ -329,30 +328,13 @@ def served_as(
     arch: ModelArch, ref: str, weight_format: str | None, kv_cache_dtype: str | None
 ) -> ModelArch:
     """``arch`` served with ``--weight-format`` (a format its config does not declare otherwise;
-    not a mixture of experts) and ``--kv-cache-dtype``."""
-    if weight_format is not None:
-        try:
-            name = parse_weight_format(weight_format).name
-        except ValueError as exc:
-            raise UsageError(f"--weight-format: {exc}") from None
-        if arch.weight_format and arch.weight_format != name:
-            raise UsageError(
-                f"--weight-format {name}: --model {ref} declares {arch.weight_format} weights "
-                "(the engine serves a checkpoint in its own format)"
-            )
-        if arch.is_moe:
-            raise UsageError(
-                f"--weight-format: --model {ref} is a mixture of experts, whose quantized "
-                "experts the plan does not time"
-            )
-        arch = replace(arch, weight_format=name)
-    if kv_cache_dtype is not None:
-        if kv_cache_dtype not in KV_CACHE_DTYPES:
-            raise UsageError(
-                f"--kv-cache-dtype: {kv_cache_dtype!r} is not one of {', '.join(KV_CACHE_DTYPES)}"
-            )
-        arch = replace(arch, kv_cache_dtype=kv_cache_dtype)
-    return arch
+    not a mixture of experts) and ``--kv-cache-dtype``, as :func:`models.served_in` checks them
+    for every door."""
+    fields = ServingFields(f"--model {ref}", "--weight-format", "--kv-cache-dtype")
+    try:
+        return served_in(arch, weight_format, kv_cache_dtype, fields)
+    except ModelError as exc:
+        raise UsageError(str(exc)) from None
 
 
 def requested_model_groups(args: argparse.Namespace) -> tuple[ModelGroup, ...]:

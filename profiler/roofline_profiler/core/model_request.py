@@ -4,7 +4,9 @@ with its own context and tensor-parallel degree.
 The operator checks every model before it starts a pod and passes only valid ones, configs inline
 (a ``configMapRef`` already read), in a file the pod mounts from a ConfigMap (argv would cap the
 configs' size), so the pod needs no API access:
-``[{"name": ..., "preset": ... | "config": {...}, "contextTokens": N, "tensorParallel": N}]``.
+``[{"name": ..., "preset": ... | "config": {...}, "contextTokens": N, "tensorParallel": N,
+"weightFormat": ..., "kvCacheDtype": ...}]``, the last two optional and applied as the command
+line's ``--weight-format`` and ``--kv-cache-dtype`` are (``models.served_in``).
 The ``name`` becomes the plan's name (the ``model`` label of the metrics), whatever the preset.
 
 Pure module: no torch, no numpy.
@@ -20,7 +22,11 @@ from typing import Any
 from roofline_profiler.core import limits
 from roofline_profiler.core.errors import UsageError
 from roofline_profiler.core.model_config import PRESETS, ModelArch, ModelError, bounded_int
-from roofline_profiler.core.models import UnknownPreset, checked_model
+from roofline_profiler.core.models import ServingFields, UnknownPreset, checked_model, served_in
+
+#: Longest ``weightFormat`` or ``kvCacheDtype`` read (the longest name, ``gptq-int8-g128-asym``,
+#: has 19 characters), so a message that shows an unknown one stays one short line.
+MAX_NAME_CHARS = 32
 
 
 class ModelsJsonError(UsageError):
@@ -64,10 +70,33 @@ def _entry(raw: Any, index: int) -> ModelEntry:
         raise ModelsJsonError(f"{where}.preset {preset!r} is unknown (presets: {known})") from None
     except ModelError as exc:
         raise ModelsJsonError(str(exc)) from None
+    fields = ServingFields(source, f"{where}.weightFormat", f"{where}.kvCacheDtype")
+    try:
+        arch = served_in(
+            arch,
+            _short_text(raw, "weightFormat", where),
+            _short_text(raw, "kvCacheDtype", where),
+            fields,
+        )
+    except ModelError as exc:
+        raise ModelsJsonError(str(exc)) from None
     context = _bounded(
         raw, "contextTokens", limits.DEFAULT_CONTEXT_TOKENS, limits.MAX_CONTEXT_TOKENS, where
     )
     return ModelEntry(arch, context, tp)
+
+
+def _short_text(entry: Mapping[str, Any], key: str, where: str) -> str | None:
+    """A name field (``weightFormat``, ``kvCacheDtype``): absent, or a string of at most
+    :data:`MAX_NAME_CHARS` characters, which :func:`served_in` reads."""
+    value = entry.get(key)
+    if value is None:
+        return None
+    if not isinstance(value, str) or len(value) > MAX_NAME_CHARS:
+        raise ModelsJsonError(
+            f"{where}.{key} must be a string of at most {MAX_NAME_CHARS} characters"
+        )
+    return value
 
 
 def read_models_file(path: str) -> tuple[ModelEntry, ...]:

@@ -32,7 +32,8 @@ Checked against published counts in ``tests/profiler/core/test_models.py``: Llam
 KV bytes per token in bf16.
 
 Beyond the shapes, this module holds :func:`attended_tokens`, :func:`heads_per_gpu`,
-:func:`active_parameter_count` and the one model check (:func:`checked_model`).
+:func:`active_parameter_count`, the one model check (:func:`checked_model`) and the one check of
+the format and KV-cache dtype a model is served in (:func:`served_in`).
 
 Pure module: no torch, no numpy.
 """
@@ -41,11 +42,15 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, NoReturn
 
 from roofline_profiler.core.model_config import PRESETS, ModelArch, ModelError, model_from_config
-from roofline_profiler.core.weight_formats import kv_cache_element_bytes
+from roofline_profiler.core.weight_formats import (
+    KV_CACHE_DTYPES,
+    kv_cache_element_bytes,
+    parse_weight_format,
+)
 
 #: vLLM's ``DEFAULT_VOCAB_PADDING_SIZE``: embedding rows are padded to a multiple of this.
 VOCAB_PADDING = 64
@@ -119,6 +124,58 @@ def checked_model(
         raise ModelError(f"{source}: a model needs a preset or a config")
     arch = model_from_config(config, name, source=source)
     check_tensor_parallel(arch, tensor_parallel)
+    return arch
+
+
+@dataclass(frozen=True)
+class ServingFields:
+    """How each door names what :func:`served_in` checks, for its messages: the model's source
+    (``--model llama/config.json``, ``spec.models[0].config``) and the two fields
+    (``--weight-format``, ``spec.models[0].weightFormat``)."""
+
+    model: str
+    weight_format: str
+    kv_cache_dtype: str
+
+
+def served_in(
+    arch: ModelArch,
+    weight_format: str | None,
+    kv_cache_dtype: str | None,
+    fields: ServingFields,
+) -> ModelArch:
+    """``arch`` served with its decoder weights in ``weight_format`` and its KV cache in
+    ``kv_cache_dtype`` (``None``: as the config says). A format is for a config that declares
+    none or the same one (the engine serves a checkpoint in its own format) and never for a
+    mixture of experts (the plan does not time quantized experts). The command line's
+    ``--weight-format`` and ``--kv-cache-dtype``, ``--models-json`` and the operator's
+    ``spec.models`` all apply them here, so they refuse the same models.
+
+    Raises :class:`ModelError`, one line naming ``fields``; it shows no config value but the
+    name of the format the config declares, one of a fixed vocabulary."""
+    if weight_format is not None:
+        try:
+            name = parse_weight_format(weight_format).name
+        except ValueError as exc:
+            raise ModelError(f"{fields.weight_format}: {exc}") from None
+        if arch.weight_format and arch.weight_format != name:
+            raise ModelError(
+                f"{fields.weight_format} {name}: {fields.model} declares {arch.weight_format} "
+                "weights (the engine serves a checkpoint in its own format)"
+            )
+        if arch.is_moe:
+            raise ModelError(
+                f"{fields.weight_format}: {fields.model} is a mixture of experts, whose "
+                "quantized experts the plan does not time"
+            )
+        arch = replace(arch, weight_format=name)
+    if kv_cache_dtype is not None:
+        if kv_cache_dtype not in KV_CACHE_DTYPES:
+            raise ModelError(
+                f"{fields.kv_cache_dtype}: {kv_cache_dtype!r} is not one of "
+                f"{', '.join(KV_CACHE_DTYPES)}"
+            )
+        arch = replace(arch, kv_cache_dtype=kv_cache_dtype)
     return arch
 
 

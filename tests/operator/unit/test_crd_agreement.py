@@ -20,7 +20,12 @@ import pytest
 import yaml
 from tests.operator.harness.structural import as_json_schema
 
-from roofline_operator.core.model_spec import ModelSpecError
+from roofline_operator.core.model_spec import (
+    DEFAULT_KV_CACHE_DTYPE,
+    MAX_WEIGHT_FORMAT_CHARS,
+    WEIGHT_FORMAT_PATTERN,
+    ModelSpecError,
+)
 from roofline_operator.core.resources_spec import MAX_QUANTITY_CHARS
 from roofline_operator.core.spec import parse_spec
 from roofline_operator.core.spec_fields import SpecError
@@ -28,6 +33,12 @@ from roofline_operator.core.workload_spec import MAX_TTFT_SLO_SECONDS, MAX_WORKL
 from roofline_operator.decide.model_sources import resolve_models
 from roofline_profiler.core import limits
 from roofline_profiler.core.model_config import PRESETS
+from roofline_profiler.core.weight_formats import (
+    FAMILIES,
+    GROUP_SIZES,
+    KV_CACHE_DTYPES,
+    parse_weight_format,
+)
 
 ROOT = Path(__file__).resolve().parents[3]
 CRD_PATH = ROOT / "charts" / "roofline-operator" / "crds" / "rooflineprofiles.roofline.dev.yaml"
@@ -211,6 +222,20 @@ CASES = [
         False,
         id="quantity-150000-digits",
     ),
+    pytest.param(with_preset(weightFormat="awq-int4"), True, id="format-awq-default-group"),
+    pytest.param(with_preset(weightFormat="gptq-int8-g64-asym"), True, id="format-gptq-asym"),
+    pytest.param(with_preset(weightFormat="gptq-int4-asym"), True, id="format-gptq-asym-no-group"),
+    pytest.param(with_preset(weightFormat="int8-w8a8"), True, id="format-w8a8"),
+    pytest.param(with_preset(weightFormat="fp8-w8a8"), True, id="format-fp8"),
+    pytest.param(with_preset(weightFormat="awq-int4-g100"), False, id="format-odd-group"),
+    pytest.param(with_preset(weightFormat="awq-int4-asym"), False, id="format-asym-awq"),
+    pytest.param(with_preset(weightFormat="int8-w8a8-g128"), False, id="format-group-on-w8a8"),
+    pytest.param(with_preset(weightFormat="awq-int4-g0128"), False, id="format-leading-zero"),
+    pytest.param(with_preset(weightFormat="nf4"), False, id="format-nf4"),
+    pytest.param(with_preset(weightFormat=4), False, id="format-number"),
+    pytest.param(with_preset(kvCacheDtype="fp8_e5m2"), True, id="kv-fp8-e5m2"),
+    pytest.param(with_preset(kvCacheDtype="auto"), True, id="kv-auto"),
+    pytest.param(with_preset(kvCacheDtype="int8"), False, id="kv-int8"),
     pytest.param(with_config(LLAMA), True, id="inline-llama"),
     pytest.param(with_config(QWEN_MOE, num_hidden_layers=1024), True, id="moe-1024-layers"),
     pytest.param(with_config(QWEN_MOE, num_hidden_layers=10**7), False, id="moe-10^7-layers"),
@@ -250,6 +275,54 @@ def test_the_crd_bounds_of_a_model_entry_are_the_profilers_limits() -> None:
     assert properties["tensorParallel"]["maximum"] == limits.MAX_TENSOR_PARALLEL
     assert properties["tensorParallel"]["default"] == limits.DEFAULT_TENSOR_PARALLEL
     assert SPEC_SCHEMA["properties"]["models"]["maxItems"] == limits.MAX_MODELS
+
+
+def every_weight_format_spelling() -> list[str]:
+    """Each family with every group suffix (the engines', others, a leading zero, none) and with
+    and without ``-asym``: the names the parser and the CRD must agree on."""
+    groups = ["", *(f"-g{g}" for g in (*GROUP_SIZES, 0, 16, 100, 512, 1024, "0128"))]
+    return [
+        f"{family}{group}{asym}"
+        for family in (*FAMILIES, "awq-int8", "gptq-int3", "nf4")
+        for group in groups
+        for asym in ("", "-asym")
+    ]
+
+
+def parser_reads(name: str) -> bool:
+    try:
+        parse_weight_format(name)
+    except ValueError:
+        return False
+    return True
+
+
+def test_the_crd_admits_exactly_the_weight_formats_the_parser_reads() -> None:
+    """``parse_weight_format`` also reads a group size written with leading zeros (``-g0128``),
+    which neither the CRD nor the operator admits: the spec takes each format's one spelling."""
+    weight_format = MODEL_SCHEMA["properties"]["weightFormat"]
+    assert weight_format["pattern"] == WEIGHT_FORMAT_PATTERN
+    crd = re.compile(weight_format["pattern"])
+    for name in every_weight_format_spelling():
+        one_spelling = "-g0" not in name
+        assert bool(crd.search(name)) is (parser_reads(name) and one_spelling), name
+    assert parser_reads("awq-int4-g0128")
+    assert not crd.search("awq-int4-g0128")
+    longest = max((n for n in every_weight_format_spelling() if crd.search(n)), key=len)
+    assert len(longest) == weight_format["maxLength"] == MAX_WEIGHT_FORMAT_CHARS
+
+
+def test_every_name_a_result_keeps_for_a_format_is_one_the_crd_admits() -> None:
+    crd = re.compile(MODEL_SCHEMA["properties"]["weightFormat"]["pattern"])
+    names = {parse_weight_format(n).name for n in every_weight_format_spelling() if parser_reads(n)}
+    assert len(names) == 4 + 2 * 4 * 2 + 2  # AWQ, GPTQ 4/8-bit (asym or not), the two W8A8
+    assert all(crd.search(name) for name in names)
+
+
+def test_the_crd_kv_cache_dtypes_are_the_profilers() -> None:
+    kv_cache_dtype = MODEL_SCHEMA["properties"]["kvCacheDtype"]
+    assert kv_cache_dtype["enum"] == list(KV_CACHE_DTYPES)
+    assert kv_cache_dtype["default"] == DEFAULT_KV_CACHE_DTYPE == "auto"
 
 
 def test_the_crd_bound_of_the_slo_is_the_profilers_limit() -> None:

@@ -128,6 +128,27 @@ def test_the_two_model_example_validates_and_passes_the_rules() -> None:
     assert cel_messages(EXAMPLE["spec"]) == []
 
 
+def test_the_api_server_defaults_the_kv_cache_dtype_to_auto_and_keeps_a_weight_format() -> None:
+    spec = a_spec(
+        models=[
+            {"name": "plain", "preset": "llama-3.1-8b"},
+            {
+                "name": "awq",
+                "preset": "llama-3.1-8b",
+                "weightFormat": "awq-int4",
+                "kvCacheDtype": "fp8",
+            },
+        ]
+    )
+    pruned: list[str] = []
+    stored = prune_unknown(apply_defaults(spec, SPEC_SCHEMA), SPEC_SCHEMA, "spec", pruned)
+    assert pruned == []
+    plain, awq = stored["models"]
+    assert plain["kvCacheDtype"] == "auto"
+    assert "weightFormat" not in plain
+    assert (awq["weightFormat"], awq["kvCacheDtype"]) == ("awq-int4", "fp8")
+
+
 def test_the_api_server_defaults_context_and_tensor_parallel_and_keeps_inline_configs() -> None:
     spec = a_spec(
         models=[
@@ -195,6 +216,20 @@ def test_a_model_needs_exactly_one_source(model: dict[str, Any]) -> None:
             {"name": "a", "configMapRef": {"name": "Bad_Name"}}, "does not match", id="map-name"
         ),
         pytest.param({"name": "a", "config": "hidden_size: 4096"}, "object", id="config-string"),
+        pytest.param(
+            {"name": "a", "preset": "x", "weightFormat": "awq"}, "does not match", id="format-awq"
+        ),
+        pytest.param(
+            {"name": "a", "preset": "x", "weightFormat": "AWQ-INT4"},
+            "does not match",
+            id="format-capitals",
+        ),
+        pytest.param(
+            {"name": "a", "preset": "x", "kvCacheDtype": "fp16"}, "is not one of", id="kv-fp16"
+        ),
+        pytest.param(
+            {"name": "a", "preset": "x", "kvCacheDtype": "FP8"}, "is not one of", id="kv-capitals"
+        ),
     ],
 )
 def test_bad_models_are_rejected_by_the_schema(model: dict[str, Any], why: str) -> None:
@@ -283,6 +318,8 @@ def a_status() -> dict[str, Any]:
         "stepSecondsAtMaxBatch": 0.0178,
         "costPerMillionTokensAtMaxBatch": 0.1286,
         "maxRequestRate": RATE,
+        "weightFormat": "awq-int4-g128",
+        "kvCacheDtype": "fp8",
     }
     failed = {"name": "Mixtral-8x7B-Instruct-v0.1", "reason": "ConfigMapNotFound", "message": "x"}
     spread = {"min": 24, "median": 28.0, "max": 32}
@@ -291,6 +328,7 @@ def a_status() -> dict[str, Any]:
         "nodes": [{"name": "gpu-a", "state": "Profiled", "models": [plan, failed]}],
         "models": [
             {"name": plan["name"], "nodes": 2, "failedNodes": 0, "contextTokens": 8192}
+            | {"weightFormat": "awq-int4-g128", "kvCacheDtype": "fp8"}
             | {key: spread for key in plan if key.startswith(("minBatch", "maxBatch"))}
             | {"classes": [{"product": "NVIDIA H100", "nodes": 2, "maxRequestRate": RATE}]},
             {"name": failed["name"], "nodes": 0, "failedNodes": 2, "reason": "ConfigMapNotFound"},
@@ -324,7 +362,15 @@ def test_every_plan_field_the_contract_documents_is_in_the_status_schema() -> No
     assert documented
     assert documented == set(item["properties"])
     summary = STATUS_SCHEMA["properties"]["models"]["items"]["properties"]
-    per_replica = {"name", "contextTokens", "tensorParallel", "reason", "message"}
+    per_replica = {
+        "name",
+        "contextTokens",
+        "tensorParallel",
+        "weightFormat",
+        "kvCacheDtype",
+        "reason",
+        "message",
+    }
     per_node = {f.key for f in plan_fields.MODEL_PLAN if not f.summarized} | {
         "minBatchReason",
         "maxRequestRate",  # per class, the slowest node's (model_classes)
@@ -342,7 +388,16 @@ def test_spec_fields_the_contract_documents_are_in_the_schema() -> None:
             if part.endswith("[]"):
                 node = node["items"]
         assert node, path
-    for field in ("name", "preset", "config", "configMapRef", "contextTokens", "tensorParallel"):
+    for field in (
+        "name",
+        "preset",
+        "config",
+        "configMapRef",
+        "contextTokens",
+        "tensorParallel",
+        "weightFormat",
+        "kvCacheDtype",
+    ):
         assert f"| `.{field}`" in section
         assert field in MODEL_SCHEMA["properties"]
 

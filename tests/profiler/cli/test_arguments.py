@@ -140,6 +140,45 @@ def test_a_model_is_checked_before_the_models_json_it_contradicts() -> None:
         arguments.profile_arguments(namespace)
 
 
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        pytest.param(
+            ("--model", "qwen3-30b-a3b", "--weight-format", "awq-int4"),
+            "--weight-format: --model qwen3-30b-a3b is a mixture of experts, whose quantized "
+            "experts the plan does not time",
+            id="moe",
+        ),
+        pytest.param(
+            ("--model", "qwen3-8b", "--weight-format", "awq-int4-g100"),
+            "--weight-format: group size 100 is not one of 32, 64, 128, 256",
+            id="odd-group",
+        ),
+        pytest.param(
+            ("--model", "qwen3-8b", "--kv-cache-dtype", "fp16"),
+            "argument --kv-cache-dtype: invalid choice: 'fp16' (choose from 'auto', 'fp8', "
+            "'fp8_e4m3', 'fp8_e5m2')",
+            id="cache-fp16-named-by-argparse",
+        ),
+    ],
+)
+def test_a_model_that_cannot_be_served_as_the_flags_say_is_one_usage_error_naming_them(
+    argv: tuple[str, ...], message: str
+) -> None:
+    with pytest.raises(UsageError) as info:
+        arguments.profile_arguments(profile_namespace(*argv))
+    assert str(info.value) == message
+
+
+def test_the_flags_serve_the_model_in_their_format_and_cache_dtype() -> None:
+    args = arguments.profile_arguments(
+        profile_namespace("--model", "qwen3-8b", "--weight-format", "gptq-int8-g64-asym",
+                          "--kv-cache-dtype", "fp8")
+    )  # fmt: skip
+    ((arch,),) = (group.models for group in args.model_groups)
+    assert (arch.weight_format, arch.kv_cache_dtype) == ("gptq-int8-g64-asym", "fp8")
+
+
 def test_a_flag_type_turns_a_limit_error_into_argparses_message() -> None:
     with pytest.raises(UsageError, match=r"^argument --shape: '4096' is not of the form KxN"):
         profile_namespace("--shape", "4096")

@@ -279,6 +279,69 @@ def test_an_unknown_preset_is_its_own_model_error() -> None:
     assert "llama-3.1-8b" in str(info.value)
 
 
+FIELDS = models.ServingFields("the model", "format", "cache")
+
+
+def test_a_model_is_served_in_the_format_and_cache_dtype_it_is_given(
+    llama8: model_config.ModelArch,
+) -> None:
+    served = models.served_in(llama8, "gptq-int4-asym", "fp8_e5m2", FIELDS)
+    assert served == dataclasses.replace(
+        llama8, weight_format="gptq-int4-g128-asym", kv_cache_dtype="fp8_e5m2"
+    )
+    assert models.served_in(llama8, None, None, FIELDS) == llama8
+
+
+def test_the_format_a_config_declares_may_be_named_again_but_no_other(
+    llama8: model_config.ModelArch,
+) -> None:
+    awq = dataclasses.replace(llama8, weight_format="awq-int4-g128")
+    assert models.served_in(awq, "awq-int4", None, FIELDS) == awq
+    with pytest.raises(ModelError) as info:
+        models.served_in(awq, "awq-int4-g64", None, FIELDS)
+    assert str(info.value) == (
+        "format awq-int4-g64: the model declares awq-int4-g128 weights (the engine serves a "
+        "checkpoint in its own format)"
+    )
+
+
+@pytest.mark.parametrize(
+    ("preset", "weight_format", "cache", "message"),
+    [
+        pytest.param(
+            "qwen3-30b-a3b",
+            "awq-int4",
+            None,
+            "format: the model is a mixture of experts, whose quantized experts the plan does "
+            "not time",
+            id="moe",
+        ),
+        pytest.param(
+            "llama-3.1-8b",
+            "nf4",
+            None,
+            "format: 'nf4' is not a weight format (awq-int4, gptq-int4, gptq-int8, int8-w8a8, "
+            "fp8-w8a8)",
+            id="unknown-format",
+        ),
+        pytest.param(
+            "llama-3.1-8b",
+            None,
+            "int8",
+            "cache: 'int8' is not one of auto, fp8, fp8_e4m3, fp8_e5m2",
+            id="unknown-cache-dtype",
+        ),
+    ],
+)
+def test_a_model_that_cannot_be_served_so_is_one_line_naming_the_field(
+    preset: str, weight_format: str | None, cache: str | None, message: str
+) -> None:
+    arch = model_config.load_model(preset)
+    with pytest.raises(ModelError) as info:
+        models.served_in(arch, weight_format, cache, FIELDS)
+    assert str(info.value) == message
+
+
 def test_heads_per_gpu_replicate_kv_heads_past_their_count(llama8: model_config.ModelArch) -> None:
     assert models.heads_per_gpu(llama8) == (32, 8)
     assert models.heads_per_gpu(llama8, 4) == (8, 2)

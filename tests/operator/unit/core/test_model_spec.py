@@ -17,6 +17,38 @@ def test_models_get_the_crd_defaults() -> None:
     assert parsed.models[0].tensor_parallel == 1
 
 
+def test_a_model_is_served_as_its_config_says_unless_the_spec_names_a_format_or_cache() -> None:
+    plain, awq = spec(
+        models=[
+            {"name": "plain", "preset": "llama-3.1-8b"},
+            {
+                "name": "awq",
+                "preset": "llama-3.1-8b",
+                "weightFormat": "awq-int4",
+                "kvCacheDtype": "fp8",
+            },
+        ]
+    ).models
+    assert (plain.weight_format, plain.kv_cache_dtype) == (None, "auto")
+    assert (awq.weight_format, awq.kv_cache_dtype) == ("awq-int4-g128", "fp8")
+
+
+@pytest.mark.parametrize(
+    ("written", "read"),
+    [
+        pytest.param("awq-int4", "awq-int4-g128", id="awq-default-group"),
+        pytest.param("awq-int4-g64", "awq-int4-g64", id="awq-g64"),
+        pytest.param("gptq-int4-asym", "gptq-int4-g128-asym", id="gptq-asym-default-group"),
+        pytest.param("gptq-int8-g32-asym", "gptq-int8-g32-asym", id="gptq-8-bit-g32-asym"),
+        pytest.param("int8-w8a8", "int8-w8a8", id="w8a8-int8"),
+        pytest.param("fp8-w8a8", "fp8-w8a8", id="w8a8-fp8"),
+    ],
+)
+def test_a_weight_format_is_read_as_the_one_name_a_result_keeps(written: str, read: str) -> None:
+    (model,) = spec(models=[{"name": "m", "preset": "qwen3-8b", "weightFormat": written}]).models
+    assert model.weight_format == read
+
+
 def test_a_config_map_reference_defaults_its_key_to_config_json() -> None:
     parsed = spec(models=[{"name": "m", "configMapRef": {"name": "cfg"}}])
     assert parsed.models[0].config_map == ("cfg", "config.json")
@@ -63,6 +95,43 @@ def test_slo_and_cost_are_read_as_seconds_and_decimal() -> None:
             r"spec.models\[0\].configMapRef.name",
             id="config-map-name",
         ),
+        pytest.param(
+            {"models": [{"name": "m", "preset": "p", "weightFormat": "awq"}]},
+            r"spec.models\[0\].weightFormat must be a weight format such as awq-int4-g128, "
+            r"gptq-int8-g64-asym, int8-w8a8 or fp8-w8a8, got 'awq'$",
+            id="weight-format-family-prefix",
+        ),
+        pytest.param(
+            {"models": [{"name": "m", "preset": "p", "weightFormat": "int8-w8a8-g128"}]},
+            r"spec.models\[0\].weightFormat must be",
+            id="weight-format-group-on-w8a8",
+        ),
+        pytest.param(
+            {"models": [{"name": "m", "preset": "p", "weightFormat": "awq-int4-asym"}]},
+            r"spec.models\[0\].weightFormat must be",
+            id="weight-format-asym-awq",
+        ),
+        pytest.param(
+            {"models": [{"name": "m", "preset": "p", "weightFormat": "x" * 10_000}]},
+            r"got 'x{36}\.\.\.$",
+            id="weight-format-huge-shown-short",
+        ),
+        pytest.param(
+            {"models": [{"name": "m", "preset": "p", "weightFormat": ["awq-int4"]}]},
+            r"spec.models\[0\].weightFormat must be",
+            id="weight-format-list",
+        ),
+        pytest.param(
+            {"models": [{"name": "m", "preset": "p", "kvCacheDtype": "fp16"}]},
+            r"spec.models\[0\].kvCacheDtype must be one of auto, fp8, fp8_e4m3, fp8_e5m2, "
+            r"got 'fp16'$",
+            id="kv-cache-dtype-fp16",
+        ),
+        pytest.param(
+            {"models": [{"name": "m", "preset": "p", "kvCacheDtype": 8}]},
+            r"spec.models\[0\].kvCacheDtype must be one of",
+            id="kv-cache-dtype-number",
+        ),
         pytest.param({"slo": {"interTokenLatency": "61s"}}, "at most 60s", id="slo-too-long"),
         pytest.param({"slo": {"interTokenLatency": "50"}}, "such as 50ms", id="slo-no-unit"),
         pytest.param({"gpuHourCost": 2.5}, "spec.gpuHourCost", id="cost-as-float"),
@@ -104,3 +173,16 @@ def test_a_profile_without_models_keeps_its_digest_and_models_change_it() -> Non
     digests = {plain.measurement_hash(), with_model.measurement_hash(), longer.measurement_hash()}
     assert len(digests) == 3
     assert with_model.measurement_hash("cm") != with_model.measurement_hash()
+
+
+def test_a_format_or_cache_changes_the_digest_and_their_defaults_keep_it() -> None:
+    """A profile written before the fields existed keeps its digest, so its nodes keep their
+    plans; one spelling or another of the same format is one digest."""
+
+    def digest(**fields: object) -> str:
+        return spec(models=[{"name": "m", "preset": "qwen3-8b", **fields}]).measurement_hash()
+
+    before = digest()
+    assert digest(kvCacheDtype="auto") == before
+    assert digest(weightFormat="awq-int4") == digest(weightFormat="awq-int4-g128") != before
+    assert len({before, digest(kvCacheDtype="fp8"), digest(kvCacheDtype="fp8_e5m2")}) == 3

@@ -12,11 +12,17 @@ from tests.model_configs import (
 )
 
 from roofline_operator.core.model_spec import ModelSpec
-from roofline_operator.decide.model_sources import config_maps_needed, resolve_models
+from roofline_operator.decide.model_sources import (
+    ServedFormat,
+    config_maps_needed,
+    resolve_models,
+)
 from roofline_profiler.core import model_config
 from roofline_profiler.core.model_request import ModelsJsonError, parse_models_json
 
 CM = ("roofline", "cfg")
+#: A checkpoint whose config declares AutoAWQ's 4-bit weights in groups of 128.
+AWQ_LLAMA = {**TINY_LLAMA, "quantization_config": QUANTIZATION_CONFIGS["awq"]}
 
 
 def test_valid_models_reach_the_pod_with_their_configs_inline() -> None:
@@ -158,6 +164,17 @@ def test_the_digest_follows_the_config_maps_content() -> None:
         pytest.param(
             ModelSpec("a", config={**TINY_LLAMA, "hidden_size": 0}), id="config-out-of-range"
         ),
+        pytest.param(
+            ModelSpec("a", preset="qwen3-8b", weight_format="gptq-int8-g64-asym"), id="format"
+        ),
+        pytest.param(ModelSpec("a", preset="qwen3-8b", kv_cache_dtype="fp8_e5m2"), id="fp8-cache"),
+        pytest.param(ModelSpec("a", config=AWQ_LLAMA, weight_format="awq-int4-g128"), id="same"),
+        pytest.param(
+            ModelSpec("a", config=AWQ_LLAMA, weight_format="gptq-int4-g128"), id="other-format"
+        ),
+        pytest.param(
+            ModelSpec("a", preset="qwen3-30b-a3b", weight_format="int8-w8a8"), id="format-on-moe"
+        ),
     ],
 )
 def test_the_operator_and_the_pod_refuse_the_same_models(model: ModelSpec) -> None:
@@ -166,6 +183,8 @@ def test_the_operator_and_the_pod_refuse_the_same_models(model: ModelSpec) -> No
         "name": model.name,
         "contextTokens": model.context_tokens,
         "tensorParallel": model.tensor_parallel,
+        "weightFormat": model.weight_format,
+        "kvCacheDtype": model.kv_cache_dtype,
     }
     if model.preset is not None:
         entry["preset"] = model.preset
@@ -236,3 +255,101 @@ def test_a_config_map_names_only_a_quantization_the_engines_know() -> None:
         "dtype.json": "torch_dtype is an 8-bit type: the plan does not read a narrow dtype "
         f"without its quantization_config {why}",
     }
+
+
+def test_a_format_and_a_cache_dtype_the_spec_names_reach_the_pods_and_the_status() -> None:
+    """The pod applies the spec's fields itself (written only where set, so a model without
+    them has the file it had before); the status and metrics read the resolved model, whose
+    format may come from its config."""
+    models = (
+        ModelSpec(
+            "named", preset="llama-3.1-8b", weight_format="awq-int4-g64", kv_cache_dtype="fp8"
+        ),
+        ModelSpec("declared", config=AWQ_LLAMA),
+        ModelSpec("plain", preset="qwen3-8b"),
+    )
+    resolution = resolve_models(models, "ns", {})
+    assert not resolution.failures
+    named, declared, plain = json.loads(resolution.models_json() or "")
+    assert (named["weightFormat"], named["kvCacheDtype"]) == ("awq-int4-g64", "fp8")
+    assert "weightFormat" not in declared
+    assert "kvCacheDtype" not in declared
+    assert "weightFormat" not in plain
+    assert "kvCacheDtype" not in plain
+    assert resolution.formats() == {
+        "named": ServedFormat("awq-int4-g64", "fp8"),
+        "declared": ServedFormat("awq-int4-g128", "auto"),
+        "plain": ServedFormat("", "auto"),
+    }
+
+
+def test_the_format_a_config_declares_may_be_named_again_in_the_spec() -> None:
+    model = ModelSpec("a", config=AWQ_LLAMA, weight_format="awq-int4-g128")
+    resolution = resolve_models((model,), "ns", {})
+    assert not resolution.failures
+    assert resolution.formats()["a"].weight_format == "awq-int4-g128"
+
+
+def test_a_format_other_than_the_config_declares_fails_the_model_alone_in_one_line() -> None:
+    """The engine serves a checkpoint in its own format; the ConfigMap's config is shown only by
+    the name of the format it declares, one of a fixed vocabulary."""
+    models = (
+        ModelSpec("fine", preset="qwen3-8b"),
+        ModelSpec("inline", config=AWQ_LLAMA, weight_format="gptq-int4-g128"),
+        ModelSpec("mapped", config_map=("cfg", "config.json"), weight_format="int8-w8a8"),
+    )
+    data = {"config.json": json.dumps({**AWQ_LLAMA, "secret_field": SECRET})}
+    resolution = resolve_models(models, "ns", {("ns", "cfg"): data})
+    assert [m.spec.name for m in resolution.valid] == ["fine"]
+    failures = resolution.failures or {}
+    assert failures["inline"].reason == failures["mapped"].reason == "InvalidModel"
+    assert failures["inline"].message == (
+        "spec.models[1].weightFormat gptq-int4-g128: spec.models[1].config declares "
+        "awq-int4-g128 weights (the engine serves a checkpoint in its own format)"
+    )
+    assert failures["mapped"].message == (
+        "spec.models[2].weightFormat int8-w8a8: spec.models[2].configMapRef declares "
+        "awq-int4-g128 weights (the engine serves a checkpoint in its own format)"
+    )
+    assert SECRET not in failures["mapped"].message
+
+
+def test_a_format_on_a_mixture_of_experts_fails_the_model() -> None:
+    model = ModelSpec("moe", preset="qwen3-30b-a3b", weight_format="fp8-w8a8")
+    failures = resolve_models((model,), "ns", {}).failures or {}
+    assert failures["moe"].reason == "InvalidModel"
+    assert failures["moe"].message == (
+        "spec.models[0].weightFormat: spec.models[0].preset is a mixture of experts, whose "
+        "quantized experts the plan does not time"
+    )
+
+
+@pytest.mark.parametrize(
+    ("model", "dtype", "valid"),
+    [
+        pytest.param(ModelSpec("a", config=AWQ_LLAMA), "float32", False, id="declared-float32"),
+        pytest.param(
+            ModelSpec("a", preset="qwen3-8b", weight_format="int8-w8a8"),
+            "float32",
+            False,
+            id="named-float32",
+        ),
+        pytest.param(ModelSpec("a", config=AWQ_LLAMA), "bfloat16", True, id="declared-bfloat16"),
+        pytest.param(ModelSpec("a", config=AWQ_LLAMA), None, True, id="dtype-unchecked"),
+        pytest.param(
+            ModelSpec("a", preset="qwen3-8b", kv_cache_dtype="fp8"), "float32", True, id="fp8-cache"
+        ),
+    ],
+)
+def test_quantized_weights_under_a_float32_spec_fail_the_model(
+    model: ModelSpec, dtype: str | None, valid: bool
+) -> None:
+    """The engines serve quantized weights with 16-bit activations, as the profiler's
+    ``--dtype float32`` refusal says; a cache dtype alone is no quantized weight."""
+    resolution = resolve_models((model,), "ns", {}, dtype)
+    assert bool(resolution.valid) is valid
+    if not valid:
+        message = (resolution.failures or {})["a"].message
+        assert (
+            "under spec.dtype float32: the engines serve quantized weights with 16-bit" in message
+        )

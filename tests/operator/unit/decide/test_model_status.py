@@ -10,7 +10,7 @@ from tests.operator.unit.operator_builders import status_of
 
 from roofline_operator.core.model_spec import ModelSpec
 from roofline_operator.core.names import NodeState
-from roofline_operator.decide.model_sources import ModelFailure
+from roofline_operator.decide.model_sources import ModelFailure, ServedFormat
 from roofline_operator.decide.model_status import ModelsView, cost_per_million_tokens
 from roofline_operator.decide.records import NodeRecord
 
@@ -162,3 +162,40 @@ def test_a_model_with_a_min_batch_has_no_reason_for_one() -> None:
     (entry,) = status_with(records, ModelsView(MODELS[:1]))["nodes"][0]["models"]
     assert "minBatchReason" not in entry
     assert entry["tokensPerSecondAtMinBatch"] == pytest.approx(16 / 0.01)
+
+
+#: ``a`` in AWQ 4-bit with an FP8 cache, ``b`` in its dtype with an FP8 cache.
+FORMATS = {"a": ServedFormat("awq-int4-g128", "fp8"), "b": ServedFormat("", "fp8_e5m2")}
+
+
+def test_each_entry_says_how_its_model_is_served_leaving_out_the_defaults() -> None:
+    status = status_with(fleet(), ModelsView(MODELS, formats=FORMATS))
+    for listed in (status["nodes"][0]["models"], status["models"]):
+        a, b = listed
+        assert (a["weightFormat"], a["kvCacheDtype"]) == ("awq-int4-g128", "fp8")
+        assert "weightFormat" not in b
+        assert b["kvCacheDtype"] == "fp8_e5m2"
+    plain = status_with(fleet(), ModelsView(MODELS, formats={n: ServedFormat() for n in "ab"}))
+    for listed in (plain["nodes"][0]["models"], plain["models"]):
+        assert all("weightFormat" not in m and "kvCacheDtype" not in m for m in listed)
+
+
+def test_a_served_model_without_a_plan_keeps_its_format_and_a_failed_one_has_none() -> None:
+    """A model the profiler did not plan was resolved, so its format is known; a model that
+    failed before (its config, its format against the config's) has no resolved format."""
+    records = {"n1": planned_node("n1", (plan("b"),))}
+    failure = ModelFailure("InvalidModel", "spec.models[1].weightFormat ...")
+    view = ModelsView(MODELS, {"b": failure}, formats={"a": FORMATS["a"]})
+    status = status_with(records, view)
+    a, b = status["nodes"][0]["models"]
+    assert (a["reason"], a["weightFormat"], a["kvCacheDtype"]) == (
+        "NotPlanned",
+        "awq-int4-g128",
+        "fp8",
+    )
+    assert b["reason"] == "InvalidModel"
+    assert "weightFormat" not in b
+    assert "kvCacheDtype" not in b
+    summary = {m["name"]: m for m in status["models"]}
+    assert summary["a"]["weightFormat"] == "awq-int4-g128"
+    assert "weightFormat" not in summary["b"]

@@ -11,6 +11,7 @@ from tests.profiler.headline_builders import BANDWIDTH, with_number_intervals, w
 from roofline_operator.core.model_spec import parse_models
 from roofline_operator.core.names import NodeState
 from roofline_operator.core.node_results import from_compact, headline_of
+from roofline_operator.decide.model_sources import ServedFormat
 from roofline_operator.decide.model_status import ModelsView
 from roofline_operator.decide.peers import Member, fleet_view
 from roofline_operator.decide.records import (
@@ -33,6 +34,8 @@ from roofline_profiler.wire.fields import Estimate
 
 WARNINGS = ("CpuContention", "InterferenceUnresolved", "SlopeFromDecode", "PeakFromDecode")
 MODEL_NAMES = tuple(f"m{i}-" + "x" * 60 for i in range(8))
+#: Every model served in the longest format name, with an FP8 cache.
+FORMATS = {name: ServedFormat("gptq-int4-g128-asym", "fp8_e4m3") for name in MODEL_NAMES}
 
 
 def _gpu(index: int) -> CompactDevice:
@@ -125,7 +128,7 @@ def test_the_worst_case_status_entry_is_fitted_to_its_budget() -> None:
         previous_conditions=[],
         generation=1,
         now=1.7e9 + 60,
-        models=ModelsView(models, {}, None),
+        models=ModelsView(models, {}, None, FORMATS),
     )
     (entry,) = status["nodes"]
     assert encoded_size(entry) <= STATUS_ENTRY_BUDGET_BYTES
@@ -133,6 +136,7 @@ def test_the_worst_case_status_entry_is_fitted_to_its_budget() -> None:
     assert entry["recommendedMinBatch"] == 1024
     assert len(entry["models"]) == 8
     assert all("maxBatchByMemory" in m for m in entry["models"])
+    assert all(m["weightFormat"] == "gptq-int4-g128-asym" for m in entry["models"])
 
 
 def test_an_entry_loses_intervals_then_warnings_then_model_detail() -> None:
@@ -182,7 +186,7 @@ def test_the_worst_case_status_entry_with_its_standing_among_peers_still_fits() 
         previous_conditions=[],
         generation=1,
         now=1.7e9 + 60,
-        models=ModelsView(models, {}, None),
+        models=ModelsView(models, {}, None, FORMATS),
         peers=view,
     )
     (entry,) = status["nodes"]

@@ -6,8 +6,19 @@ import pytest
 from prometheus_client import CollectorRegistry
 from tests.operator.unit.model_builders import plan, planned_node
 
+from roofline_operator.decide.model_sources import ServedFormat
 from roofline_operator.decide.records import NodeRecord, record_from_status, record_to_status
 from roofline_operator.run.metrics import OperatorMetrics, snapshot_from_records
+from roofline_operator.run.model_metrics import MODEL_LABELS, format_samples
+from roofline_profiler.core.weight_formats import (
+    FAMILIES,
+    GROUP_SIZES,
+    KV_CACHE_DTYPES,
+    awq_int4,
+    fp8_w8a8,
+    gptq,
+    int8_w8a8,
+)
 from roofline_profiler.wire.compact_loads import CompactLoad
 
 
@@ -146,3 +157,76 @@ def test_the_request_rate_is_published_after_a_restart_and_not_without_a_workloa
     assert registry.get_sample_value(rate, {**labels("0", "a"), "limited_by": "ttft"}) == 7.25
     metrics.collector.update(snapshot_from_records("fleet", fleet(), "h", ("a",)))
     assert [s for f in registry.collect() if f.name == rate for s in f.samples] == []
+
+
+def info(model: str, weight_format: str, kv_cache_dtype: str) -> dict[str, str]:
+    return {
+        "profile": "fleet",
+        "model": model,
+        "weight_format": weight_format,
+        "kv_cache_dtype": kv_cache_dtype,
+    }
+
+
+def test_each_model_of_the_profile_says_how_it_is_served_in_one_info_series(
+    registry: CollectorRegistry, metrics: OperatorMetrics
+) -> None:
+    formats = {"a": ServedFormat("gptq-int8-g64-asym", "fp8"), "b": ServedFormat()}
+    metrics.collector.update(
+        snapshot_from_records("fleet", fleet(), "h", ("a", "b"), None, formats)
+    )
+    get = registry.get_sample_value
+    assert get("roofline_model_format_info", info("a", "gptq-int8", "fp8")) == 1
+    assert get("roofline_model_format_info", info("b", "dtype", "auto")) == 1
+    (family,) = (f for f in registry.collect() if f.name == "roofline_model_format_info")
+    assert len(family.samples) == 2
+
+
+def test_the_plan_gauges_keep_their_labels_whatever_the_format(
+    registry: CollectorRegistry, metrics: OperatorMetrics
+) -> None:
+    """A label added to them would give every existing series a new identity."""
+    formats = {"a": ServedFormat("awq-int4-g128", "fp8_e4m3")}
+    metrics.collector.update(snapshot_from_records("fleet", fleet(), "h", ("a",), None, formats))
+    extra = {"bound", "range_end", "batch", "limited_by"}
+    plans = [f for f in registry.collect() if f.name.startswith("roofline_model_")]
+    for family in plans:
+        if family.name != "roofline_model_format_info":
+            for sample in family.samples:
+                assert set(sample.labels) - set(MODEL_LABELS) <= extra, family.name
+
+
+def test_only_the_valid_models_have_an_info_series_in_their_dtype_without_a_format(
+    registry: CollectorRegistry, metrics: OperatorMetrics
+) -> None:
+    metrics.collector.update(snapshot_from_records("fleet", fleet(), "h", ("a",)))
+    assert registry.get_sample_value("roofline_model_format_info", info("a", "dtype", "auto")) == 1
+    assert not [
+        s
+        for f in registry.collect()
+        if f.name == "roofline_model_format_info"
+        for s in f.samples
+        if s.labels["model"] == "b"
+    ]
+
+
+def test_the_info_labels_take_only_the_families_dtype_and_the_four_cache_dtypes() -> None:
+    """Every format at every group size, symmetric or not, labels as its family: the label
+    values are a fixed set, whatever the spec names."""
+    names = {
+        *(awq_int4(g).name for g in GROUP_SIZES),
+        *(gptq(bits, g, symmetric).name for bits in (4, 8) for g in GROUP_SIZES
+          for symmetric in (True, False)),
+        int8_w8a8().name,
+        fp8_w8a8().name,
+        "",
+    }  # fmt: skip
+    formats = {
+        f"m-{name}-{cache}": ServedFormat(name, cache)
+        for name in names
+        for cache in KV_CACHE_DTYPES
+    }
+    samples = format_samples(formats, formats)
+    assert len(samples) == len(names) * len(KV_CACHE_DTYPES)
+    assert {s.weight_format for s in samples} == {*FAMILIES, "dtype"}
+    assert {s.kv_cache_dtype for s in samples} == set(KV_CACHE_DTYPES)

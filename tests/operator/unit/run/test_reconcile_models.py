@@ -353,6 +353,59 @@ async def test_a_quantized_config_map_model_fails_alone_and_the_node_is_still_pr
 
 
 @pytest.mark.asyncio
+async def test_a_format_and_a_cache_dtype_reach_the_pod_the_status_and_the_metrics() -> None:
+    """The spec names an AWQ format for a config that declares none and an FP8 cache; the
+    ConfigMap's config declares its own AWQ format; a third names a format other than its
+    config's and fails alone."""
+    awq = {**TINY_LLAMA, "quantization_config": QUANTIZATION_CONFIGS["awq"]}
+    client = ModelClient({("ns", "cfg"): {"config.json": json.dumps(awq)}})
+    models = [
+        {**MODELS[0], "weightFormat": "awq-int4", "kvCacheDtype": "fp8"},
+        {**MODELS[1], "kvCacheDtype": "auto"},
+        {"name": "other", "config": awq, "weightFormat": "gptq-int4"},
+    ]
+    loop = loop_with(client, {"models": models}, ENV)
+    await loop.round({"a": node("a")}, [], {})
+    tiny, mapped = client.models_of(client.created[0])
+    assert (tiny["weightFormat"], tiny["kvCacheDtype"]) == ("awq-int4-g128", "fp8")
+    assert "weightFormat" not in mapped
+    assert "kvCacheDtype" not in mapped
+    summary = {m["name"]: m for m in client.statuses[-1]["models"]}
+    assert (summary["tiny"]["weightFormat"], summary["tiny"]["kvCacheDtype"]) == (
+        "awq-int4-g128",
+        "fp8",
+    )
+    assert summary["mapped"]["weightFormat"] == "awq-int4-g128"
+    assert "kvCacheDtype" not in summary["mapped"]
+    assert summary["other"]["reason"] == "InvalidModel"
+    assert summary["other"]["message"].startswith(
+        "spec.models[2].weightFormat gptq-int4-g128: spec.models[2].config declares awq-int4-g128"
+    )
+    get = loop.runtime.metrics.registry.get_sample_value
+    labels = {"profile": "fleet", "weight_format": "awq-int4"}
+    assert get("roofline_model_format_info", {**labels, "model": "tiny", "kv_cache_dtype": "fp8"})
+    assert get(
+        "roofline_model_format_info", {**labels, "model": "mapped", "kv_cache_dtype": "auto"}
+    )
+    assert (
+        get("roofline_model_format_info", {**labels, "model": "other", "kv_cache_dtype": "auto"})
+        is None
+    )
+
+
+@pytest.mark.asyncio
+async def test_a_quantized_model_of_a_float32_profile_fails_alone() -> None:
+    client = ModelClient({})
+    models = [MODELS[0], {"name": "awq", "preset": "qwen3-8b", "weightFormat": "int8-w8a8"}]
+    loop = loop_with(client, {"models": models, "dtype": "float32"}, ENV)
+    await loop.round({"a": node("a")}, [], {})
+    assert [m["name"] for m in client.models_of(client.created[0])] == ["tiny"]
+    (entry,) = [m for m in client.statuses[-1]["models"] if m["name"] == "awq"]
+    assert entry["reason"] == "InvalidModel"
+    assert "int8-w8a8 weights under spec.dtype float32" in entry["message"]
+
+
+@pytest.mark.asyncio
 async def test_a_squatted_models_config_map_fails_the_models_and_is_never_mounted() -> None:
     """The ConfigMap of the name the profile derives, created by someone else first: its
     models are refused with the conflict in status, its pods run without models (the roofline
