@@ -32,8 +32,9 @@ Document = tuple[str, Any]
 
 
 def flags_from_bounds(plan: ClassPlan) -> dict[str, tuple[str, ...]]:
-    """Each engine's flags that the plan's batch, context and tensor-parallel degree decide, as
-    ``serving_flags.engine_settings`` writes them (without the memory fractions)."""
+    """Each engine's flags that the plan's batch, context, tensor-parallel degree, weight format
+    and KV-cache dtype decide, as ``serving_flags.engine_settings`` writes them (without the
+    memory fractions)."""
     batch, context, tp = max(1, plan.max_batch), plan.context_tokens, plan.tensor_parallel
     tokens = serving_flags.DEFAULT_MAX_NUM_BATCHED_TOKENS
     concurrency = serving_flags.TGI_CONCURRENCY_PER_SEQUENCE * batch
@@ -54,11 +55,12 @@ def flags_from_bounds(plan: ClassPlan) -> dict[str, tuple[str, ...]]:
         ),
     }
     if tp > 1:
-        return {
+        settings = {
             name: (*flags, f"{serving_flags.TENSOR_PARALLEL_FLAGS[name]}={tp}")
             for name, flags in settings.items()
         }
-    return settings
+    formats = serving_flags.served_format_flags(plan.weight_format, plan.kv_cache_dtype)
+    return {name: (*flags, *formats.get(name, ())) for name, flags in settings.items()}
 
 
 def flags_of(plan: ClassPlan) -> tuple[dict[str, tuple[str, ...]], str]:

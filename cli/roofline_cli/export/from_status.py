@@ -26,6 +26,7 @@ from roofline_cli.export.plans import ClassPlan, ExportSource, Itl, NodeClass, R
 from roofline_operator.decide.labels import label_safe
 from roofline_profiler.core import limits, plausibility
 from roofline_profiler.core.load_plan import LIMITS
+from roofline_profiler.core.weight_formats import KV_CACHE_DTYPES, parse_weight_format
 
 #: A node's name, and a profile's: a DNS subdomain, matched whole.
 NODE_NAME = DNS_SUBDOMAIN
@@ -44,6 +45,10 @@ MIN_RATE = 1e-3
 
 class SourceError(ValueError):
     """A document that is not a usable RooflineProfile status; ``str()`` is one line."""
+
+
+#: The longest weight format name (``gptq-int8-g256-asym``) with room to spare.
+MAX_FORMAT_NAME = 32
 
 
 def _list(value: Any, where: str, most: int) -> list[Any]:
@@ -166,7 +171,29 @@ def _class_plan(model: Mapping[str, Any], name: str, raw: Any, where: str) -> Cl
         source=f"{where} ({nodes} node(s))",
         itl=_itl(entry, where),
         max_request_rate=_max_request_rate(entry, where),
+        weight_format=_weight_format(model, f"status.models[{name}]"),
+        kv_cache_dtype=_kv_cache_dtype(model, f"status.models[{name}]"),
     )
+
+
+def _weight_format(model: Mapping[str, Any], where: str) -> str:
+    """A model's ``weightFormat`` (empty when absent), one the profiler names."""
+    value = model.get("weightFormat")
+    if value is None:
+        return ""
+    if not isinstance(value, str) or len(value) > MAX_FORMAT_NAME:
+        raise SourceError(f"{where}.weightFormat is not a weight format's name")
+    try:
+        return parse_weight_format(value).name
+    except ValueError:
+        raise SourceError(f"{where}.weightFormat is not a weight format's name") from None
+
+
+def _kv_cache_dtype(model: Mapping[str, Any], where: str) -> str:
+    value = model.get("kvCacheDtype", "auto")
+    if value not in KV_CACHE_DTYPES:
+        raise SourceError(f"{where}.kvCacheDtype is not one of {', '.join(KV_CACHE_DTYPES)}")
+    return str(value)
 
 
 def _model_plans(status: Mapping[str, Any]) -> list[ClassPlan]:

@@ -67,6 +67,10 @@ class ClassPlan:
     engine_flags: Mapping[str, tuple[str, ...]] | None = None
     #: ``None`` for a profile without a planned workload, or one written before it existed.
     max_request_rate: RequestRate | None = None
+    #: The weight format (``weight_formats`` name; empty: the dtype's) and the KV-cache dtype
+    #: the model was planned in.
+    weight_format: str = ""
+    kv_cache_dtype: str = "auto"
 
     @property
     def bound_by(self) -> str:

@@ -32,6 +32,7 @@ from __future__ import annotations
 import math
 
 from roofline_profiler.core.model_config import ModelArch
+from roofline_profiler.core.weight_formats import parse_weight_format
 
 #: Names of the engines, as keys of the settings mapping (camelCase, as in the result).
 ENGINES = ("vllm", "sglang", "tgi", "tensorrtLlm")
@@ -136,12 +137,18 @@ QUANTIZATION_FLAGS = {"vllm": "--quantization", "sglang": "--quantization", "tgi
 
 def format_flags(arch: ModelArch) -> dict[str, tuple[str, ...]]:
     """The flags that serve ``arch``'s weight format and KV-cache dtype, per engine."""
-    fmt = arch.quantized
+    return served_format_flags(arch.weight_format, arch.kv_cache_dtype)
+
+
+def served_format_flags(weight_format: str, kv_cache_dtype: str) -> dict[str, tuple[str, ...]]:
+    """The flags that serve weights in ``weight_format`` (a ``weight_formats`` name; empty: the
+    dtype's) and a KV cache in ``kv_cache_dtype``, per engine (TensorRT-LLM: none)."""
+    family = parse_weight_format(weight_format).family if weight_format else None
     flags: dict[str, tuple[str, ...]] = {}
     for name, flag in QUANTIZATION_FLAGS.items():
-        added = [f"{flag}={QUANTIZATION_NAMES[name][fmt.family]}"] if fmt is not None else []
-        if arch.kv_cache_dtype != "auto":
-            added.append(f"--kv-cache-dtype={KV_CACHE_DTYPE_NAMES[name][arch.kv_cache_dtype]}")
+        added = [f"{flag}={QUANTIZATION_NAMES[name][family]}"] if family is not None else []
+        if kv_cache_dtype != "auto":
+            added.append(f"--kv-cache-dtype={KV_CACHE_DTYPE_NAMES[name][kv_cache_dtype]}")
         flags[name] = tuple(added)
     return flags
 

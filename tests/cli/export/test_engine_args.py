@@ -8,7 +8,7 @@ import yaml
 from roofline_cli.export import engine_args
 from roofline_cli.export.commented import plain, render
 from roofline_cli.export.from_result import source_of_result
-from roofline_cli.export.from_status import source_of_profile
+from roofline_cli.export.from_status import SourceError, source_of_profile
 from roofline_cli.export.options import ExportOptions
 from tests.cli.export_sources import class_plan, status_profile
 from tests.profiler.synthetic import planned_result
@@ -36,6 +36,35 @@ def test_tensor_parallel_adds_each_engines_degree_flag() -> None:
     flags = engine_args.flags_from_bounds(class_plan(tensor_parallel=4))
     assert flags["vllm"][-1] == "--tensor-parallel-size=4"
     assert flags["tgi"][-1] == "--num-shard=4"
+
+
+def test_a_quantized_model_in_a_status_gets_each_engines_format_and_cache_flags() -> None:
+    flags = engine_args.flags_from_bounds(
+        class_plan(weight_format="awq-int4-g128", kv_cache_dtype="fp8_e5m2")
+    )
+    assert flags["vllm"][-2:] == ("--quantization=awq", "--kv-cache-dtype=fp8_e5m2")
+    assert flags["sglang"][-2:] == ("--quantization=awq", "--kv-cache-dtype=fp8_e5m2")
+    assert flags["tgi"][-2:] == ("--quantize=awq", "--kv-cache-dtype=fp8_e5m2")
+    assert not any("quant" in f or "kv-cache" in f for f in flags["tensorrtLlm"])
+
+
+def test_a_status_names_the_format_and_cache_dtype_it_was_planned_in() -> None:
+    profile = status_profile()
+    for model in profile["status"]["models"]:
+        model.update(weightFormat="gptq-int4", kvCacheDtype="fp8")
+    (plan, *_) = source_of_profile(profile, "p").plans
+    assert (plan.weight_format, plan.kv_cache_dtype) == ("gptq-int4-g128", "fp8")
+
+
+@pytest.mark.parametrize(
+    ("key", "value"),
+    [("weightFormat", "int3"), ("weightFormat", 7), ("kvCacheDtype", "int8")],
+)
+def test_a_status_format_no_engine_serves_is_refused(key: str, value: object) -> None:
+    profile = status_profile()
+    profile["status"]["models"][0][key] = value
+    with pytest.raises(SourceError, match=key):
+        source_of_profile(profile, "p")
 
 
 def test_a_configmap_per_model_and_class_with_one_line_per_engine() -> None:
