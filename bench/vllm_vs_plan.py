@@ -53,7 +53,16 @@ from roofline_profiler.core.engines import VLLM_CPU
 from roofline_profiler.core.planning import StepPrediction, interpolated_step_seconds
 from roofline_profiler.wire.result import ProfileResult
 from stream_reference import compile_stream, monitor_level
-from vllm_reference import Point, engine_identity, load_average, plan_at, served, stamp, sweep
+from vllm_reference import (
+    WINDOW_STEPS,
+    Point,
+    engine_identity,
+    load_average,
+    plan_at,
+    served,
+    stamp,
+    sweep,
+)
 
 BATCHES = (1, 2, 4, 8, 16, 32, 64)
 QUICK_BATCHES = (1, 8, 64)
@@ -132,6 +141,13 @@ SETS = {"bf16": CONFIGS, "quantized": QUANTIZED_CONFIGS}
 QUANTIZED_TITLE = {"quantized": ", quantized weights and KV cache"}
 
 
+def window_steps(name: str) -> int:
+    """Decode steps wanted in each steady window: four times as many for an eight-layer quantized
+    configuration, whose short steps (W8A8: a few ms) let a batch finish between two reads of
+    the metrics otherwise."""
+    return 4 * WINDOW_STEPS if name in QUANTIZED_CONFIGS else WINDOW_STEPS
+
+
 @dataclasses.dataclass(frozen=True)
 class Architecture:
     """One architecture's two vLLM runs around the profiler, and the plan at their contexts."""
@@ -206,14 +222,14 @@ def measure_architecture(
     """vLLM run 1, the profiler, vLLM run 2 (one server throughout, idle while profiling)."""
     print(f"== {name}", flush=True)
     phases: list[tuple[str, float, float | None]] = []
-    longest = max(PROMPTS) + 2 * max(batches) * max(PROMPTS) // 2048 + 64
+    longest = max(PROMPTS) + 2 * max(batches) * max(PROMPTS) // 2048 + window_steps(name) + 40
     config_path = work / f"{name}.json"
     config_path.write_text(json.dumps(config, indent=2))
     flags = SERVE_FLAGS.get(name, ())
     with served(config, work / name, max(batches), longest, flags) as server:
         print(f"vLLM ready in {server.start_seconds:.0f} s", flush=True)
         phase("before vLLM run 1", stream, phases)
-        first = sweep(server, batches, PROMPTS)
+        first = sweep(server, batches, PROMPTS, window_steps(name))
         phase("before the profiler", stream, phases)
         contexts = sorted({round(p.context_tokens) for p in first.values()})
         _, wall, command = predict(
@@ -221,7 +237,7 @@ def measure_architecture(
             flags, python=str(server.python),
         )  # fmt: skip
         phase("before vLLM run 2", stream, phases)
-        second = sweep(server, batches, PROMPTS)
+        second = sweep(server, batches, PROMPTS, window_steps(name))
         phase("after vLLM run 2", stream, phases)
         start = server.start_seconds or 0.0
     result = config_path.parent / "result.json"
