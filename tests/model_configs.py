@@ -118,3 +118,11 @@ TINY_LLAMA_128: dict[str, Any] = {
     "vocab_size": 1000,
     "max_position_embeddings": 4096,
 }
+
+
+#: ``spec.models`` of a profile with one model as its preset says and one served with AWQ 4-bit
+#: weights (the family name, read with its default group) and an FP8 KV cache.
+PLAIN_AND_AWQ_FP8_MODELS: list[dict[str, Any]] = [
+    {"name": "plain", "preset": "llama-3.1-8b"},
+    {"name": "awq", "preset": "llama-3.1-8b", "weightFormat": "awq-int4", "kvCacheDtype": "fp8"},
+]

@@ -18,6 +18,7 @@ from typing import Any
 import jsonschema
 import pytest
 import yaml
+from tests.model_configs import PLAIN_AND_AWQ_FP8_MODELS
 from tests.operator.harness.structural import apply_defaults, prune_unknown
 
 from roofline_profiler.core import limits
@@ -129,17 +130,7 @@ def test_the_two_model_example_validates_and_passes_the_rules() -> None:
 
 
 def test_the_api_server_defaults_the_kv_cache_dtype_to_auto_and_keeps_a_weight_format() -> None:
-    spec = a_spec(
-        models=[
-            {"name": "plain", "preset": "llama-3.1-8b"},
-            {
-                "name": "awq",
-                "preset": "llama-3.1-8b",
-                "weightFormat": "awq-int4",
-                "kvCacheDtype": "fp8",
-            },
-        ]
-    )
+    spec = a_spec(models=PLAIN_AND_AWQ_FP8_MODELS)
     pruned: list[str] = []
     stored = prune_unknown(apply_defaults(spec, SPEC_SCHEMA), SPEC_SCHEMA, "spec", pruned)
     assert pruned == []

@@ -3,6 +3,7 @@ from __future__ import annotations
 from decimal import Decimal
 
 import pytest
+from tests.model_configs import PLAIN_AND_AWQ_FP8_MODELS
 from tests.operator.unit.operator_builders import spec
 
 from roofline_operator.core.model_spec import ModelSpec
@@ -18,17 +19,7 @@ def test_models_get_the_crd_defaults() -> None:
 
 
 def test_a_model_is_served_as_its_config_says_unless_the_spec_names_a_format_or_cache() -> None:
-    plain, awq = spec(
-        models=[
-            {"name": "plain", "preset": "llama-3.1-8b"},
-            {
-                "name": "awq",
-                "preset": "llama-3.1-8b",
-                "weightFormat": "awq-int4",
-                "kvCacheDtype": "fp8",
-            },
-        ]
-    ).models
+    plain, awq = spec(models=PLAIN_AND_AWQ_FP8_MODELS).models
     assert (plain.weight_format, plain.kv_cache_dtype) == (None, "auto")
     assert (awq.weight_format, awq.kv_cache_dtype) == ("awq-int4-g128", "fp8")
 
