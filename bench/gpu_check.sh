@@ -8,6 +8,8 @@
 #   references.txt      an independent torch D2D copy and 8192^3 matmul timed in the same run,
 #                       with the profiler/reference ratios
 #   model-*.{json,md}   a profile with two full-size model plans (a dense and a MoE preset)
+#   fp8-*.{json,md}     a quick profile with the FP8 W8A8 format's roofline (torch's _scaled_mm)
+#                       beside bf16's in the same run: its peak, ridge point and minimum batch
 #   model_vs_transformers.md   the predicted decode step of Llama 3.1 8B (random weights) against
 #                       its real transformers decode step (only where transformers is installed)
 #   nvidia-smi.txt, steps.txt  the device, and each step's exit status and wall time
@@ -47,8 +49,10 @@ step profile 150 "${roofline[@]}" profile --json "$out/result.json" --markdown "
 step models 100 "${roofline[@]}" profile --device cuda:0 --model llama-3.1-8b \
     --model qwen3-30b-a3b --context 4096,32768 --json "$out/model-result.json" \
     --markdown "$out/model-report.md" 2>&1 | tee "$out/model-summary.txt"
+step fp8 60 "${roofline[@]}" profile --device cuda:0 --quick --weight-format fp8-w8a8 \
+    --json "$out/fp8-result.json" --markdown "$out/fp8-report.md" 2>&1 | tee "$out/fp8-summary.txt"
 if python3 -c "import transformers" 2>/dev/null; then
-    step transformers 180 python3 bench/model_vs_transformers.py --device cuda:0 \
+    step transformers 120 python3 bench/model_vs_transformers.py --device cuda:0 \
         --dtype bfloat16 --preset llama-3.1-8b --out "$out/model_vs_transformers.md" 2>&1 |
         tee "$out/model_vs_transformers.log"
 fi

@@ -19,10 +19,12 @@ from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 
 from roofline_operator.decide.peers import Spread, Standing
+from roofline_operator.run.format_metrics import FormatRooflineSample
 from roofline_operator.run.metrics import DeviceSample, NodeSample, OperatorMetrics, ProfileSnapshot
 from roofline_operator.run.model_metrics import FormatSample
 from roofline_operator.run.peer_metrics import PeerSample
 from roofline_profiler.core.weight_formats import FAMILIES, KV_CACHE_DTYPES
+from tests.profiler.format_builders import compact_format
 from tests.profiler.headline_builders import headline_numbers
 
 from .promql import grouping_labels, metric_names, selector_labels
@@ -103,6 +105,11 @@ def scrape_operator() -> dict[str, set[str]]:
                 ),
             ),
             formats=(FormatSample("Llama-3.1-8B-Instruct", "awq-int4", "fp8"),),
+            weight_formats=(
+                FormatRooflineSample(
+                    "gpu-a", "0", "NVIDIA H200", "bfloat16", compact_format("awq-int4-g128")
+                ),
+            ),
         )
     )
     metrics.pods_launched.labels(profile="fleet").inc()

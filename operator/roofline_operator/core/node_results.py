@@ -12,12 +12,13 @@ from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
-from roofline_operator.core import model_loads, model_plans
+from roofline_operator.core import model_loads, model_plans, node_formats
 from roofline_operator.core.names import format_time, parse_time
 from roofline_profiler.core import plausibility
 from roofline_profiler.core.units import round_significant
 from roofline_profiler.wire import fields
 from roofline_profiler.wire.compact import CompactProfile
+from roofline_profiler.wire.compact_formats import CompactFormat
 from roofline_profiler.wire.compact_loads import CompactLoad
 from roofline_profiler.wire.compact_models import CompactModelPlan
 from roofline_profiler.wire.fields import Estimate
@@ -61,6 +62,9 @@ class NodeResult:
     #: Each model's largest request rate per replica on the node (``model_loads``); none
     #: without a planned workload.
     loads: tuple[CompactLoad, ...] = ()
+    #: Each weight format's roofline on the node (``node_formats``), the latest profile's; none
+    #: without formats.
+    weight_formats: tuple[CompactFormat, ...] = ()
 
     def device_or(self, spec_device: str) -> str:
         """The device kind the numbers describe: the result's own, else ``spec_device``."""
@@ -125,6 +129,7 @@ def from_compact(
         ),
         device=device_kind(profile.backend, asked_device),
         loads=profile.loads,
+        weight_formats=tuple(node_formats.rounded(f) for f in profile.weight_formats),
     )
 
 
@@ -300,6 +305,7 @@ def to_status(result: NodeResult) -> dict[str, Any]:
         fields["devices"] = [
             {"index": g.index, "product": g.product, **_gpu_numbers(g)} for g in result.gpus
         ]
+    fields.update(node_formats.formats_to_status(result.weight_formats))
     return fields
 
 
@@ -354,6 +360,7 @@ def from_status(entry: Mapping[str, Any], now: float | None = None) -> NodeResul
         gpus=tuple(_gpu_from_status(g, entry.get("product")) for g in gpus),
         restored_models=model_plans.plans_from_status(entry.get("models")),
         loads=model_loads.loads_from_status(entry.get("models")),
+        weight_formats=node_formats.formats_from_status(entry.get(node_formats.WEIGHT_FORMATS_KEY)),
         device=_device_from_status(entry.get("device")),
     )
 

@@ -8,16 +8,19 @@ Two copies of a node's publication have hard limits set by the API server:
   to :data:`~roofline_operator.decide.status.DEFAULT_STATUS_MAX_NODES` full entries.
 
 The largest legitimate entry is a node of 8 GPUs profiled with 8 models of 63-character names
-(in the status, each served in the longest format name and an FP8 cache), with intervals,
-warnings, a failure message and a material change: 8.8 KB as a record annotation, 9.6 KB
-as a status entry (measured by ``tests/operator/unit/decide/test_sizes.py``), so neither fits its
-budget whole. An entry over budget loses, in this order, what costs least to lose: the intervals
-(hysteresis then treats the numbers as exact until the next profile), the warnings (the next profile
-reports them again), the per-model detail beyond the batch bounds (tokens per second and step times
-at the range's ends, the ITL model, the KV tokens), the per-GPU product names (the node's stays at
-the top level), the per-GPU entries (the worst GPU stays at the top level, and it is what the
-labels describe), and at last the model plans themselves. The worst case fits its budgets after
-the per-GPU product names went: every GPU's numbers and every model's batch bounds stay.
+(in the status, each served in the longest format name and an FP8 cache) and the nine weight
+formats a profile may measure, with intervals, warnings, a failure message and a material change:
+11.5 KB as a record annotation, 12.4 KB as a status entry (measured by
+``tests/operator/unit/decide/test_sizes.py``), so neither fits its budget whole. An entry over
+budget loses, in this order, what costs least to lose: the intervals (hysteresis then treats the
+numbers as exact until the next profile; the weight formats' go too), the warnings (the next
+profile reports them again), the per-model detail beyond the batch bounds (tokens per second and
+step times at the range's ends, the ITL model, the KV tokens), the per-GPU product names (the
+node's stays at the top level), the weight formats' rooflines (the gauges keep them until a
+restart, the next profile sends them again; no label or decision reads them), the per-GPU entries
+(the worst GPU stays at the top level, and it is what the labels describe), and at last the model
+plans themselves. The worst case fits its budgets once the weight formats went: every GPU's
+numbers and every model's batch bounds stay.
 
 Pure module: no Kopf, no Kubernetes client.
 """
@@ -28,6 +31,7 @@ import json
 from collections.abc import Callable
 from typing import Any
 
+from roofline_operator.core.node_formats import WEIGHT_FORMATS_KEY
 from roofline_profiler.wire import plan_fields
 
 #: Kubernetes' limit on the total size of one object's annotations.
@@ -73,8 +77,9 @@ def _without_intervals(entry: dict[str, Any]) -> dict[str, Any]:
         return {k: v for k, v in block.items() if not k.endswith("Interval")}
 
     trimmed = strip(entry)
-    if isinstance(trimmed.get("devices"), list):
-        trimmed["devices"] = [strip(d) if isinstance(d, dict) else d for d in trimmed["devices"]]
+    for key in ("devices", WEIGHT_FORMATS_KEY):
+        if isinstance(trimmed.get(key), list):
+            trimmed[key] = [strip(d) if isinstance(d, dict) else d for d in trimmed[key]]
     return trimmed
 
 
@@ -102,6 +107,10 @@ def _without_device_products(entry: dict[str, Any]) -> dict[str, Any]:
     return {**entry, "devices": bare}
 
 
+def _without_weight_formats(entry: dict[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in entry.items() if k != WEIGHT_FORMATS_KEY}
+
+
 def _without_devices(entry: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in entry.items() if k != "devices"}
 
@@ -116,6 +125,7 @@ TRIM_STEPS: tuple[Callable[[dict[str, Any]], dict[str, Any]], ...] = (
     _without_warnings,
     _without_model_detail,
     _without_device_products,
+    _without_weight_formats,
     _without_devices,
     _without_models,
 )

@@ -2,8 +2,9 @@
 
 Gauges come from a custom collector that reads immutable snapshots at scrape time, so a node that
 leaves a profile simply vanishes from the next scrape instead of lingering as a stale series.
-Label sets are bounded: nodes, GPUs and batches come from the profiled fleet, and failure reasons
-from a fixed enum.
+Label sets are bounded: nodes, GPUs and batches come from the profiled fleet, failure reasons
+from a fixed enum, and weight formats from the names the format parser reads back to themselves
+(``format_metrics.py``).
 """
 
 from __future__ import annotations
@@ -21,6 +22,11 @@ from roofline_operator.decide.model_sources import ServedFormat
 from roofline_operator.decide.peers import FleetView
 from roofline_operator.decide.records import NodeRecord
 from roofline_operator.decide.status import node_category
+from roofline_operator.run.format_metrics import (
+    FormatRooflineSample,
+    format_roofline_families,
+    format_roofline_samples,
+)
 from roofline_operator.run.model_metrics import (
     FormatSample,
     ModelSample,
@@ -69,6 +75,8 @@ class ProfileSnapshot:
     peers: tuple[PeerSample, ...] = ()
     #: How each model is served (``roofline_model_format_info``).
     formats: tuple[FormatSample, ...] = ()
+    #: Each node's roofline per weight format (``roofline_format_*``).
+    weight_formats: tuple[FormatRooflineSample, ...] = ()
 
 
 def snapshot_from_records(
@@ -119,6 +127,7 @@ def snapshot_from_records(
         models,
         peer_samples(fleet),
         format_samples(model_names, formats or {}),
+        format_roofline_samples(records),
     )
 
 
@@ -152,6 +161,7 @@ class RooflineCollector(Collector):
             *_interval_families(snapshots),
             *model_families((s.profile, s.models) for s in snapshots),
             format_family((s.profile, s.formats) for s in snapshots),
+            *format_roofline_families((s.profile, s.weight_formats) for s in snapshots),
             *peer_families((s.profile, s.peers) for s in snapshots),
         ]
 

@@ -27,6 +27,7 @@ from roofline_profiler.core.load_plan import LoadRequest, Workload
 from roofline_profiler.core.model_config import ModelArch, ModelError, load_model
 from roofline_profiler.core.models import ServingFields, check_tensor_parallel, served_in
 from roofline_profiler.core.planning import PlanOptions
+from roofline_profiler.core.weight_formats import WeightFormat, parse_weight_format
 from roofline_profiler.wire.result import ProfileResult
 from roofline_profiler.wire.saved_result import UnreadableResult, read_saved_result
 
@@ -112,6 +113,9 @@ class ProfileArguments:
     outputs: OutputPaths
     model_groups: tuple[ModelGroup, ...]
     plan_options: PlanOptions
+    #: The weight formats whose roofline to measure beside the dtype's: ``--weight-format`` and
+    #: the formats of the quantized models, each once.
+    weight_formats: tuple[WeightFormat, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -362,12 +366,6 @@ def profile_arguments(args: argparse.Namespace) -> ProfileArguments:
     outputs = output_paths(args.json, args.markdown, args.plot, args.compact)
     tensor_parallel = parse_tensor_parallel(args.tensor_parallel)
     models = load_models(args.model or (), tensor_parallel, args.weight_format, args.kv_cache_dtype)
-    quantized = [arch.name for arch in models if arch.weight_format]
-    if quantized and args.dtype == "float32":
-        raise UsageError(
-            f"--dtype float32: {quantized[0]} has quantized weights, which the engines serve "
-            "with 16-bit activations (--dtype bfloat16 or float16)"
-        )
     contexts = (
         (limits.DEFAULT_CONTEXT_TOKENS,) if args.context is None else parse_contexts(args.context)
     )
@@ -375,6 +373,14 @@ def profile_arguments(args: argparse.Namespace) -> ProfileArguments:
     groups = requested_model_groups(args)
     if models:
         groups = (ModelGroup(models, contexts, tensor_parallel), *groups)
+    formats = profiled_formats(args.weight_format, groups)
+    if formats and args.dtype == "float32":
+        quantized = [arch.name for group in groups for arch in group.models if arch.weight_format]
+        raise UsageError(
+            f"--dtype float32: {quantized[0] if quantized else formats[0].name} has quantized "
+            "weights, which the engines serve with 16-bit activations (--dtype bfloat16 or "
+            "float16)"
+        )
     return ProfileArguments(
         device=args.device,
         dtype=args.dtype,
@@ -386,7 +392,23 @@ def profile_arguments(args: argparse.Namespace) -> ProfileArguments:
         outputs=outputs,
         model_groups=groups,
         plan_options=options,
+        weight_formats=formats,
     )
+
+
+def profiled_formats(
+    weight_format: str | None, groups: Sequence[ModelGroup]
+) -> tuple[WeightFormat, ...]:
+    """The weight formats a profile measures the roofline of: ``--weight-format`` (with or
+    without ``--model``) and every quantized model's, each once, in that order."""
+    names = []
+    if weight_format is not None:
+        try:
+            names.append(parse_weight_format(weight_format).name)
+        except ValueError as exc:
+            raise UsageError(f"--weight-format: {exc}") from None
+    names += [arch.weight_format for group in groups for arch in group.models if arch.weight_format]
+    return tuple(parse_weight_format(name) for name in dict.fromkeys(names))
 
 
 def read_result(path: Path) -> ProfileResult:

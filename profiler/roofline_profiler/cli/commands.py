@@ -155,6 +155,7 @@ def profile_request(args: arguments.ProfileArguments) -> tuple[ProfileRequest, l
             ModelRequest(group.models, group.contexts, group.tensor_parallel, args.plan_options)
             for group in args.model_groups
         ),
+        weight_formats=args.weight_formats,
     )
     return request, dtypes
 

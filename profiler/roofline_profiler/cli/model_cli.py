@@ -24,6 +24,7 @@ from roofline_profiler.core.decode_model import (
 )
 from roofline_profiler.core.engines import ENGINES, resolve_engine
 from roofline_profiler.core.errors import UsageError, first_line
+from roofline_profiler.core.format_roofline import model_peak
 from roofline_profiler.core.load_plan import LoadRequest
 from roofline_profiler.core.load_planning import plan_loads
 from roofline_profiler.core.model_config import ModelArch
@@ -60,7 +61,9 @@ def add_model_arguments(p: argparse.ArgumentParser, *, plan: bool = False) -> No
         metavar="FORMAT",
         help="the decoder layers' weight format when the config does not declare it: "
         f"{', '.join(FAMILIES)}, a 4- or 8-bit one with -g<group> (default -g128) and GPTQ's "
-        "-asym, e.g. awq-int4-g128 (default: the config's quantization_config, else --dtype)",
+        "-asym, e.g. awq-int4-g128 (default: the config's quantization_config, else --dtype); "
+        "profile also measures the format's peak, ridge point and minimum batch, with or "
+        "without --model",
     )
     p.add_argument(
         "--kv-cache-dtype",
@@ -198,7 +201,9 @@ def _replanned(args: arguments.PlanArguments) -> ProfileResult:
                     measured,
                     args.contexts or measured.contexts,
                     device.memory_bytes or 0,
-                    device.peak_flops_per_second,
+                    model_peak(
+                        arch.weight_format, device.peak_flops_per_second, device.weight_formats
+                    ),
                     args.plan_options,
                     engine,
                 )

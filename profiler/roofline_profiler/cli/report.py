@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from roofline_profiler.cli import load_report
+from roofline_profiler.cli import format_report, load_report
 from roofline_profiler.cli.model_report import markdown_lines, summary_lines
 from roofline_profiler.core.units import format_seconds, format_si
 from roofline_profiler.wire.result import DeviceResult, ProfileResult
@@ -103,6 +103,7 @@ def text_summary(result: ProfileResult, models_only: bool = False) -> str:
             lines.append(
                 "  " + "  ".join(cell.rjust(w) for cell, w in zip(row, widths, strict=True))
             )
+        lines += format_report.summary_lines(d)
         for w in d.warnings:
             lines.append(f"  warning {w.code}: {w.message}")
         lines += summary_lines(d.models)
@@ -126,6 +127,7 @@ def markdown_report(result: ProfileResult) -> str:
         lines += [f"| {key} | {value} |" for key, value in _headline(d)]
         lines += ["", "| " + " | ".join(_SWEEP_HEADER) + " |", "|" + "---|" * len(_SWEEP_HEADER)]
         lines += ["| " + " | ".join(row) + " |" for row in _sweep_rows(d)]
+        lines += format_report.markdown_lines(d)
         if d.warnings:
             lines += [""] + [f"- **{w.code}**: {w.message}" for w in d.warnings]
         lines += markdown_lines(d.models)

@@ -41,10 +41,12 @@ from roofline_profiler.core.stats import (
 
 READ_KERNELS = ("read", "readMatvec")
 COPY_KERNEL = "copy"
+#: The label of a decode-sweep point, before its batch.
+SWEEP_KERNEL_PREFIX = "decode B="
 
 
 def sweep_kernel(batch: int) -> str:
-    return f"decode B={batch}"
+    return f"{SWEEP_KERNEL_PREFIX}{batch}"
 
 
 @dataclass(frozen=True)
@@ -97,14 +99,16 @@ class _Draw:
 
 @dataclass(frozen=True)
 class _Setup:
-    """What every draw is derived for: the swept decode GEMM's weight shape and element size, the
-    bandwidth kind of the slope and the efficiency a recommended batch must reach."""
+    """What every draw is derived for: the swept decode GEMM's weight shape, the bytes of one
+    weight and of one activation, the bandwidth kind of the slope and the efficiency a
+    recommended batch must reach."""
 
     k: int
     n: int
-    element_bytes: int
+    element_bytes: float
     bandwidth_kind: str
     min_efficiency: float
+    activation_bytes: float | None = None
 
 
 def _draw(
@@ -116,7 +120,9 @@ def _draw(
 ) -> _Draw:
     k, n, element_bytes = setup.k, setup.n, setup.element_bytes
     decode_bytes = {
-        sweep_kernel(b): roofline.decode_gemm_bytes(b, k, n, element_bytes) / t for b, t in steps
+        sweep_kernel(b): roofline.decode_gemm_bytes(b, k, n, element_bytes, setup.activation_bytes)
+        / t
+        for b, t in steps
     }
     decode_flops = {sweep_kernel(b): roofline.decode_gemm_flops(b, k, n) / t for b, t in steps}
     read = _best({**read_rates, **decode_bytes})
@@ -137,9 +143,13 @@ def _analyse(
 ) -> tuple[tuple[recommend.SweepPoint, ...], recommend.Recommendation]:
     """A draw's sweep points under its own ceilings, and the minimum batch they recommend."""
     k, n, element_bytes = setup.k, setup.n, setup.element_bytes
-    points = recommend.analyse_sweep(d.steps, k, n, element_bytes, d.peak[1], d.slope[1])
+    points = recommend.analyse_sweep(
+        d.steps, k, n, element_bytes, d.peak[1], d.slope[1], setup.activation_bytes
+    )
     ridge = roofline.ridge_point(d.peak[1], d.slope[1])
-    rec = recommend.recommended_min_batch(points, k, n, element_bytes, ridge, setup.min_efficiency)
+    rec = recommend.recommended_min_batch(
+        points, k, n, element_bytes, ridge, setup.min_efficiency, setup.activation_bytes
+    )
     return points, rec
 
 
@@ -194,19 +204,24 @@ def derive(
     sweep: Sequence[tuple[int, Measurement]],
     k: int,
     n: int,
-    element_bytes: int,
+    element_bytes: float,
     bandwidth_kind: str,
     min_efficiency: float,
     bootstrap: Bootstrap | None = None,
+    activation_bytes: float | None = None,
 ) -> DeviceRoofline:
-    """Every roofline number of a device from its measurements (see the module docstring)."""
+    """Every roofline number of a device from its measurements (see the module docstring).
+
+    ``element_bytes`` are the bytes of one swept weight, ``activation_bytes`` those of an input
+    or output element (the same unless given): a weight format's roofline (``format_roofline``)
+    sweeps weights of a fraction of a byte with 16-bit activations."""
     if bandwidth_kind not in ("read", "copy"):
         raise ValueError(f"unknown bandwidth kind {bandwidth_kind!r}")
     if not sweep or not peak:
         raise ValueError("a roofline needs a sweep and at least one peak candidate")
     reads = {name: m for name, m in bandwidth.items() if name in READ_KERNELS}
     copy = bandwidth[COPY_KERNEL]
-    setup = _Setup(k, n, element_bytes, bandwidth_kind, min_efficiency)
+    setup = _Setup(k, n, element_bytes, bandwidth_kind, min_efficiency, activation_bytes)
     measured = _draw(
         {name: m.confirmed_rate for name, m in reads.items()},
         copy.confirmed_rate,

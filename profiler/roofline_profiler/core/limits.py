@@ -145,6 +145,10 @@ def parse_efficiency_percent(text: str) -> int:
 
 #: Models per profile, per ``--models-json`` or ``--models-file``.
 MAX_MODELS = 8
+#: Weight formats one profile measures the roofline of: ``--weight-format``'s and one per model
+#: (``cli/arguments.profiled_formats``), each once; the compact result's ``f`` and the status's
+#: ``weightFormats`` hold at most this many.
+MAX_WEIGHT_FORMATS = MAX_MODELS + 1
 DEFAULT_CONTEXT_TOKENS = 4096
 MAX_CONTEXT_TOKENS = 1 << 20
 DEFAULT_TENSOR_PARALLEL = 1

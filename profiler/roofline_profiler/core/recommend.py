@@ -75,17 +75,19 @@ def analyse_sweep(
     steps: Sequence[tuple[int, float]],
     k: int,
     n: int,
-    element_bytes: int,
+    element_bytes: float,
     peak_flops_per_second: float,
     bandwidth_bytes_per_second: float,
+    activation_bytes: float | None = None,
 ) -> tuple[SweepPoint, ...]:
-    """Derive achieved rates and roofline fractions for ``(batch, step_seconds)`` pairs."""
+    """Derive achieved rates and roofline fractions for ``(batch, step_seconds)`` pairs
+    (``activation_bytes``: see :func:`roofline.decode_gemm_bytes`)."""
     points = []
     for batch, step in sorted(steps):
         if batch <= 0 or step <= 0:
             raise ValueError("batches and step times must be positive")
         flops = roofline.decode_gemm_flops(batch, k, n) / step
-        intensity = roofline.arithmetic_intensity(batch, k, n, element_bytes)
+        intensity = roofline.arithmetic_intensity(batch, k, n, element_bytes, activation_bytes)
         bound = roofline.roofline_bound(
             intensity, peak_flops_per_second, bandwidth_bytes_per_second
         )
@@ -94,7 +96,10 @@ def analyse_sweep(
                 batch=batch,
                 step_seconds=step,
                 flops_per_second=flops,
-                bytes_per_second=roofline.decode_gemm_bytes(batch, k, n, element_bytes) / step,
+                bytes_per_second=roofline.decode_gemm_bytes(
+                    batch, k, n, element_bytes, activation_bytes
+                )
+                / step,
                 arithmetic_intensity=intensity,
                 roofline_flops_per_second=bound,
                 roofline_fraction=flops / bound,
@@ -145,9 +150,10 @@ def recommended_min_batch(
     points: Sequence[SweepPoint],
     k: int,
     n: int,
-    element_bytes: int,
+    element_bytes: float,
     ridge: float,
     min_efficiency: float = DEFAULT_MIN_EFFICIENCY,
+    activation_bytes: float | None = None,
 ) -> Recommendation:
     """The recommended minimum batch (see the module docstring for the definition)."""
     if not 0 < min_efficiency <= 1:
@@ -156,7 +162,9 @@ def recommended_min_batch(
     if crossing is not None:
         batch = nearest_swept_batch(crossing, [p.batch for p in points])
         return Recommendation(batch, "sweep", min_efficiency, crossing)
-    modelled = roofline.batch_for_intensity(min_efficiency * ridge, k, n, element_bytes)
+    modelled = roofline.batch_for_intensity(
+        min_efficiency * ridge, k, n, element_bytes, activation_bytes
+    )
     if modelled is None:
         # The shape cannot reach that intensity at any batch: the largest swept batch is the
         # best a server can do with it.

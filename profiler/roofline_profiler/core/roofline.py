@@ -33,14 +33,25 @@ def decode_gemm_flops(batch: int, k: int, n: int) -> float:
     return 2.0 * batch * k * n
 
 
-def decode_gemm_bytes(batch: int, k: int, n: int, element_bytes: int) -> float:
-    """Minimum memory traffic of the product: the weight and the input read, the output written."""
-    return float(element_bytes) * (k * n + batch * k + batch * n)
+def decode_gemm_bytes(
+    batch: int, k: int, n: int, element_bytes: float, activation_bytes: float | None = None
+) -> float:
+    """Minimum memory traffic of the product: the weight and the input read, the output written.
+
+    ``element_bytes`` are the bytes of one weight; the input and output elements take
+    ``activation_bytes`` each, the same unless given (a quantized weight format stores a weight in
+    a fraction of a byte, scales included, while the activations stay 16-bit)."""
+    activation = element_bytes if activation_bytes is None else activation_bytes
+    return float(element_bytes) * k * n + float(activation) * (batch * k + batch * n)
 
 
-def arithmetic_intensity(batch: int, k: int, n: int, element_bytes: int) -> float:
+def arithmetic_intensity(
+    batch: int, k: int, n: int, element_bytes: float, activation_bytes: float | None = None
+) -> float:
     """FLOPs per byte of the decode GEMM, from the actual traffic (weight + input + output)."""
-    return decode_gemm_flops(batch, k, n) / decode_gemm_bytes(batch, k, n, element_bytes)
+    return decode_gemm_flops(batch, k, n) / decode_gemm_bytes(
+        batch, k, n, element_bytes, activation_bytes
+    )
 
 
 def ridge_point(peak_flops_per_second: float, bandwidth_bytes_per_second: float) -> float:
@@ -57,23 +68,31 @@ def roofline_bound(
     return min(peak_flops_per_second, intensity * bandwidth_bytes_per_second)
 
 
-def batch_for_intensity(target: float, k: int, n: int, element_bytes: int) -> int | None:
+def batch_for_intensity(
+    target: float, k: int, n: int, element_bytes: float, activation_bytes: float | None = None
+) -> int | None:
     """Smallest batch B whose decode-GEMM intensity reaches ``target`` FLOP/byte.
 
-    Solving ``2BKN >= t·s·(KN + B(K+N))`` for B gives ``B >= t·s·KN / (2KN - t·s·(K+N))``.
+    With ``s`` the bytes of a weight and ``a`` those of an activation (``s`` unless given),
+    solving ``2BKN >= t·(s·KN + a·B(K+N))`` for B gives ``B >= t·s·KN / (2KN - t·a·(K+N))``.
     Returns None when the shape can never reach the target (intensity tends to
-    ``2KN / (s(K+N))`` as B grows).
+    ``2KN / (a(K+N))`` as B grows).
     """
     if target <= 0:
         return 1
-    denominator = 2.0 * k * n - target * element_bytes * (k + n)
+    activation = element_bytes if activation_bytes is None else activation_bytes
+    denominator = 2.0 * k * n - target * activation * (k + n)
     if denominator <= 0:
         return None
     exact = target * element_bytes * k * n / denominator
     batch = max(1, math.ceil(exact - 1e-9))
+
+    def intensity(b: int) -> float:
+        return arithmetic_intensity(b, k, n, element_bytes, activation_bytes)
+
     # Guard against floating-point rounding in either direction.
-    while batch > 1 and arithmetic_intensity(batch - 1, k, n, element_bytes) >= target:
+    while batch > 1 and intensity(batch - 1) >= target:
         batch -= 1
-    while arithmetic_intensity(batch, k, n, element_bytes) < target:
+    while intensity(batch) < target:
         batch += 1
     return batch

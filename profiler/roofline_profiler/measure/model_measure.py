@@ -84,7 +84,7 @@ from roofline_profiler.measure.measure_settings import (
     evicting_bytes,
     memory_budget,
 )
-from roofline_profiler.measure.quantized_linear import FORMAT_BYTES
+from roofline_profiler.measure.quantized_linear import FORMAT_BYTES, TORCH_KERNEL_PREFIX
 
 #: The lm_head slice: at least this many bytes (and the cache), or the whole matrix.
 MIN_HEAD_SLICE_BYTES = 128 << 20
@@ -328,16 +328,29 @@ def measure_model(
 
 
 def weight_kernel_notes(arch: ModelArch, kernels: set[str]) -> tuple[str, ...]:
-    """What a plan says when a quantized model's GEMMs could not run the engine's kernel."""
+    """What a plan says when a quantized model's GEMMs could not run the engine's kernel: torch's
+    own quantized GEMM stood in, or a 16-bit GEMM over the format's bytes."""
     fmt = arch.quantized
-    if fmt is None or FORMAT_BYTES not in kernels:
+    if fmt is None:
         return ()
-    return (
-        f"no engine kernel for {fmt.name} weights runs here (vLLM's CPU kernels run 4-bit "
-        "weight-only and INT8 W8A8, from vLLM's environment): its GEMMs are timed as 16-bit "
-        "GEMMs reading the format's bytes, the bandwidth side only, so steps are predicted too "
-        "fast wherever the engine's kernel dequantizes or multiplies slower than 16-bit",
-    )
+    notes = []
+    stand_ins = sorted(k for k in kernels if k.startswith(TORCH_KERNEL_PREFIX))
+    if stand_ins:
+        notes.append(
+            f"{fmt.name} GEMMs timed through torch's own kernel ({', '.join(stand_ins)}), not the "
+            "serving engine's (vLLM's CPU kernels run from vLLM's environment; on GPUs engines "
+            "run Marlin, Machete or CUTLASS kernels): a step is predicted as fast as torch's "
+            "kernel runs it"
+        )
+    if FORMAT_BYTES in kernels:
+        notes.append(
+            f"no kernel for {fmt.name} weights runs here (vLLM's CPU kernels run 4-bit "
+            "weight-only and INT8 W8A8, from vLLM's environment; torch's need a recent torch): "
+            "its GEMMs are timed as 16-bit GEMMs reading the format's bytes, the bandwidth side "
+            "only, so steps are predicted too fast wherever the engine's kernel dequantizes or "
+            "multiplies slower than 16-bit"
+        )
+    return tuple(notes)
 
 
 def _attention_kernel(attention: str) -> str:

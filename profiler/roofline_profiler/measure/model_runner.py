@@ -15,6 +15,7 @@ import torch
 from roofline_profiler.core.decode_model import ComponentTime, ModelMeasurements, plan_models
 from roofline_profiler.core.engines import Engine, resolve_engine
 from roofline_profiler.core.errors import first_line
+from roofline_profiler.core.format_roofline import FormatRoofline, model_peak
 from roofline_profiler.core.load_plan import LoadPlan, LoadRequest
 from roofline_profiler.core.load_planning import default_limits, plan_loads
 from roofline_profiler.core.model_config import ModelArch
@@ -115,9 +116,12 @@ def profile_models(
     peak_flops_per_second: float,
     bandwidth_bytes_per_second: float,
     progress: Progress,
+    formats: tuple[FormatRoofline, ...] = (),
 ) -> tuple[tuple[ModelPlan, ...], tuple[ModelMeasurements, ...], tuple[ModelFailure, ...]]:
     """Measure and plan every requested model on one device; a model the device cannot measure
-    (out of memory, a driver error) is a :class:`ModelFailure`, and the others go on.
+    (out of memory, a driver error) is a :class:`ModelFailure`, and the others go on. A
+    quantized model's minimum batch compares with its format's peak where ``formats`` (the
+    device's measured format rooflines) hold it (``format_roofline.model_peak``).
 
     ``bandwidth_bytes_per_second`` is the device's measured read bandwidth: attention on a device
     without an engine-grade decode kernel is predicted from it (and the peak), and a tensor-parallel
@@ -173,9 +177,8 @@ def profile_models(
             notes=(*m.notes, *attention_notes, *all_reduce_notes),
         )
         measured.append(m)
-        plans.extend(
-            plan_models(m, request.contexts, memory, peak_flops_per_second, request.options, engine)
-        )
+        peak = model_peak(arch.weight_format, peak_flops_per_second, formats)
+        plans.extend(plan_models(m, request.contexts, memory, peak, request.options, engine))
     return tuple(plans), tuple(measured), tuple(failures)
 
 

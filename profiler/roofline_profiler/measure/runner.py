@@ -14,10 +14,13 @@ import torch
 from roofline_profiler.core import ceilings, roofline
 from roofline_profiler.core.decode_model import ModelMeasurements
 from roofline_profiler.core.errors import first_line
+from roofline_profiler.core.format_roofline import FormatRoofline
 from roofline_profiler.core.load_plan import LoadPlan
 from roofline_profiler.core.planning import ModelPlan
 from roofline_profiler.core.stats import Measurement
+from roofline_profiler.core.weight_formats import WeightFormat
 from roofline_profiler.measure.devices import DeviceInfo, check_dtype_supported
+from roofline_profiler.measure.format_workloads import FormatSweep, profile_format
 from roofline_profiler.measure.metadata import environment, telemetry
 from roofline_profiler.measure.model_runner import ModelRequest, plan_model_loads, profile_models
 from roofline_profiler.measure.timing import DEFAULT, QUICK, measure_rounds
@@ -33,7 +36,7 @@ from roofline_profiler.wire import fields, host_state, host_state_detection
 from roofline_profiler.wire.measurement_records import PeakCandidate, SweepEntry
 from roofline_profiler.wire.result import DeviceResult, ProfileResult, ResultWarning
 from roofline_profiler.wire.sanity import host_state_warning, plausibility_warnings
-from roofline_profiler.wire.warning_codes import MODEL_FAILED
+from roofline_profiler.wire.warning_codes import FORMAT_FAILED, MODEL_FAILED
 
 
 @dataclass(frozen=True)
@@ -48,6 +51,9 @@ class ProfileRequest:
     #: The models to measure and plan: one request per tensor parallel degree and set of
     #: contexts (``--model`` gives one, ``--models-json`` one per degree and context).
     models: tuple[ModelRequest, ...] = ()
+    #: The weight formats whose roofline to measure beside the dtype's (``--weight-format``
+    #: and the formats of the quantized models), each once.
+    weight_formats: tuple[WeightFormat, ...] = ()
 
 
 class DeviceFailure(RuntimeError):
@@ -85,6 +91,7 @@ def profile_device(
         telemetry(info),
     )
     del bandwidth_w, peak_w, sweep_w, measured  # free the roofline's buffers for the models
+    formats, format_failures = _profile_formats(info, dtype, request, tuple(shapes), tagged)
     plans: tuple[ModelPlan, ...] = ()
     model_measurements: tuple[ModelMeasurements, ...] = ()
     loads: tuple[LoadPlan, ...] = ()
@@ -101,6 +108,7 @@ def profile_device(
             result.peak_flops_per_second,
             result.read_bandwidth_bytes_per_second,
             tagged,
+            formats,
         )
         plans += more_plans
         model_measurements += more_measurements
@@ -108,11 +116,43 @@ def profile_device(
         failed += [ResultWarning(MODEL_FAILED, f"model {f.name}: {f.reason}") for f in failures]
     return replace(
         result,
+        weight_formats=formats,
         models=plans,
         model_measurements=model_measurements,
         loads=loads,
-        warnings=(*result.warnings, *failed),
+        warnings=(*result.warnings, *format_failures, *failed),
     )
+
+
+def _profile_formats(
+    info: DeviceInfo,
+    dtype: str,
+    request: ProfileRequest,
+    shapes: tuple[Shape, ...],
+    progress: Callable[[str], None],
+) -> tuple[tuple[FormatRoofline, ...], tuple[ResultWarning, ...]]:
+    """Each requested weight format's roofline (``format_workloads.py``), after the dtype's and
+    its buffers freed, one format's buffers at a time; a format that cannot be measured (out of
+    memory, a kernel's error) fails alone, with a warning."""
+    sweep_at = FormatSweep(
+        shapes,
+        request.k,
+        request.n,
+        request.batches,
+        request.bandwidth_kind,
+        request.min_batch_efficiency_percent / 100.0,
+        request.quick,
+    )
+    formats, failed = [], []
+    for fmt in request.weight_formats:
+        try:
+            formats.append(profile_format(fmt, info, dtype, sweep_at, progress))
+        except (torch.OutOfMemoryError, RuntimeError) as exc:
+            why = first_line(exc, type(exc).__name__)
+            failed.append(ResultWarning(FORMAT_FAILED, f"weight format {fmt.name}: {why}"))
+        finally:
+            _free(info)
+    return tuple(formats), tuple(failed)
 
 
 def host_roles(

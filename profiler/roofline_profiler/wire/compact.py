@@ -19,6 +19,10 @@ can keep a suspect profile from moving published values.
 
 Each model's largest request rate per replica under a planned workload travels under ``l``
 (``compact_loads.py``), beside ``m``, which it follows; a reader that does not know it ignores it.
+Each weight format's roofline (peak, ridge point, minimum batch, with intervals), one entry per
+format for the node, travels under ``f`` (``compact_formats.py``), likewise ignored by a reader
+that does not know it; the formats are what goes first when nothing else is left to drop
+(:func:`encode_compact`).
 
 Version 4 names the backend the profile measured on (``be``: ``cuda``, ``rocm``, ``mps`` or
 ``cpu``), so the operator can refuse a CPU's numbers from a pod that was given a GPU (a missing
@@ -42,6 +46,7 @@ from typing import Any
 from roofline_profiler.core.units import round_significant
 from roofline_profiler.wire import fields
 from roofline_profiler.wire.compact_fields import SIGNIFICANT_DIGITS, steps_to_wire
+from roofline_profiler.wire.compact_formats import CompactFormat, formats_to_wire
 from roofline_profiler.wire.compact_loads import CompactLoad, loads_to_wire
 from roofline_profiler.wire.compact_models import (
     CompactModelPlan,
@@ -107,6 +112,9 @@ class CompactProfile:
     version: int = COMPACT_VERSION
     #: Each model's largest request rate per replica (``l``); none without a planned workload.
     loads: tuple[CompactLoad, ...] = ()
+    #: Each weight format's roofline on the node (``f``); none without ``--weight-format`` or
+    #: quantized models.
+    weight_formats: tuple[CompactFormat, ...] = ()
 
 
 def _device_to_wire(device: CompactDevice, with_steps: bool) -> list[Any]:
@@ -175,11 +183,14 @@ def encode_compact(profile: CompactProfile) -> str:
     Step times are dropped (:data:`TRIM_LEVELS`) when a large profile would not fit; the headline
     numbers and the model plans always survive. Model names are written once, under ``m``; each
     GPU's plans under ``p`` refer to them by position, so eight GPUs with eight models of 63
-    characters still fit (tested).
+    characters still fit (tested). When no trim level fits, the weight formats (``f``) go one at a
+    time from the last, each time from the first trim level again: a format outranks every step
+    time, but not the warnings and intervals of the headline numbers.
     """
     if profile.backend is None:
         raise ValueError("a compact result names the backend it measured on")
     models = models_to_wire(d.models for d in profile.devices)
+    formats = formats_to_wire(profile.weight_formats)
     for with_steps, with_model_steps, one_itl in TRIM_LEVELS:
         plans = [d.models for d in profile.devices]
         if one_itl:
@@ -208,9 +219,13 @@ def encode_compact(profile: CompactProfile) -> str:
             rates = loads_to_wire(profile.loads, models)
             if rates is not None:
                 doc["l"] = rates
+        if formats is not None:
+            doc["f"] = formats
         text = json.dumps(doc, separators=(",", ":"), ensure_ascii=True)
         if len(text.encode()) <= MAX_COMPACT_BYTES:
             return text
+    if profile.weight_formats:
+        return encode_compact(replace(profile, weight_formats=profile.weight_formats[:-1]))
     # Then the warnings, and the intervals last: without warnings the operator takes a suspect
     # profile as sound; without intervals it takes every number as exact.
     if any(d.warnings for d in profile.devices):

@@ -6,6 +6,8 @@ Every field is checked (``compact_fields.py``) against one table of physical pla
 same dataclasses as version 4 (``compact.py``), so the results of pods that finish during an
 upgrade are not lost; a version 2 or 3 result decodes with ``backend`` ``None``, and whether that
 is enough is the reader's decision (the operator's: ``roofline_operator.decide.asked``).
+The top-level keys a version may lack or a reader may not know (the rates ``l``, the weight
+formats ``f``: ``compact_loads.py``, ``compact_formats.py``) are read where present, in any version.
 
 Pure module: no torch, no Kubernetes.
 """
@@ -38,6 +40,7 @@ from roofline_profiler.wire.compact_fields import (
     string,
     whole,
 )
+from roofline_profiler.wire.compact_formats import decode_formats
 from roofline_profiler.wire.compact_loads import CompactLoad, decode_loads
 from roofline_profiler.wire.compact_models import decode_device_plans, decode_models
 from roofline_profiler.wire.fields import Estimate
@@ -316,4 +319,5 @@ def decode_compact(
         backend=_backend(raw, version),
         version=version,
         loads=_loads(raw),
+        weight_formats=decode_formats(raw, {d.index for d in devices}),
     )

@@ -16,11 +16,13 @@ from typing import Any
 
 from roofline_profiler.core.decode_model import ModelMeasurements
 from roofline_profiler.core.decode_model_json import measurements_from_dict, measurements_to_dict
+from roofline_profiler.core.format_roofline import FormatRoofline
 from roofline_profiler.core.load_plan import LoadPlan
 from roofline_profiler.core.planning import ModelPlan
 from roofline_profiler.core.stats import Measurement
 from roofline_profiler.wire import fields
 from roofline_profiler.wire.compact import CompactDevice, CompactProfile
+from roofline_profiler.wire.compact_formats import compact_formats
 from roofline_profiler.wire.compact_loads import compact_loads
 from roofline_profiler.wire.compact_models import compact_plans
 from roofline_profiler.wire.host_state import HostStateReport
@@ -89,6 +91,8 @@ class DeviceResult(fields.HeadlineNumbers):
     models: tuple[ModelPlan, ...] = ()
     #: The measured decode-step parts the plans come from, one per model.
     model_measurements: tuple[ModelMeasurements, ...] = ()
+    #: The roofline of each weight format profiled beside the dtype (``format_roofline.py``).
+    weight_formats: tuple[FormatRoofline, ...] = ()
     #: Each model's plan under load (``load_plan``): its TTFT ladder and, for a workload, the
     #: TTFT and ITL at request rates and the maximum rate per replica.
     loads: tuple[LoadPlan, ...] = ()
@@ -140,6 +144,11 @@ class DeviceResult(fields.HeadlineNumbers):
             "sweep": [e.to_dict() for e in self.sweep],
             "warnings": [w.to_dict() for w in self.warnings],
             "telemetry": self.telemetry,
+            **(
+                {"weightFormats": [f.to_dict() for f in self.weight_formats]}
+                if self.weight_formats
+                else {}
+            ),
             "models": [p.to_dict() for p in self.models],
             "modelMeasurements": [measurements_to_dict(m) for m in self.model_measurements],
             "loads": [p.to_dict() for p in self.loads],
@@ -217,6 +226,7 @@ class DeviceResult(fields.HeadlineNumbers):
                 measurements_from_dict(m) for m in d.get("modelMeasurements", ())
             ),
             loads=tuple(LoadPlan.from_dict(p) for p in d.get("loads", ())),
+            weight_formats=tuple(FormatRoofline.from_dict(f) for f in d.get("weightFormats", ())),
             host_states=(HostStateReport.from_dict(d["hostStates"]) if "hostStates" in d else None),
         )
 
@@ -274,7 +284,8 @@ class ProfileResult:
 
     def to_compact(self) -> CompactProfile:
         """The subset the operator publishes, for the termination message: the backend, the
-        headline numbers with their 95% intervals and warning codes, and the sweep's step times.
+        headline numbers with their 95% intervals and warning codes, the sweep's step times, and
+        each weight format's roofline for the node (``compact_formats``).
 
         One ``--device`` resolves to devices of one backend, so the profile names one.
         """
@@ -301,6 +312,7 @@ class ProfileResult:
             ),
             backend=backends.pop(),
             loads=compact_loads(d.loads for d in self.devices),
+            weight_formats=compact_formats((d.index, d.weight_formats) for d in self.devices),
         )
 
 

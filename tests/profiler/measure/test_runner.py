@@ -3,9 +3,14 @@
 import pytest
 import torch
 
+from roofline_profiler.core.weight_formats import WeightFormat, awq_int4, int8_w8a8
+from roofline_profiler.measure import runner
 from roofline_profiler.measure.devices import DeviceInfo
+from roofline_profiler.measure.format_workloads import FormatSweep
 from roofline_profiler.measure.runner import ProfileRequest, profile_device
 from roofline_profiler.wire.result import DeviceResult
+from roofline_profiler.wire.warning_codes import FORMAT_FAILED
+from tests.profiler.synthetic import synthetic_format
 
 INFO = DeviceInfo(torch.device("cpu"), 0, "test cpu", "cpu", 1 << 30, 1 << 20)
 
@@ -58,3 +63,47 @@ def test_every_headline_number_lies_in_its_interval(device: DeviceResult) -> Non
         (device.recommended_min_batch, device.interval("recommended_min_batch")),
     ]:
         assert low <= value <= high
+
+
+def formats_request(*formats: WeightFormat) -> ProfileRequest:
+    return ProfileRequest(
+        devices=(INFO,),
+        k=256,
+        n=512,
+        batches=(1, 4),
+        min_batch_efficiency_percent=50,
+        bandwidth_kind="read",
+        quick=True,
+        weight_formats=formats,
+    )
+
+
+def test_each_requested_weight_format_gets_its_roofline_at_the_profiles_sweep(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    seen: list[tuple[str, FormatSweep]] = []
+
+    def measured(fmt: WeightFormat, info: DeviceInfo, dtype: str, at: FormatSweep, _: object):  # type: ignore[no-untyped-def]
+        seen.append((fmt.name, at))
+        return synthetic_format(fmt.name, k=at.k, n=at.n, batches=at.batches)
+
+    monkeypatch.setattr(runner, "profile_format", measured)
+    device = profile_device(
+        INFO, "bfloat16", formats_request(awq_int4(128), int8_w8a8()), lambda _: None
+    )
+    assert [f.weight_format for f in device.weight_formats] == ["awq-int4-g128", "int8-w8a8"]
+    (_, at), _ = seen
+    assert (at.k, at.n, at.batches, at.min_efficiency, at.quick) == (256, 512, (1, 4), 0.5, True)
+    assert at.shapes  # the device's own peak shapes
+
+
+def test_a_format_that_fails_fails_alone_with_a_warning(monkeypatch: pytest.MonkeyPatch) -> None:
+    def fails(fmt: WeightFormat, *_: object) -> None:
+        raise RuntimeError("kernel refused the shape\nstack...")
+
+    monkeypatch.setattr(runner, "profile_format", fails)
+    device = profile_device(INFO, "bfloat16", formats_request(awq_int4(128)), lambda _: None)
+    assert device.weight_formats == ()
+    assert device.sweep
+    (warning,) = [w for w in device.warnings if w.code == FORMAT_FAILED]
+    assert warning.message == "weight format awq-int4-g128: kernel refused the shape"

@@ -16,7 +16,7 @@ from roofline_profiler.wire.result import (
     validate_document,
 )
 from tests.profiler.core.step_builders import synthetic
-from tests.profiler.synthetic import synthetic_result
+from tests.profiler.synthetic import synthetic_format, synthetic_result
 
 
 def test_result_document_validates_against_the_published_schema() -> None:
@@ -38,6 +38,44 @@ def test_cpu_wait_shares_validate_and_round_trip() -> None:
     assert read["roundsCpuWait"][:2] == [0.4, 0.0]
     assert "roundsCpuWait" not in document["devices"][0]["bandwidth"]["copy"]
     assert ProfileResult.from_dict(json.loads(json.dumps(document))).to_dict() == document
+
+
+def with_formats() -> ProfileResult:
+    result = synthetic_result()
+    formats = (synthetic_format(), synthetic_format("int8-w8a8", bytes_per_weight=1.0))
+    device = dataclasses.replace(result.devices[0], weight_formats=formats)
+    return dataclasses.replace(result, devices=(device,))
+
+
+def test_the_weight_formats_rooflines_validate_and_round_trip() -> None:
+    document = with_formats().to_dict()
+    validate_document(document)
+    assert [f["weightFormat"] for f in document["devices"][0]["weightFormats"]] == [
+        "awq-int4-g128",
+        "int8-w8a8",
+    ]
+    assert ProfileResult.from_dict(json.loads(json.dumps(document))).to_dict() == document
+
+
+def test_a_result_without_weight_formats_has_no_key_for_them() -> None:
+    assert "weightFormats" not in synthetic_result().to_dict()["devices"][0]
+
+
+@pytest.mark.parametrize(
+    ("key", "value"),
+    [
+        pytest.param("weightFormat", "awq-int3-g128", id="unknown-format"),
+        pytest.param("weightFormat", "awq-int4-g100", id="odd-group"),
+        pytest.param("ridgePoint", 0, id="zero-ridge"),
+        pytest.param("recommendedMinBatch", 0, id="zero-min-batch"),
+        pytest.param("recommendedMinBatchSource", "guess", id="unknown-source"),
+    ],
+)
+def test_the_schema_rejects_an_impossible_format_roofline(key: str, value: object) -> None:
+    document = with_formats().to_dict()
+    document["devices"][0]["weightFormats"][0][key] = value
+    with pytest.raises(jsonschema.ValidationError):
+        validate_document(document)
 
 
 def test_headline_keys_are_camel_case_and_present() -> None:

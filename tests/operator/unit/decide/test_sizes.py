@@ -6,6 +6,7 @@ from dataclasses import replace
 
 from tests.operator.unit.model_builders import plan
 from tests.operator.unit.operator_builders import device, profile
+from tests.profiler.format_builders import largest_formats
 from tests.profiler.headline_builders import BANDWIDTH, with_number_intervals, with_values
 
 from roofline_operator.core.model_spec import parse_models
@@ -70,9 +71,11 @@ def _gpu(index: int) -> CompactDevice:
 
 
 def worst_case_record() -> NodeRecord:
-    """8 GPUs, 8 models of 63-character names, intervals, warnings, a failure message, a
-    material change and every optional block: the largest record the operator writes."""
-    result = from_compact(profile(*(_gpu(i) for i in range(8)), created_at=1.7e9), "0123456789")
+    """8 GPUs, 8 models of 63-character names, every weight format a profile measures,
+    intervals, warnings, a failure message, a material change and every optional block: the
+    largest record the operator writes."""
+    measured = profile(*(_gpu(i) for i in range(8)), created_at=1.7e9)
+    result = from_compact(replace(measured, weight_formats=largest_formats(8)), "0123456789")
     headline = headline_of(result)
     return NodeRecord(
         name="n" * 253,
@@ -115,6 +118,7 @@ def test_the_worst_case_record_annotation_is_fitted_to_its_budget_and_still_rest
     assert len(restored.result.gpus) == 8, "the per-GPU numbers stay"
     assert {g.product for g in restored.result.gpus} == {"NVIDIA H200 NVL 141GB HBM3e " + "x" * 36}
     assert [p.name for p in restored.result.restored_models] == list(MODEL_NAMES)
+    assert restored.result.weight_formats == (), "the formats go before the per-GPU numbers"
 
 
 def test_the_worst_case_status_entry_is_fitted_to_its_budget() -> None:
@@ -137,6 +141,8 @@ def test_the_worst_case_status_entry_is_fitted_to_its_budget() -> None:
     assert len(entry["models"]) == 8
     assert all("maxBatchByMemory" in m for m in entry["models"])
     assert all(m["weightFormat"] == "gptq-int4-g128-asym" for m in entry["models"])
+    assert "weightFormats" not in entry, "the formats go before the per-GPU entries"
+    assert len(entry["devices"]) == 8
 
 
 def test_an_entry_loses_intervals_then_warnings_then_model_detail() -> None:
@@ -196,3 +202,38 @@ def test_the_worst_case_status_entry_with_its_standing_among_peers_still_fits() 
     assert set(entry["relativePerformance"]) == {"bandwidth", "peak", "ridgePoint"}
     assert all("maxBatchByMemory" in m for m in entry["models"])
     assert len(entry["devices"]) == 8
+
+
+def test_an_entry_loses_format_intervals_first_and_its_formats_before_its_gpus() -> None:
+    full = {
+        "ridgePoint": 1.0,
+        "devices": [{"index": 0, "product": "p", "ridgePoint": 1.0}],
+        "weightFormats": [
+            {"weightFormat": "int8-w8a8", "ridgePoint": 2.0, "ridgePointInterval": {"low": 1}}
+        ],
+    }
+    no_intervals = fit(full, encoded_size(full) - 1)
+    assert no_intervals["weightFormats"] == [{"weightFormat": "int8-w8a8", "ridgePoint": 2.0}]
+    no_products = fit(full, encoded_size(no_intervals) - 1)
+    assert no_products["devices"] == [{"index": 0, "ridgePoint": 1.0}]
+    assert "weightFormats" in no_products
+    no_formats = fit(full, encoded_size(no_products) - 1)
+    assert "weightFormats" not in no_formats
+    assert no_formats["devices"] == [{"index": 0, "ridgePoint": 1.0}], "the GPUs outlast them"
+
+
+def test_a_one_gpu_node_keeps_every_format_and_its_intervals_in_both_copies() -> None:
+    measured = replace(profile(device(0), created_at=1.7e9), weight_formats=largest_formats(1))
+    result = from_compact(measured, "h")
+    record = NodeRecord(
+        name="gpu-1", gpus=1, state=NodeState.PROFILED, cycle_hash="h", result=result
+    )
+    text = record_to_annotation(record)
+    assert text is not None
+    restored = record_from_annotation("gpu-1", 1, text, 1.7e9 + 60)
+    assert restored is not None
+    assert restored.result is not None
+    assert restored.result.weight_formats == result.weight_formats
+    entry = fit(record_to_status(record), STATUS_ENTRY_BUDGET_BYTES)
+    assert len(entry["weightFormats"]) == 9
+    assert all("peakInterval" in f for f in entry["weightFormats"])
