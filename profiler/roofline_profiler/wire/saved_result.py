@@ -11,7 +11,8 @@ anything, so it is read once, here, into bounded values, and what is derived fro
    :data:`MAX_INTEGER`, exact as a float. Numbers the schema leaves free (``environment``,
    ``telemetry``) are bounded alike.
 4. What drives the maths of a re-plan, against the profiler's own limits and plausibility table:
-   the sweep's batches and weight shape, each device's memory and peak, and every measured part of
+   the sweep's batches and weight shape, each device's memory and peak (and each weight format's
+   peak, which a quantized model's re-plan compares with), and every measured part of
    a model's decode step (its batch, context and time: a step of 0 s would divide by zero, a
    part at batch 10⁹ would be looked up in vain).
 5. What is derived from those numbers (rates, summaries, the plans): :func:`check_derived` writes
@@ -184,6 +185,12 @@ def _check_device(device: DeviceResult, where: str) -> None:
     _plausible(lambda: plausibility.number(peak, "peak", "peakFlopsPerSecond"), where)
     for index, measured in enumerate(device.model_measurements):
         _check_measurements(measured, f"{where}/modelMeasurements/{index}")
+    # A format's peak stands in for the device's in a quantized model's re-plan (``model_peak``).
+    for index, fmt in enumerate(device.weight_formats):
+        _plausible(
+            lambda peak=fmt.peak.value: plausibility.number(peak, "peak", "peakFlopsPerSecond"),
+            f"{where}/weightFormats/{index}",
+        )
 
 
 def check_inputs(result: ProfileResult) -> None:

@@ -4,6 +4,7 @@ inputs within the limits, every derived number checked (``roofline plan --from``
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from typing import Any
 
@@ -18,7 +19,7 @@ from roofline_profiler.wire.saved_result import (
     parse_result_text,
     read_saved_result,
 )
-from tests.profiler.synthetic import measured_result
+from tests.profiler.synthetic import measured_result, synthetic_format
 
 SCHEMA = load_schema()
 DOCUMENT = measured_result().to_dict()
@@ -101,6 +102,15 @@ def test_the_maths_inputs_lie_within_the_profilers_limits(
 ) -> None:
     document = {**DOCUMENT, "config": {**DOCUMENT["config"], **change}}
     with pytest.raises(UnreadableResult, match=reason):
+        read_saved_result(json.dumps(document))
+
+
+def test_a_weight_formats_implausible_peak_is_refused_naming_where() -> None:
+    result = measured_result()
+    device = dataclasses.replace(result.devices[0], weight_formats=(synthetic_format(),))
+    document = dataclasses.replace(result, devices=(device,)).to_dict()
+    document["devices"][0]["weightFormats"][0]["peakFlopsPerSecond"] = 1e20
+    with pytest.raises(UnreadableResult, match="devices/0/weightFormats/0: "):
         read_saved_result(json.dumps(document))
 
 
