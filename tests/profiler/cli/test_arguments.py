@@ -155,6 +155,18 @@ def test_a_model_is_checked_before_the_models_json_it_contradicts() -> None:
             id="odd-group",
         ),
         pytest.param(
+            ("--weight-format", "awq-int3"),
+            "--weight-format: 'awq-int3' is not a weight format (awq-int4, gptq-int4, gptq-int8, "
+            "int8-w8a8, fp8-w8a8)",
+            id="unknown-format-without-a-model",
+        ),
+        pytest.param(
+            ("--weight-format", "int8-w8a8", "--dtype", "float32"),
+            "--dtype float32: int8-w8a8 has quantized weights, which the engines serve with "
+            "16-bit activations (--dtype bfloat16 or float16)",
+            id="float32-without-a-model",
+        ),
+        pytest.param(
             ("--model", "qwen3-8b", "--kv-cache-dtype", "fp16"),
             "argument --kv-cache-dtype: invalid choice: 'fp16' (choose from 'auto', 'fp8', "
             "'fp8_e4m3', 'fp8_e5m2')",
@@ -200,31 +212,6 @@ def test_the_flag_and_each_quantized_model_add_their_format_once() -> None:
 def test_a_profile_without_a_quantized_model_measures_no_format() -> None:
     args = arguments.profile_arguments(profile_namespace("--model", "qwen3-8b"))
     assert args.weight_formats == ()
-
-
-@pytest.mark.parametrize(
-    ("argv", "message"),
-    [
-        pytest.param(
-            ("--weight-format", "awq-int3"),
-            "--weight-format: ",
-            id="unknown",
-        ),
-        pytest.param(
-            ("--weight-format", "int8-w8a8", "--dtype", "float32"),
-            "--dtype float32: int8-w8a8 has quantized weights, which the engines serve with "
-            "16-bit activations (--dtype bfloat16 or float16)",
-            id="float32",
-        ),
-    ],
-)
-def test_a_weight_format_profiled_alone_is_checked_as_a_models_is(
-    argv: tuple[str, ...], message: str
-) -> None:
-    with pytest.raises(UsageError) as info:
-        arguments.profile_arguments(profile_namespace(*argv))
-    (line,) = str(info.value).splitlines()
-    assert line.startswith(message)
 
 
 def test_a_flag_type_turns_a_limit_error_into_argparses_message() -> None:
