@@ -160,7 +160,12 @@ class BatchTrace:
     steps: tuple[TracedStep, ...]
 
     def median(self, part: str | None = None) -> float:
-        return statistics.median(s.seconds if part is None else s.parts[part] for s in self.steps)
+        return median_of(self.steps, part)
+
+
+def median_of(steps: Iterable[TracedStep], part: str | None = None) -> float:
+    """The median traced step, or of one of its parts."""
+    return statistics.median(s.seconds if part is None else s.parts[part] for s in steps)
 
 
 def trace_batch(server: vllm_server.VllmServer, batch: int, traces: Path) -> BatchTrace:
@@ -233,21 +238,17 @@ def table(
     for batch in sorted(runs[0]):
         traces = [r[batch] for r in runs]
         steps = [s for t in traces for s in t.steps]
-
-        def med(part: str | None = None, of: Iterable[TracedStep] = steps) -> float:
-            return statistics.median(s.seconds if part is None else s.parts[part] for s in of)
-
+        engine = {part: median_of(steps, part) for part in PARTS}
         context = round(statistics.fmean(t.context_tokens for t in traces))
         step, parts = profile_parts(m, batch, context)
-        gemm = med(GEMMS)
-        per_run = [med(GEMMS, t.steps) for t in traces]
+        per_run = [t.median(GEMMS) for t in traces]
         itl = statistics.fmean(t.itl_seconds for t in traces)
         rows.append(
-            f"| {batch} | {ms(itl)} | {ms(med())} | {ms(step)} | {ms(gemm)} | "
-            f"{ms(parts[GEMMS])} | {parts[GEMMS] / gemm:.2f} | "
-            f"{per_run[0] / per_run[-1]:.2f} | {ms(med('lm_head'))} / {ms(parts['lm_head'])} | "
-            f"{ms(med('attention'))} / {ms(parts['attention'])} | "
-            f"{ms(med('sampler') + med('rest'))} / {ms(parts['rest'])} |"
+            f"| {batch} | {ms(itl)} | {ms(median_of(steps))} | {ms(step)} | {ms(engine[GEMMS])} | "
+            f"{ms(parts[GEMMS])} | {parts[GEMMS] / engine[GEMMS]:.2f} | "
+            f"{per_run[0] / per_run[-1]:.2f} | {ms(engine['lm_head'])} / {ms(parts['lm_head'])} | "
+            f"{ms(engine['attention'])} / {ms(parts['attention'])} | "
+            f"{ms(engine['sampler'] + engine['rest'])} / {ms(parts['rest'])} |"
         )
     return rows
 
