@@ -1,15 +1,23 @@
 """The model plan against a real serving engine on the same host: vLLM's CPU build serving a small
 Llama-architecture model (random weights, bf16; and the same with AWQ 4-bit weights), its steady
-inter-token latency at three batch sizes measured just before and just after
-``roofline profile --model`` predicts the same config.
+inter-token latency at three batch sizes measured three times, in alternation with two runs of
+``roofline profile --model`` predicting the same config.
 
 The profiler runs from vLLM's environment, as a user serving with vLLM profiles, so that it times
 vLLM's own CPU attention kernel. The tolerance is the bench's (``bench/vllm_vs_plan.py``): 15%
-geometric-mean and 30% worst error. Outside load only ever slows a step, vLLM's and the profiler's
-alike, and a shared test machine is rarely quiet for the minutes this takes: so the engine's step
-is its fastest one-second window over the two runs around the profiler, the plan's is composed
-from each part's fastest sample (the medians of both are in the failure message), and a profile
-that says another process held the CPUs throughout (``CpuContention``) is taken again.
+geometric-mean and 30% worst error. A profile that says another process held the CPUs throughout
+(``CpuContention``) is taken again.
+
+A shared test machine is rarely quiet for the minutes this takes, and it moves between speeds for
+minutes at a time: a batch-1 step of this model took 24–31 ms in vLLM's one-second windows, and the
+plan predicted 21 and 26 ms from two profiles a minute apart. Outside load only slows a step, so
+each side is read in the fastest minute it saw, and both sides sample the same minutes, in
+alternation: vLLM, the profiler, vLLM, the profiler, vLLM. The engine's step is its fastest
+one-second window (the mean of the steps in it) over the three runs; the plan's is the step
+``roofline plan`` predicts, from each part's median, the faster of the two profiles'. A step
+composed from each part's *fastest* sample is no fair match for a window's mean (the parts' minima,
+each from another moment, sum to less than the steps the device typically runs: 10–12% below the
+medians' at batches 1 and 8 here); it is shown in the failure message beside the plan's.
 """
 
 from __future__ import annotations
@@ -61,7 +69,7 @@ WINDOW_STEPS = 120
 #: Each polling interval a second of steps: a fastest interval holds enough of them.
 POLL_SECONDS = 1.0
 CHUNK_TOKENS = 2048
-#: The bench's goals, and the disagreement between two runs that sends a point to a retake.
+#: The bench's goals.
 GEOMETRIC_TOLERANCE, WORST_TOLERANCE = 0.15, 0.30
 PROFILE_TIMEOUT_SECONDS = 1200
 #: Profiles taken at most, while each says another process held the CPUs (``CpuContention``).
@@ -165,35 +173,40 @@ def test_the_plan_predicts_vllms_decode_step_within_the_benchs_tolerance(
     )
     config = tmp_path / "config.json"
     config.write_text(json.dumps(served))
-    result = tmp_path / "result.json"
+    results = (tmp_path / "result-1.json", tmp_path / "result-2.json")
     server = vllm_server.VllmServer(vllm_environment, model, settings, tmp_path / "vllm")
     with server:
-        before = {b: measure(server, b, seed=b) for b in BATCHES}
-        contexts = {b: round(w.context_tokens) for b, w in before.items()}
-        profile(result, config, contexts, str(server.python))
-        after = {b: measure(server, b, seed=100 + b) for b in BATCHES}
+        runs = [{b: measure(server, b, seed=b) for b in BATCHES}]
+        contexts = {b: round(w.context_tokens) for b, w in runs[0].items()}
+        for result in results:
+            profile(result, config, contexts, str(server.python))
+            runs.append({b: measure(server, b, seed=100 * len(runs) + b) for b in BATCHES})
         group = server.process.pid if server.process else 0
     assert vllm_server.group_pids(group) == [], "the server's process group outlived stop()"
     with pytest.raises((urllib.error.URLError, ConnectionError)):
         urllib.request.urlopen(server.url + "/health", timeout=5)
 
     # On a shared host outside load only slows a step, the engine's and the profiler's alike:
-    # vLLM's fastest one-second window against the plan from each part's fastest sample.
-    reference = {
-        b: min(min(w.interval_itl_seconds) for w in (before[b], after[b])) for b in BATCHES
-    }
-    predicted = fastest_planned_steps(result, contexts)
+    # each side in the fastest minute it saw, over the minutes both sampled in turn.
+    reference = {b: min(min(run[b].interval_itl_seconds) for run in runs) for b in BATCHES}
     fmt = "awq-int4-g128" if "quantization_config" in served else ""
-    planned = planned_steps(result, config, contexts, fmt)
+    planned = [planned_steps(result, config, contexts, fmt) for result in results]
+    predicted = {b: min(steps[b] for steps in planned) for b in BATCHES}
+    fastest = [fastest_planned_steps(result, contexts) for result in results]
     if fmt:
-        (device,) = json.loads(result.read_text())["devices"]
-        (measured,) = device["modelMeasurements"]
-        assert measured["weightKernel"] == "vllm-cpu-0.32.0+cpu-gemm-wna16"
+        for result in results:
+            (device,) = json.loads(result.read_text())["devices"]
+            (measured,) = device["modelMeasurements"]
+            assert measured["weightKernel"] == "vllm-cpu-0.32.0+cpu-gemm-wna16"
     ratios = {b: predicted[b] / reference[b] for b in BATCHES}
     shown = ", ".join(
-        f"B={b}: vLLM {reference[b] * 1e3:.1f} ms (windows {before[b].itl_seconds * 1e3:.1f}, "
-        f"{after[b].itl_seconds * 1e3:.1f}), plan {predicted[b] * 1e3:.1f} ms "
-        f"(medians {planned[b] * 1e3:.1f}) {ratios[b] - 1:+.0%}"
+        f"B={b}: vLLM {reference[b] * 1e3:.1f} ms (windows "
+        + ", ".join(f"{run[b].itl_seconds * 1e3:.1f}" for run in runs)
+        + "), plan "
+        + " / ".join(f"{steps[b] * 1e3:.1f}" for steps in planned)
+        + " ms (from fastest samples "
+        + " / ".join(f"{steps[b] * 1e3:.1f}" for steps in fastest)
+        + f") {ratios[b] - 1:+.0%}"
         for b in BATCHES
     )
     geometric = math.exp(statistics.fmean(abs(math.log(r)) for r in ratios.values())) - 1
