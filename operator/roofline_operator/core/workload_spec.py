@@ -3,7 +3,11 @@ length) and ``spec.slo.timeToFirstToken``, which with ``spec.slo.interTokenLaten
 largest request rate one replica sustains (``load_plan.MaxRate``).
 
 They are profile-wide, as the ITL target is: the profiler pod takes one ``--prompt-tokens``,
-``--output-tokens`` and ``--ttft-slo`` for all the models it plans. Like the other model fields
+``--output-tokens`` and ``--ttft-slo`` for all the models it plans. ``spec.workload`` may also
+name the serving engine's scheduler limits, ``maxNumBatchedTokens`` and ``maxNumSeqs`` (vLLM's
+``--max-num-batched-tokens`` and ``--max-num-seqs``: the prompt tokens one step takes and the
+requests that run at once), which decide how the steps of a loaded replica fill; unset, the
+profiler plans with the engine's defaults (docs/profiler.md). Like the other model fields
 (``model_spec``), every rule of the CRD is repeated here, for API servers that do not run them,
 and a violation is one line naming the field, for the ``InvalidSpec`` condition.
 """
@@ -22,36 +26,47 @@ from roofline_profiler.core import limits, units
 MAX_TTFT_SLO_SECONDS = limits.MAX_TTFT_SLO_SECONDS
 #: Most tokens of a prompt or of an output: the longest context a model entry may plan for.
 MAX_WORKLOAD_TOKENS = limits.MAX_CONTEXT_TOKENS
+#: The scheduler limits' bounds: the profiler's for ``--max-num-batched-tokens`` and
+#: ``--max-num-seqs``, so that every value the CRD admits the pod accepts.
+MAX_BATCHED_TOKENS = limits.MAX_BATCHED_TOKENS
+MAX_NUM_SEQS = limits.MAX_NUM_SEQS
 
 
 @dataclass(frozen=True)
 class PlannedWorkload:
-    """``spec.workload``: every request's prompt and output length, in tokens."""
+    """``spec.workload``: every request's prompt and output length, in tokens, and the serving
+    engine's scheduler limits where the profile names them (``None``: the engine's defaults)."""
 
     prompt_tokens: int
     output_tokens: int
+    max_num_batched_tokens: int | None = None
+    max_num_seqs: int | None = None
 
 
-def _tokens(raw: Mapping[str, Any], key: str) -> int:
+def _tokens(raw: Mapping[str, Any], key: str, upper: int = MAX_WORKLOAD_TOKENS) -> int:
     value = raw.get(key)
-    if (
-        isinstance(value, bool)
-        or not isinstance(value, int)
-        or not 1 <= value <= MAX_WORKLOAD_TOKENS
-    ):
-        raise ModelSpecError(
-            f"spec.workload.{key} must be an integer in 1..{MAX_WORKLOAD_TOKENS}, got {value!r}"
-        )
+    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= upper:
+        raise ModelSpecError(f"spec.workload.{key} must be an integer in 1..{upper}, got {value!r}")
     return value
 
 
+def _optional(raw: Mapping[str, Any], key: str, upper: int) -> int | None:
+    return None if raw.get(key) is None else _tokens(raw, key, upper)
+
+
 def parse_workload(raw: Any) -> PlannedWorkload | None:
-    """``spec.workload``; both lengths are required once it is given (``None`` when unset)."""
+    """``spec.workload``; both lengths are required once it is given (``None`` when unset), the
+    scheduler limits optional."""
     if raw is None:
         return None
     if not isinstance(raw, Mapping):
         raise ModelSpecError("spec.workload must be an object with promptTokens and outputTokens")
-    return PlannedWorkload(_tokens(raw, "promptTokens"), _tokens(raw, "outputTokens"))
+    return PlannedWorkload(
+        _tokens(raw, "promptTokens"),
+        _tokens(raw, "outputTokens"),
+        _optional(raw, "maxNumBatchedTokens", MAX_BATCHED_TOKENS),
+        _optional(raw, "maxNumSeqs", MAX_NUM_SEQS),
+    )
 
 
 def parse_ttft_slo(
@@ -82,10 +97,15 @@ def workload_fields_for_hash(
     workload: PlannedWorkload | None, ttft_slo_seconds: float | None
 ) -> dict[str, Any]:
     """What of the workload changes a plan, for the spec digest; empty when unset, so that a
-    profile without a workload keeps the digest it had before workloads existed."""
+    profile without a workload keeps the digest it had before workloads existed (and one without
+    scheduler limits the digest it had before those)."""
     fields: dict[str, Any] = {}
     if workload is not None:
         fields["workload"] = [workload.prompt_tokens, workload.output_tokens]
+        if workload.max_num_batched_tokens is not None:
+            fields["maxNumBatchedTokens"] = workload.max_num_batched_tokens
+        if workload.max_num_seqs is not None:
+            fields["maxNumSeqs"] = workload.max_num_seqs
     if ttft_slo_seconds is not None:
         fields["ttftSlo"] = ttft_slo_seconds
     return fields
@@ -105,4 +125,8 @@ def workload_arguments(
     ]
     if ttft_slo_seconds is not None:
         arguments += ["--ttft-slo", f"{ttft_slo_seconds:g}s"]
+    if workload.max_num_batched_tokens is not None:
+        arguments += ["--max-num-batched-tokens", str(workload.max_num_batched_tokens)]
+    if workload.max_num_seqs is not None:
+        arguments += ["--max-num-seqs", str(workload.max_num_seqs)]
     return arguments

@@ -29,7 +29,12 @@ from roofline_operator.core.model_spec import (
 from roofline_operator.core.resources_spec import MAX_QUANTITY_CHARS
 from roofline_operator.core.spec import parse_spec
 from roofline_operator.core.spec_fields import SpecError
-from roofline_operator.core.workload_spec import MAX_TTFT_SLO_SECONDS, MAX_WORKLOAD_TOKENS
+from roofline_operator.core.workload_spec import (
+    MAX_BATCHED_TOKENS,
+    MAX_NUM_SEQS,
+    MAX_TTFT_SLO_SECONDS,
+    MAX_WORKLOAD_TOKENS,
+)
 from roofline_operator.decide.model_sources import resolve_models
 from roofline_profiler.core import limits
 from roofline_profiler.core.model_config import PRESETS
@@ -181,6 +186,16 @@ CASES = [
         {"workload": {"promptTokens": MAX_WORKLOAD_TOKENS + 1, "outputTokens": 1}},
         False,
         id="workload-prompt-over-limit",
+    ),
+    pytest.param(
+        {"workload": {"promptTokens": 1, "outputTokens": 1, "maxNumBatchedTokens": 8192}},
+        True,
+        id="workload-token-budget",
+    ),
+    pytest.param(
+        {"workload": {"promptTokens": 1, "outputTokens": 1, "maxNumSeqs": MAX_NUM_SEQS + 1}},
+        False,
+        id="workload-seqs-over-limit",
     ),
     pytest.param({"workload": {"promptTokens": 1000, "outputTokens": 0}}, False, id="output-zero"),
     pytest.param({"workload": {"promptTokens": 1000}}, False, id="workload-without-output"),
@@ -335,6 +350,8 @@ def test_the_crd_bounds_of_the_workload_and_its_ttft_target_are_the_operators() 
     workload = SPEC_SCHEMA["properties"]["workload"]["properties"]
     assert workload["promptTokens"]["maximum"] == MAX_WORKLOAD_TOKENS
     assert workload["outputTokens"]["maximum"] == MAX_WORKLOAD_TOKENS
+    assert workload["maxNumBatchedTokens"]["maximum"] == MAX_BATCHED_TOKENS
+    assert workload["maxNumSeqs"]["maximum"] == MAX_NUM_SEQS
     ttft = SPEC_SCHEMA["properties"]["slo"]["properties"]["timeToFirstToken"]
     (rule,) = ttft["x-kubernetes-validations"]
     assert f"<= duration('{MAX_TTFT_SLO_SECONDS:g}s')" in rule["rule"]

@@ -7,6 +7,8 @@ from tests.operator.unit.operator_builders import spec
 
 from roofline_operator.core.spec_fields import SpecError
 from roofline_operator.core.workload_spec import (
+    MAX_BATCHED_TOKENS,
+    MAX_NUM_SEQS,
     MAX_TTFT_SLO_SECONDS,
     MAX_WORKLOAD_TOKENS,
     PlannedWorkload,
@@ -62,6 +64,21 @@ def test_a_profile_without_a_workload_has_none() -> None:
             id="a-fraction",
         ),
         pytest.param(
+            {"workload": {**WORKLOAD, "maxNumBatchedTokens": 0}},
+            r"spec.workload.maxNumBatchedTokens must be an integer in 1\.\.1048576, got 0",
+            id="zero-token-budget",
+        ),
+        pytest.param(
+            {"workload": {**WORKLOAD, "maxNumSeqs": MAX_NUM_SEQS + 1}},
+            r"spec.workload.maxNumSeqs must be an integer in 1\.\.65536, got 65537",
+            id="seqs-over-limit",
+        ),
+        pytest.param(
+            {"workload": {**WORKLOAD, "maxNumSeqs": "128"}},
+            r"spec.workload.maxNumSeqs must be an integer in 1\.\.65536, got '128'",
+            id="seqs-as-text",
+        ),
+        pytest.param(
             {"slo": {"timeToFirstToken": "2s"}},
             r"spec.slo.timeToFirstToken needs spec.workload",
             id="ttft-without-workload",
@@ -91,6 +108,12 @@ def test_a_bad_workload_or_ttft_target_is_one_line_naming_the_field(
     assert "\n" not in str(caught.value)
 
 
+def test_the_engines_scheduler_limits_are_read_where_the_workload_names_them() -> None:
+    limited = {**WORKLOAD, "maxNumBatchedTokens": MAX_BATCHED_TOKENS, "maxNumSeqs": 64}
+    assert spec(workload=limited).workload == PlannedWorkload(1000, 200, MAX_BATCHED_TOKENS, 64)
+    assert spec(workload=WORKLOAD).workload == PlannedWorkload(1000, 200, None, None)
+
+
 def test_the_ttft_target_may_be_as_long_as_the_limit() -> None:
     parsed = spec(workload=WORKLOAD, slo={"timeToFirstToken": "60m"})
     assert parsed.ttft_slo_seconds == MAX_TTFT_SLO_SECONDS
@@ -102,8 +125,10 @@ def test_the_workload_changes_the_digest_only_of_a_profile_with_models() -> None
     loaded = spec(models=MODELS, workload=WORKLOAD)
     longer = spec(models=MODELS, workload={**WORKLOAD, "outputTokens": 201})
     with_ttft = spec(models=MODELS, workload=WORKLOAD, slo={"timeToFirstToken": "2s"})
-    digests = {s.measurement_hash() for s in (plain, loaded, longer, with_ttft)}
-    assert len(digests) == 4
+    budget = spec(models=MODELS, workload={**WORKLOAD, "maxNumBatchedTokens": 8192})
+    seqs = spec(models=MODELS, workload={**WORKLOAD, "maxNumSeqs": 64})
+    digests = {s.measurement_hash() for s in (plain, loaded, longer, with_ttft, budget, seqs)}
+    assert len(digests) == 6
 
 
 def test_the_profiler_gets_the_workload_and_the_ttft_target_as_its_flags() -> None:
@@ -115,3 +140,17 @@ def test_the_profiler_gets_the_workload_and_the_ttft_target_as_its_flags() -> No
         "200",
     ]
     assert workload_arguments(PlannedWorkload(1000, 200), 0.5)[-2:] == ["--ttft-slo", "0.5s"]
+
+
+def test_the_profiler_gets_the_scheduler_limits_as_vllms_flags_only_where_named() -> None:
+    assert workload_arguments(PlannedWorkload(1000, 200, 8192, None), None)[-2:] == [
+        "--max-num-batched-tokens",
+        "8192",
+    ]
+    assert workload_arguments(PlannedWorkload(1000, 200, None, 64), 0.5)[-4:] == [
+        "--ttft-slo",
+        "0.5s",
+        "--max-num-seqs",
+        "64",
+    ]
+    assert "--max-num-seqs" not in workload_arguments(PlannedWorkload(1000, 200), None)
