@@ -69,10 +69,12 @@ def served(
     max_batch: int,
     max_tokens: int,
     extra_args: tuple[str, ...] = (),
+    extra_env: tuple[tuple[str, str], ...] = (),
 ) -> Iterator[vllm_server.VllmServer]:
     """vLLM serving ``config`` with random weights in bf16 (``extra_args``: more of its flags, such
-    as ``--quantization`` and ``--kv-cache-dtype``), for up to ``max_batch`` sequences of
-    ``max_tokens`` tokens; stopped (its whole process group) when the block ends."""
+    as ``--quantization`` and ``--kv-cache-dtype``; ``extra_env``: more of its environment), for up
+    to ``max_batch`` sequences of ``max_tokens`` tokens; stopped (its whole process group) when the
+    block ends."""
     environment = vllm_server.install()
     model = vllm_server.cached_model(config)
     settings = vllm_server.ServeSettings(
@@ -80,6 +82,7 @@ def served(
         max_num_seqs=max_batch,
         kv_cache_gib=kv_cache_gib(config, max_batch, max_tokens),
         extra_args=("--max-num-batched-tokens", str(CHUNK_TOKENS), *extra_args),
+        extra_env=extra_env,
     )
     server = vllm_server.VllmServer(environment, model, settings, workdir)
     with server:

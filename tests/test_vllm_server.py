@@ -147,6 +147,17 @@ def test_the_server_serves_random_weights_without_hub_or_tokenizer(tmp_path: Pat
     assert '"torch_dtype": "bfloat16"' in (model / "config.json").read_text()
 
 
+def test_a_benchs_extra_environment_reaches_the_server_over_what_the_harness_strips(
+    tmp_path: Path,
+) -> None:
+    extra = (("PYTHONPATH", "/hook"), ("STEP_LOG", "/tmp/steps"))
+    settings = ServeSettings(max_model_len=1024, max_num_seqs=8, extra_env=extra)
+    env = settings.environment(tmp_path / "venv")
+    assert env["PYTHONPATH"] == "/hook"
+    assert env["STEP_LOG"] == "/tmp/steps"
+    assert env["HF_HUB_OFFLINE"] == "1"
+
+
 def test_the_install_script_keys_its_cache_by_version_and_refuses_unknown_arguments(
     tmp_path: Path,
 ) -> None:

@@ -170,6 +170,9 @@ class ServeSettings:
     cores: str | None = None
     enforce_eager: bool = False
     extra_args: tuple[str, ...] = ()
+    #: More environment for the server's processes (a bench's step log: ``STEP_LOG``, and the
+    #: ``PYTHONPATH`` of its hook), set after the rest.
+    extra_env: tuple[tuple[str, str], ...] = ()
 
     def argv(self, python: Path, model: Path, port: int) -> list[str]:
         argv = [
@@ -206,6 +209,7 @@ class ServeSettings:
             PYTHONUNBUFFERED="1",
             LD_PRELOAD=":".join(p for p in preload if Path(p).exists()),
         )
+        env.update(self.extra_env)
         return env
 
 
