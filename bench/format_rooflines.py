@@ -29,7 +29,7 @@ sys.path[:0] = [str(Path(__file__).resolve().parents[1])]
 
 from tests.vllm_server import install  # noqa: E402
 
-from profiler_vs_references import cpu_model  # noqa: E402
+from profiler_vs_references import cpu_model, cpu_slug  # noqa: E402
 
 FORMATS = ("awq-int4-g128", "int8-w8a8")
 SHOWN_BATCHES = (1, 8, 64, 512)
@@ -103,7 +103,7 @@ def main() -> int:
     )
     args = parser.parse_args()
     cpu = cpu_model()
-    slug = "-".join(cpu.lower().replace("(r)", "").replace("(tm)", "").split())
+    slug = cpu_slug(cpu)
     out = Path(args.out or Path(__file__).parent / "results" / f"format-rooflines-{slug}.md")
     python = install() / "venv" / "bin" / "python"
     started = dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")

@@ -82,6 +82,12 @@ def cpu_model() -> str:
     return "unknown CPU"
 
 
+def cpu_slug(cpu: str) -> str:
+    """``cpu`` as a record's file name names it: lower case, trademarks dropped, words joined by
+    hyphens (``AMD EPYC`` → ``amd-epyc``)."""
+    return "-".join(cpu.lower().replace("(r)", "").replace("(tm)", "").split())
+
+
 def within_states(rows: list[dict[str, Any]]) -> tuple[bool, list[str]]:
     """Ridge CoV and min batches of the runs in each state the monitor saw; met when every state
     with two runs or more meets both goals (and at least one state has two)."""

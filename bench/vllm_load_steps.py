@@ -38,7 +38,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from profiler_vs_references import cpu_model
+from profiler_vs_references import cpu_model, cpu_slug
 from roofline_profiler.core.engines import VLLM_CPU
 from roofline_profiler.core.step_model import Chunk, StepCost, mixed_step
 from roofline_profiler.wire.result import ProfileResult
@@ -231,7 +231,7 @@ def main() -> int:
             *table,
             "",
         ]
-    slug = "-".join(cpu.lower().replace("(r)", "").replace("(tm)", "").split())
+    slug = cpu_slug(cpu)
     default = Path(__file__).parent / "results" / f"vllm-load-steps-{args.only}-{slug}.md"
     out = Path(args.out or default)
     out.write_text("\n".join(lines) + "\n")

@@ -31,7 +31,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from profiler_vs_references import cpu_model
+from profiler_vs_references import cpu_model, cpu_slug
 from roofline_profiler.core.engines import VLLM_CPU
 from roofline_profiler.core.step_model import chunks_of, mixed_step
 from roofline_profiler.wire.result import ProfileResult
@@ -138,7 +138,7 @@ def main() -> int:
         + ", ".join(f"{p}: {per_layer[p] * 1e6:.0f} µs" for p in common)
         + ".",
     ]
-    slug = "-".join(cpu.lower().replace("(r)", "").replace("(tm)", "").split())
+    slug = cpu_slug(cpu)
     out = Path(args.out or Path(__file__).parent / "results" / f"vllm-prompt-overhead-{slug}.md")
     out.write_text("\n".join(lines) + "\n")
     print(f"wrote {out}")

@@ -38,7 +38,7 @@ import tempfile
 from pathlib import Path
 
 from profiler_prediction import predict
-from profiler_vs_references import cpu_model
+from profiler_vs_references import cpu_model, cpu_slug
 from roofline_profiler.core.decode_model import fastest_parts, step_seconds
 from roofline_profiler.wire.result import ProfileResult
 from vllm_reference import engine_identity, load_average, served, sweep
@@ -210,7 +210,7 @@ def main() -> None:
             f"{per_sequence * 1e6:.1f} µs per sequence (worst residual {worst * 1e3:.2f} ms)"
         )
         return
-    slug = "-".join(cpu_model().lower().replace("(r)", "").replace("(tm)", "").split())
+    slug = cpu_slug(cpu_model())
     args.out = args.out or str(Path(__file__).parent / "results" / f"vllm-step-overhead-{slug}.md")
     started = dt.datetime.now(dt.timezone.utc)
     before = load_average()

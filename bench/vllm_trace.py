@@ -41,7 +41,7 @@ from pathlib import Path
 from typing import Any
 
 from profiler_prediction import predict
-from profiler_vs_references import cpu_model
+from profiler_vs_references import cpu_model, cpu_slug
 from roofline_profiler.core.decode_model import (
     ModelMeasurements,
     attention_seconds,
@@ -325,7 +325,7 @@ def main() -> int:
         with tempfile.TemporaryDirectory(prefix="vllm-trace-") as tmp:
             runs, measured, command = measure(name, configs[name], batches, Path(tmp))
         lines += [f"Profile: `{command}`", "", *table(name, runs, measured), ""]
-    slug = "-".join(cpu.lower().replace("(r)", "").replace("(tm)", "").split())
+    slug = cpu_slug(cpu)
     out = Path(args.out or Path(__file__).parent / "results" / f"vllm-trace-{args.set}-{slug}.md")
     out.write_text("\n".join(lines) + "\n")
     print(f"wrote {out}")

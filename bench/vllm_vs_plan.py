@@ -42,7 +42,7 @@ from pathlib import Path
 from typing import Any
 
 from profiler_prediction import predict
-from profiler_vs_references import cpu_model
+from profiler_vs_references import cpu_model, cpu_slug
 from roofline_profiler.core.decode_model import (
     AttentionRoofline,
     ModelMeasurements,
@@ -431,7 +431,7 @@ def main() -> int:
     parser.add_argument("--only", choices=sorted({*CONFIGS, *QUANTIZED_CONFIGS}), action="append")
     parser.add_argument("--out", help="the record (default bench/results/vllm_vs_plan-<cpu>.md)")
     args = parser.parse_args()
-    slug = "-".join(cpu_model().lower().replace("(r)", "").replace("(tm)", "").split())
+    slug = cpu_slug(cpu_model())
     kind = "" if args.set == "bf16" else f"{args.set}-"
     out = Path(args.out or Path(__file__).parent / "results" / f"vllm_vs_plan-{kind}{slug}.md")
     configs = SETS[args.set]
