@@ -103,6 +103,31 @@ def read_steps(rows: Sequence[Mapping[str, Any]], prompt_tokens: int) -> list[St
     return steps
 
 
+def engine_gaps(
+    rows: Sequence[Mapping[str, Any]], prompt_tokens: int, start: float, end: float
+) -> list[float]:
+    """The gaps between a request's tokens as the engine made them: the ends of the steps that
+    sampled its tokens (the one completing its prompt, then each decode), for the requests whose
+    first token came from a step that began in [start, end): the ITL before the server streams
+    it, against the client's."""
+    seen: dict[str, int] = {}
+    made: dict[str, list[float]] = {}
+    first: dict[str, float] = {}
+    for row in rows:
+        for request, tokens in row["tokens"].items():
+            before = seen.get(request, 0)
+            seen[request] = before + tokens
+            if before + tokens >= prompt_tokens:
+                made.setdefault(request, []).append(row["t1"])
+                first.setdefault(request, row["t0"])
+    return [
+        b - a
+        for request, times in made.items()
+        if start <= first[request] < end
+        for a, b in itertools.pairwise(times)
+    ]
+
+
 def band(decodes: int) -> tuple[int, str]:
     """The band of a running batch: its lower bound and its label."""
     if decodes == 0:
@@ -197,7 +222,8 @@ def main() -> int:
         (device,) = ProfileResult.from_dict(json.loads(result.read_text())).devices
         (measured,) = device.model_measurements
         cost = mixed_step(measured, VLLM_CPU)
-        steps = read_steps(log_rows(log), prompt)
+        rows = log_rows(log)
+        steps = read_steps(rows, prompt)
         shown = " ".join(a if a != str(config_path) else "config.json" for a in profile[:-2])
     cpu = cpu_model()
     lines = [
@@ -219,10 +245,14 @@ def main() -> int:
     for rate, start, end, run in windows:
         inside = [s for s in steps if start <= s.start < end]
         table, vllm_total, plan_total = rows_for(inside, cost)
+        gaps = engine_gaps(rows, prompt, start, end)
+        made = f"{statistics.median(gaps) * 1e3:.1f} ms" if gaps else "none"
         lines += [
             f"## {rate:g} requests/s",
             "",
-            f"Seen by the client: {run.summary()}. {len(inside)} steps in {end - start:.0f} s; "
+            f"Seen by the client: {run.summary()}. The engine's own gaps between a request's "
+            f"tokens (the steps that sampled them, requests whose first token came in the "
+            f"window): median {made}. {len(inside)} steps in {end - start:.0f} s; "
             f"their cycles sum to {vllm_total:.1f} s, the plan's steps of the same shapes to "
             f"{plan_total:.1f} s ({plan_total / vllm_total:.2f}).",
             "",
