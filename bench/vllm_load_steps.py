@@ -74,6 +74,10 @@ class Step:
     decodes: int
     context_tokens: int
     chunks: tuple[Chunk, ...]
+    #: When its tokens were sampled, and the requests it sampled one for (each decode, and each
+    #: request whose prompt its chunk completed).
+    sampled_at: float
+    sampled: tuple[str, ...]
 
 
 def read_steps(rows: Sequence[Mapping[str, Any]], prompt_tokens: int) -> list[Step]:
@@ -85,7 +89,7 @@ def read_steps(rows: Sequence[Mapping[str, Any]], prompt_tokens: int) -> list[St
     gaps = [b["t0"] - a["t1"] for a, b in itertools.pairwise(rows)]
     busy_gap = statistics.median([g for g in gaps if g <= IDLE_GAP] or [0.0])
     for i, row in enumerate(rows):
-        decodes, contexts, chunks = 0, [], []
+        decodes, contexts, chunks, sampled = 0, [], [], []
         for request, tokens in row["tokens"].items():
             before = seen.get(request, 0)
             if before >= prompt_tokens:
@@ -93,33 +97,31 @@ def read_steps(rows: Sequence[Mapping[str, Any]], prompt_tokens: int) -> list[St
                 contexts.append(before)
             else:
                 chunks.append(Chunk(tokens, before, before + tokens >= prompt_tokens))
+            if before + tokens >= prompt_tokens:
+                sampled.append(request)
             seen[request] = before + tokens
         following = None
         if i + 1 < len(rows):
             idled = gaps[i] > IDLE_GAP
             following = row["t1"] - row["t0"] + busy_gap if idled else rows[i + 1]["t0"] - row["t0"]
         context = round(statistics.fmean(contexts)) if contexts else 0
-        steps.append(Step(row["t0"], following, decodes, context, tuple(chunks)))
+        steps.append(
+            Step(row["t0"], following, decodes, context, tuple(chunks), row["t1"], tuple(sampled))
+        )
     return steps
 
 
-def engine_gaps(
-    rows: Sequence[Mapping[str, Any]], prompt_tokens: int, start: float, end: float
-) -> list[float]:
-    """The gaps between a request's tokens as the engine made them: the ends of the steps that
-    sampled its tokens (the one completing its prompt, then each decode), for the requests whose
-    first token came from a step that began in [start, end): the ITL before the server streams
-    it, against the client's."""
-    seen: dict[str, int] = {}
+def engine_gaps(steps: Sequence[Step], start: float, end: float) -> list[float]:
+    """The gaps between a request's tokens as the engine made them: when the steps that sampled
+    its tokens (the one completing its prompt, then each decode) sampled them, for the requests
+    whose first token came from a step that began in [start, end): the ITL before the server
+    streams it, against the client's."""
     made: dict[str, list[float]] = {}
     first: dict[str, float] = {}
-    for row in rows:
-        for request, tokens in row["tokens"].items():
-            before = seen.get(request, 0)
-            seen[request] = before + tokens
-            if before + tokens >= prompt_tokens:
-                made.setdefault(request, []).append(row["t1"])
-                first.setdefault(request, row["t0"])
+    for step in steps:
+        for request in step.sampled:
+            made.setdefault(request, []).append(step.sampled_at)
+            first.setdefault(request, step.start)
     return [
         b - a
         for request, times in made.items()
@@ -222,8 +224,7 @@ def main() -> int:
         (device,) = ProfileResult.from_dict(json.loads(result.read_text())).devices
         (measured,) = device.model_measurements
         cost = mixed_step(measured, VLLM_CPU)
-        rows = log_rows(log)
-        steps = read_steps(rows, prompt)
+        steps = read_steps(log_rows(log), prompt)
         shown = " ".join(a if a != str(config_path) else "config.json" for a in profile[:-2])
     cpu = cpu_model()
     lines = [
@@ -245,7 +246,7 @@ def main() -> int:
     for rate, start, end, run in windows:
         inside = [s for s in steps if start <= s.start < end]
         table, vllm_total, plan_total = rows_for(inside, cost)
-        gaps = engine_gaps(rows, prompt, start, end)
+        gaps = engine_gaps(steps, start, end)
         made = f"{statistics.median(gaps) * 1e3:.1f} ms" if gaps else "none"
         lines += [
             f"## {rate:g} requests/s",
