@@ -17,9 +17,19 @@ the steps by kind (decode-only by running batch; prompt-carrying by prompt token
 median cycle beside the plan's median, and sums both over the window: the time the engine was
 busy and what the plan says the same steps cost.
 
-    python bench/vllm_load_steps.py [--only llama-small|qwen3-small] [--mix 512/64] [--rates R,R]
+Each window's arrivals (the client's send times) are then replayed through the plan's scheduler
+(``load_model.serve``), once with the plan's steps and once with every step lengthened by the
+window's ratio of vLLM's busy time to the plan's: what the plan predicts for the very arrivals
+vLLM served, and what it would predict were its steps as long as vLLM's on average. Where the
+second matches vLLM and the first does not, the steps' cost separates the two; where neither
+does, the engine schedules otherwise than the model.
 
-Without ``--rates``: :data:`RATE_FACTORS` of the server's burst throughput at the mix. Needs
+    python bench/vllm_load_steps.py [--only llama-small|qwen3-small] [--mix 512/64] [--rates R,R]
+        [--seeds S,S]
+
+Without ``--rates``: :data:`RATE_FACTORS` of the server's burst throughput at the mix. Each rate
+runs once per seed of ``--seeds`` (an arrival path: ``vllm_load.py``'s bisection uses 99-101);
+without it the i-th rate runs seed i. Needs
 ``scripts/vllm-cpu.sh`` (run on first use) and the project's profiler.
 """
 
@@ -40,6 +50,8 @@ from typing import Any
 
 from profiler_vs_references import cpu_model, cpu_slug
 from roofline_profiler.core.engines import VLLM_CPU
+from roofline_profiler.core.load_model import serve
+from roofline_profiler.core.load_plan import SchedulerLimits, Workload
 from roofline_profiler.core.step_model import Chunk, StepCost, mixed_step
 from roofline_profiler.wire.result import ProfileResult
 from vllm_load import (
@@ -168,6 +180,29 @@ def rows_for(steps: Sequence[Step], cost: StepCost) -> tuple[list[str], float, f
     return lines, vllm_total, plan_total
 
 
+def replayed(run: vllm_load.LoadRun, cost: StepCost, scale: float, limits: SchedulerLimits) -> str:
+    """The window's arrivals through the plan's scheduler with its steps times ``scale``: the
+    median TTFT and ITL of the requests the client measured, and the mean requests in a step
+    over the same window, as the client's summary gives them."""
+
+    def scaled(decodes: int, context: int, chunks: Sequence[Chunk]) -> float:
+        return scale * cost(decodes, context, chunks)
+
+    sent = [r.sent for r in run.requests]
+    served = serve(scaled, sent, Workload(run.prompt_tokens, run.output_tokens), limits)
+    measured = [i for i, at in enumerate(sent) if run.warmup <= at < run.duration]
+    ttft = [served.tokens[i][0] - sent[i] for i in measured]
+    gaps = [b - a for i in measured for a, b in itertools.pairwise(served.tokens[i])]
+    carried = sum(
+        max(0.0, min(end, run.duration) - max(start, run.warmup)) * n
+        for start, end, n in served.steps
+    )
+    return (
+        f"TTFT {statistics.median(ttft) * 1e3:.0f} ms, ITL {statistics.median(gaps) * 1e3:.1f} "
+        f"ms, running {carried / (run.duration - run.warmup):.1f}"
+    )
+
+
 def log_rows(log: Path) -> list[dict[str, Any]]:
     """The worker's log (the largest of the server's processes' logs: only the worker steps)."""
     files = sorted(log.parent.glob(log.name + ".*"), key=lambda p: p.stat().st_size)
@@ -181,6 +216,7 @@ def main() -> int:
     parser.add_argument("--only", default="llama-small", choices=sorted(CONFIGS))
     parser.add_argument("--mix", default="512/64", help="prompt/output tokens")
     parser.add_argument("--rates", help="requests/s (default: shares of the burst throughput)")
+    parser.add_argument("--seeds", help="arrival paths run at every rate (default: one each)")
     parser.add_argument(
         "--out", help="the record (default results/vllm-load-steps-<name>-<cpu>.md)"
     )
@@ -192,7 +228,7 @@ def main() -> int:
         work = Path(tmp)
         log = work / "steps.log"
         env = (("PYTHONPATH", str(HOOK)), ("STEP_LOG", str(log)))
-        windows: list[tuple[float, float, float, vllm_load.LoadRun]] = []
+        windows: list[tuple[float, int, float, float, vllm_load.LoadRun]] = []
         longest = prompt + output + 16
         with served(config, work / "vllm", MAX_NUM_SEQS, longest, extra_env=env) as server:
             print(f"[{stamp()}] vLLM ready in {server.start_seconds:.0f} s", flush=True)
@@ -202,10 +238,15 @@ def main() -> int:
             else:
                 burst = vllm_load.burst_throughput(server, PROBE_REQUESTS, prompt, output)
                 rates = [round(f * burst, 3) for f in RATE_FACTORS]
-            for i, rate in enumerate(rates):
+            paths = (
+                [(rate, int(seed)) for rate in rates for seed in args.seeds.split(",")]
+                if args.seeds
+                else [(rate, i) for i, rate in enumerate(rates)]
+            )
+            for rate, seed in paths:
                 begun = time.monotonic()
-                run = vllm_load.run_load(server, rate, prompt, output, DURATION, WARMUP, seed=i)
-                windows.append((rate, begun + WARMUP, begun + DURATION, run))
+                run = vllm_load.run_load(server, rate, prompt, output, DURATION, WARMUP, seed=seed)
+                windows.append((rate, seed, begun + WARMUP, begun + DURATION, run))
                 print(f"[{stamp()}] {run.summary()}, load {load_average():.1f}", flush=True)
             python = str(server.python)
         config_path = work / "config.json"
@@ -234,7 +275,8 @@ def main() -> int:
         f"({len(os.sched_getaffinity(0))} logical CPUs), {engine_identity()}.",
         "",
         f"Command: `python bench/vllm_load_steps.py --only {args.only} --mix {args.mix}"
-        + (f" --rates {args.rates}`" if args.rates else "`")
+        + (f" --rates {args.rates}" if args.rates else "")
+        + (f" --seeds {args.seeds}`" if args.seeds else "`")
         + (f"; burst throughput {burst:.2f} requests/s" if burst else "")
         + f"; each rate's arrivals for {DURATION:.0f} s, the first {WARMUP:.0f} s left out; "
         f"load average at the end {load_average():.1f}.",
@@ -243,19 +285,25 @@ def main() -> int:
         "result.json`",
         "",
     ]
-    for rate, start, end, run in windows:
+    limits = SchedulerLimits(2048, MAX_NUM_SEQS)
+    for rate, seed, start, end, run in windows:
         inside = [s for s in steps if start <= s.start < end]
         table, vllm_total, plan_total = rows_for(inside, cost)
         gaps = engine_gaps(steps, start, end)
         made = f"{statistics.median(gaps) * 1e3:.1f} ms" if gaps else "none"
+        ratio = vllm_total / plan_total
         lines += [
-            f"## {rate:g} requests/s",
+            f"## {rate:g} requests/s, arrival path {seed}",
             "",
             f"Seen by the client: {run.summary()}. The engine's own gaps between a request's "
             f"tokens (the steps that sampled them, requests whose first token came in the "
             f"window): median {made}. {len(inside)} steps in {end - start:.0f} s; "
             f"their cycles sum to {vllm_total:.1f} s, the plan's steps of the same shapes to "
             f"{plan_total:.1f} s ({plan_total / vllm_total:.2f}).",
+            "",
+            f"The same arrivals through the plan's scheduler: with the plan's steps "
+            f"{replayed(run, cost, 1.0, limits)}; with its steps × {ratio:.2f} (vLLM's busy "
+            f"time over the plan's here) {replayed(run, cost, ratio, limits)}.",
             "",
             "| step | steps | vLLM (median cycle) | plan (median) | plan ÷ vLLM |",
             "|---|---:|---:|---:|---:|",

@@ -17,20 +17,22 @@ named engine's scheduling rule step by step over the step model (``step_model.mi
   scheduling off (``vllm/platforms/cpu.py``), so steps follow each other without overlap, and a
   request that arrives during a step waits for the next.
 
-Arrivals are open-loop Poisson (the request rate's exponential gaps) from a fixed seed, so a plan
-is reproducible. The first fifth of the requests warm the replica up and the last fifth drain it;
-the requests between are the steady state measured: the median and 90th percentile of their time
-to first token and of the gaps between their tokens (the percentile is an estimate of the tail
-from one simulated sequence of arrivals), the mean number of requests in the steps meanwhile and
-the output tokens per second. A rate past the replica's throughput leaves a queue that grows over
-the window, and the tokens emitted in it fall short of what its arrivals ask for: such a rate is
-``saturated`` (its figures are those of the simulated window only).
+``serve`` runs that rule over given arrival times (a recorded load window can be replayed
+through it); a plan's arrivals are open-loop Poisson (the request rate's exponential gaps) from a
+fixed seed, so a plan is reproducible. The first fifth of the requests warm the replica up and
+the last fifth drain it; the requests between are the steady state measured: the median and 90th
+percentile of their time to first token and of the gaps between their tokens (the percentile is
+an estimate of the tail from one simulated sequence of arrivals), the mean number of requests in
+the steps meanwhile and the output tokens per second. A rate past the replica's throughput leaves
+a queue that grows over the window, and the tokens emitted in it fall short of what its arrivals
+ask for: such a rate is ``saturated`` (its figures are those of the simulated window only).
 
 Pure module: no torch, no numpy.
 """
 
 from __future__ import annotations
 
+import itertools
 import math
 import random
 from collections.abc import Sequence
@@ -50,10 +52,13 @@ from roofline_profiler.core.step_model import Chunk, StepCost, prefill_seconds
 
 #: Requests simulated per rate (fewer for long outputs: a simulation takes a step per output token
 #: of each request at worst, and this many tokens in all); the first and last
-#: :data:`EDGE_SHARE` of them are not measured.
-REQUESTS = 600
+#: :data:`EDGE_SHARE` of them are not measured. Near the knee a queue builds and drains over
+#: minutes, and a window of a few hundred requests reads the median ITL of one such episode:
+#: the maximum rate of 600 requests moved by 24-44% between seeds (a small Llama's profile, four
+#: workloads and targets), of 6000 requests (1500 for an output of 256 tokens) by 2-8%.
+REQUESTS = 6000
 MIN_REQUESTS = 120
-SIMULATED_TOKENS = 150_000
+SIMULATED_TOKENS = 400_000
 EDGE_SHARE = 0.2
 #: A queue that grew by this share of the measured requests (and at least
 #: :data:`MIN_QUEUE_GROWTH` requests) over the window means the rate is past the throughput.
@@ -62,8 +67,9 @@ MIN_QUEUE_GROWTH = 3
 #: Output tokens in the window below this share of what its arrivals ask for: the replica does
 #: not keep up (in a steady state the two are equal up to the requests in flight at its edges).
 THROUGHPUT_SHARE = 0.95
-#: Bisection steps of the maximum rate (each halves the bracket's ratio on a log scale).
-BISECTIONS = 10
+#: Bisection steps of the maximum rate (each halves the bracket's ratio on a log scale): from a
+#: doubling's bracket to within 1.1%, finer than the simulated window's own spread.
+BISECTIONS = 6
 #: Contexts of the decodes are rounded to this many tokens for the step cost's cache.
 CONTEXT_QUANTUM = 16
 
@@ -118,42 +124,40 @@ class _CachedStep:
         return seconds
 
 
-def simulate(
-    step: StepCost,
-    workload: Workload,
-    rate: float,
-    limits: SchedulerLimits,
-    *,
-    seed: int = 0,
-    requests: int | None = None,
-) -> LoadPoint:
-    """What a user sees at ``rate`` requests per second of ``workload``, in the steady state."""
-    if rate <= 0 or not math.isfinite(rate):
-        raise ValueError(f"a request rate must be positive and finite, not {rate!r}")
+@dataclass(frozen=True)
+class Served:
+    """What the scheduler made of a sequence of arrivals (``serve``)."""
+
+    #: Each request's token times (seconds, the arrivals' clock), in arrival order.
+    tokens: tuple[tuple[float, ...], ...]
+    #: How many requests each one found waiting when it arrived, itself included.
+    queued: tuple[int, ...]
+    #: Every step: when it began and ended, and how many requests it carried.
+    steps: tuple[tuple[float, float, int], ...]
+
+
+def serve(
+    step: StepCost, arrivals: Sequence[float], workload: Workload, limits: SchedulerLimits
+) -> Served:
+    """Run the engine's scheduler over requests of ``workload`` arriving at ``arrivals`` (seconds,
+    ascending), each step as long as ``step`` says, until every request has its output."""
     cost = step if isinstance(step, _CachedStep) else _CachedStep(step)
-    if requests is None:
-        requests = min(REQUESTS, max(MIN_REQUESTS, SIMULATED_TOKENS // workload.output_tokens))
-    draw = random.Random(seed)
-    arrivals, t = [], 0.0
-    for _ in range(requests):
-        t += draw.expovariate(rate)
-        arrivals.append(_Request(t, workload.prompt_tokens, workload.output_tokens))
-    first, last = int(requests * EDGE_SHARE), int(requests * (1 - EDGE_SHARE))
-    window_start, window_end = arrivals[first].arrival, arrivals[last - 1].arrival
+    requests = [_Request(t, workload.prompt_tokens, workload.output_tokens) for t in arrivals]
+    if any(b.arrival < a.arrival for a, b in itertools.pairwise(requests)):
+        raise ValueError("arrivals must be in ascending order")
     waiting: list[_Request] = []
     running: list[_Request] = []
-    queued_at: dict[int, int] = {}
-    batch_time = 0.0
-    emitted = 0
+    queued: list[int] = []
+    steps: list[tuple[float, float, int]] = []
     now, next_arrival = 0.0, 0
     # Every step gives at least one request a token or a prompt chunk, so this ends.
-    while next_arrival < requests or waiting or running:
-        while next_arrival < requests and arrivals[next_arrival].arrival <= now:
-            waiting.append(arrivals[next_arrival])
-            queued_at[next_arrival] = len(waiting)
+    while next_arrival < len(requests) or waiting or running:
+        while next_arrival < len(requests) and requests[next_arrival].arrival <= now:
+            waiting.append(requests[next_arrival])
+            queued.append(len(waiting))
             next_arrival += 1
         if not waiting and not running:
-            now = arrivals[next_arrival].arrival
+            now = requests[next_arrival].arrival
             continue
         budget = limits.max_num_batched_tokens
         decodes: list[_Request] = []
@@ -177,21 +181,54 @@ def simulate(
         context = round(sum(r.context for r in decodes) / len(decodes)) if decodes else 0
         seconds = cost(len(decodes), context, tuple(c for _, c in chunks))
         start, now = now, now + seconds
-        overlap = max(0.0, min(now, window_end) - max(start, window_start))
-        batch_time += overlap * (len(decodes) + len(chunks))
+        steps.append((start, now, len(decodes) + len(chunks)))
         for r, c in chunks:
             r.prefilled += c.new_tokens
             if c.completes:
                 r.tokens.append(now)
         for r in decodes:
             r.tokens.append(now)
-        if window_start <= now <= window_end:
-            emitted += len(decodes) + sum(1 for _, c in chunks if c.completes)
         running = [r for r in running if len(r.tokens) < r.output]
-    measured = arrivals[first:last]
-    ttft = [r.tokens[0] - r.arrival for r in measured if r.tokens]
-    gaps = [b - a for r in measured for a, b in zip(r.tokens, r.tokens[1:], strict=False)]
-    growth = queued_at.get(last - 1, 0) - queued_at.get(first, 0)
+    return Served(tuple(tuple(r.tokens) for r in requests), tuple(queued), tuple(steps))
+
+
+def poisson_arrivals(rate: float, requests: int, seed: int) -> list[float]:
+    """``requests`` arrival times of a Poisson process of ``rate`` per second from ``seed``."""
+    draw = random.Random(seed)
+    arrivals, t = [], 0.0
+    for _ in range(requests):
+        t += draw.expovariate(rate)
+        arrivals.append(t)
+    return arrivals
+
+
+def simulate(
+    step: StepCost,
+    workload: Workload,
+    rate: float,
+    limits: SchedulerLimits,
+    *,
+    seed: int = 0,
+    requests: int | None = None,
+) -> LoadPoint:
+    """What a user sees at ``rate`` requests per second of ``workload``, in the steady state."""
+    if rate <= 0 or not math.isfinite(rate):
+        raise ValueError(f"a request rate must be positive and finite, not {rate!r}")
+    if requests is None:
+        requests = min(REQUESTS, max(MIN_REQUESTS, SIMULATED_TOKENS // workload.output_tokens))
+    arrivals = poisson_arrivals(rate, requests, seed)
+    served = serve(step, arrivals, workload, limits)
+    first, last = int(requests * EDGE_SHARE), int(requests * (1 - EDGE_SHARE))
+    window_start, window_end = arrivals[first], arrivals[last - 1]
+    batch_time = sum(
+        max(0.0, min(end, window_end) - max(start, window_start)) * carried
+        for start, end, carried in served.steps
+    )
+    emitted = sum(1 for tokens in served.tokens for t in tokens if window_start <= t <= window_end)
+    measured = range(first, last)
+    ttft = [served.tokens[i][0] - arrivals[i] for i in measured if served.tokens[i]]
+    gaps = [b - a for i in measured for a, b in itertools.pairwise(served.tokens[i])]
+    growth = served.queued[last - 1] - served.queued[first]
     asked = (last - 1 - first) * workload.output_tokens
     saturated = (
         len(ttft) < len(measured)
