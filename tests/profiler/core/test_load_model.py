@@ -103,7 +103,7 @@ def test_arrivals_out_of_order_are_refused() -> None:
         serve(constant, [1.0, 0.5], Workload(16, 2), LIMITS)
 
 
-def test_a_simulated_rate_serves_its_seeds_poisson_arrivals() -> None:
+def test_poisson_arrivals_ascend_at_their_rate_and_are_fixed_by_their_seed() -> None:
     arrivals = poisson_arrivals(2.0, 400, seed=5)
     assert arrivals == sorted(arrivals)
     assert 400 / arrivals[-1] == pytest.approx(2.0, rel=0.15)
