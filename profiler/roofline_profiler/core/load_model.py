@@ -35,7 +35,7 @@ from __future__ import annotations
 import itertools
 import math
 import random
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
 from roofline_profiler.core.load_plan import (
@@ -128,12 +128,27 @@ class _CachedStep:
 class Served:
     """What the scheduler made of a sequence of arrivals (``serve``)."""
 
-    #: Each request's token times (seconds, the arrivals' clock), in arrival order.
+    #: When each request arrived (seconds, ascending).
+    arrivals: tuple[float, ...]
+    #: Each request's token times (the arrivals' clock), in arrival order.
     tokens: tuple[tuple[float, ...], ...]
     #: How many requests each one found waiting when it arrived, itself included.
     queued: tuple[int, ...]
     #: Every step: when it began and ended, and how many requests it carried.
     steps: tuple[tuple[float, float, int], ...]
+
+    def ttfts(self, requests: Iterable[int]) -> list[float]:
+        """The time to first token of each of ``requests`` (indices) that has one."""
+        return [self.tokens[i][0] - self.arrivals[i] for i in requests if self.tokens[i]]
+
+    def gaps(self, requests: Iterable[int]) -> list[float]:
+        """Every gap between consecutive tokens of ``requests`` (indices)."""
+        return [b - a for i in requests for a, b in itertools.pairwise(self.tokens[i])]
+
+    def running(self, start: float, end: float) -> float:
+        """The mean number of requests in the steps over ``[start, end]``."""
+        carried = sum(max(0.0, min(b, end) - max(a, start)) * n for a, b, n in self.steps)
+        return carried / max(end - start, 1e-12)
 
 
 def serve(
@@ -142,9 +157,11 @@ def serve(
     """Run the engine's scheduler over requests of ``workload`` arriving at ``arrivals`` (seconds,
     ascending), each step as long as ``step`` says, until every request has its output."""
     cost = step if isinstance(step, _CachedStep) else _CachedStep(step)
+    if not all(math.isfinite(t) for t in arrivals) or any(
+        b < a for a, b in itertools.pairwise(arrivals)
+    ):
+        raise ValueError("arrivals must be finite and in ascending order")
     requests = [_Request(t, workload.prompt_tokens, workload.output_tokens) for t in arrivals]
-    if any(b.arrival < a.arrival for a, b in itertools.pairwise(requests)):
-        raise ValueError("arrivals must be in ascending order")
     waiting: list[_Request] = []
     running: list[_Request] = []
     queued: list[int] = []
@@ -189,7 +206,9 @@ def serve(
         for r in decodes:
             r.tokens.append(now)
         running = [r for r in running if len(r.tokens) < r.output]
-    return Served(tuple(tuple(r.tokens) for r in requests), tuple(queued), tuple(steps))
+    return Served(
+        tuple(arrivals), tuple(tuple(r.tokens) for r in requests), tuple(queued), tuple(steps)
+    )
 
 
 def poisson_arrivals(rate: float, requests: int, seed: int) -> list[float]:
@@ -220,14 +239,10 @@ def simulate(
     served = serve(step, arrivals, workload, limits)
     first, last = int(requests * EDGE_SHARE), int(requests * (1 - EDGE_SHARE))
     window_start, window_end = arrivals[first], arrivals[last - 1]
-    batch_time = sum(
-        max(0.0, min(end, window_end) - max(start, window_start)) * carried
-        for start, end, carried in served.steps
-    )
     emitted = sum(1 for tokens in served.tokens for t in tokens if window_start <= t <= window_end)
     measured = range(first, last)
-    ttft = [served.tokens[i][0] - arrivals[i] for i in measured if served.tokens[i]]
-    gaps = [b - a for i in measured for a, b in itertools.pairwise(served.tokens[i])]
+    ttft = served.ttfts(measured)
+    gaps = served.gaps(measured)
     growth = served.queued[last - 1] - served.queued[first]
     asked = (last - 1 - first) * workload.output_tokens
     saturated = (
@@ -242,7 +257,7 @@ def simulate(
         ttft_p90_seconds=_percentile(ttft, 0.9),
         itl_median_seconds=_median(gaps) if gaps else 0.0,
         itl_p90_seconds=_percentile(gaps, 0.9) if gaps else 0.0,
-        running_batch=batch_time / span,
+        running_batch=served.running(window_start, window_end),
         output_tokens_per_second=emitted / span,
         saturated=saturated,
     )

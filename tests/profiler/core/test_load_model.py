@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+import itertools
+import math
 from collections.abc import Sequence
 
 import pytest
@@ -101,6 +103,45 @@ def test_a_request_finds_those_still_waiting_ahead_of_it() -> None:
 def test_arrivals_out_of_order_are_refused() -> None:
     with pytest.raises(ValueError, match="ascending"):
         serve(constant, [1.0, 0.5], Workload(16, 2), LIMITS)
+    with pytest.raises(ValueError, match="finite"):
+        serve(constant, [0.0, math.nan], Workload(16, 2), LIMITS)
+
+
+@settings(deadline=None)
+@given(
+    gaps=st.lists(st.floats(0.0, 0.5), min_size=1, max_size=30),
+    prompt=st.integers(1, 3000),
+    output=st.integers(1, 8),
+    seqs=st.integers(1, 8),
+)
+def test_any_ascending_arrivals_are_all_served_in_order(
+    gaps: list[float], prompt: int, output: int, seqs: int
+) -> None:
+    arrivals = list(itertools.accumulate(gaps))
+    served = serve(per_token, arrivals, Workload(prompt, output), SchedulerLimits(2048, seqs))
+    assert served.arrivals == tuple(arrivals)
+    for i, (arrival, tokens) in enumerate(zip(arrivals, served.tokens, strict=True)):
+        assert len(tokens) == output
+        assert tokens[0] > arrival
+        assert all(b > a for a, b in itertools.pairwise(tokens))
+        assert 1 <= served.queued[i] <= i + 1
+    assert all(
+        a_end <= b_start + 1e-12
+        for (_, a_end, _), (b_start, _, _) in itertools.pairwise(served.steps)
+    )
+    assert all(0 < carried <= seqs for _, _, carried in served.steps)
+
+
+@settings(deadline=None)
+@given(arrivals=st.lists(st.floats(allow_nan=True, allow_infinity=True), min_size=2, max_size=10))
+def test_arrivals_out_of_order_or_not_finite_are_one_clear_error(arrivals: list[float]) -> None:
+    ordered = all(math.isfinite(t) for t in arrivals) and arrivals == sorted(arrivals)
+    if ordered:
+        served = serve(constant, arrivals, Workload(16, 1), LIMITS)
+        assert len(served.tokens) == len(arrivals)
+    else:
+        with pytest.raises(ValueError, match="finite and in ascending order"):
+            serve(constant, arrivals, Workload(16, 1), LIMITS)
 
 
 def test_poisson_arrivals_ascend_at_their_rate_and_are_fixed_by_their_seed() -> None:
