@@ -66,7 +66,7 @@ from pathlib import Path
 from typing import Any
 
 from profiler_vs_references import cpu_model
-from vllm_reference import engine_identity, load_average, served, stamp
+from vllm_reference import CHUNK_TOKENS, engine_identity, load_average, served, stamp
 
 sys.path[:0] = [str(Path(__file__).resolve().parents[1])]
 
@@ -94,7 +94,7 @@ PATHS_PER_TRY = 3
 #: REQUESTS arrivals up to MAX_SECONDS (windows of 21–40 requests moved a median TTFT by half
 #: between neighbouring rates).
 MIN_SECONDS, LIFETIMES, REQUESTS, MAX_SECONDS = 45.0, 4.0, 100, 100.0
-CHUNK_TOKENS, MAX_NUM_SEQS = 2048, 128
+MAX_NUM_SEQS = 128
 GOAL_TTFT = (0.15, 0.30)
 GOAL_LOADED = (0.20, 0.40)
 GOAL_MAX_RATE = 0.25
@@ -165,8 +165,8 @@ class Architecture:
     #: Requests per second each mix's burst of :data:`PROBE_REQUESTS` completed.
     throughput: dict[tuple[int, int], float] = field(default_factory=dict)
     runs: dict[tuple[int, int], list[vllm_load.LoadRun]] = field(default_factory=dict)
-    #: Each run's host state before and after it (:func:`host_state`), by the run's identity.
-    states: dict[int, tuple[float, float]] = field(default_factory=dict)
+    #: Each run's host state before and after it (:func:`host_state`).
+    states: dict[vllm_load.LoadRun, tuple[float, float]] = field(default_factory=dict)
     #: The fastest lone-prompt TTFT of PROBE_PROMPT tokens seen (a probe's or the ladder's
     #: median): the host's fast state.
     fastest_probe: float = math.inf
@@ -282,17 +282,17 @@ def probed_run(
     duration, warmup = window(rate, life)
     run = vllm_load.run_load(server, rate, *mix, duration, warmup, seed=seed)
     drained(server)
-    arch.states[id(run)] = (before, host_state(arch, server))
+    arch.states[run] = (before, host_state(arch, server))
     return run
 
 
 def slow_host(arch: Architecture, run: vllm_load.LoadRun) -> bool:
     """Whether the host was slower than STATE_TOLERANCE past its fastest state around ``run``."""
-    return max(arch.states.get(id(run), (1.0, 1.0))) > 1 + STATE_TOLERANCE
+    return max(arch.states.get(run, (1.0, 1.0))) > 1 + STATE_TOLERANCE
 
 
 def shown_state(arch: Architecture, run: vllm_load.LoadRun) -> str:
-    before, after = arch.states.get(id(run), (math.nan, math.nan))
+    before, after = arch.states.get(run, (math.nan, math.nan))
     return f"{before:.2f}/{after:.2f}"
 
 

@@ -61,7 +61,7 @@ from vllm_load import (
     roofline,
     vllm_load,  # the load generator (tests/vllm_load.py), shared with the tests
 )
-from vllm_reference import engine_identity, load_average, served, stamp
+from vllm_reference import CHUNK_TOKENS, engine_identity, load_average, served, stamp
 
 HOOK = Path(__file__).resolve().parent / "vllm_step_log"
 #: Rates as shares of the burst throughput: below, at and past the knee `vllm_load.py` found.
@@ -191,15 +191,11 @@ def replayed(run: vllm_load.LoadRun, cost: StepCost, scale: float, limits: Sched
     sent = [r.sent for r in run.requests]
     served = serve(scaled, sent, Workload(run.prompt_tokens, run.output_tokens), limits)
     measured = [i for i, at in enumerate(sent) if run.warmup <= at < run.duration]
-    ttft = [served.tokens[i][0] - sent[i] for i in measured]
-    gaps = [b - a for i in measured for a, b in itertools.pairwise(served.tokens[i])]
-    carried = sum(
-        max(0.0, min(end, run.duration) - max(start, run.warmup)) * n
-        for start, end, n in served.steps
-    )
+    ttft = statistics.median(served.ttfts(measured))
+    itl = statistics.median(served.gaps(measured))
     return (
-        f"TTFT {statistics.median(ttft) * 1e3:.0f} ms, ITL {statistics.median(gaps) * 1e3:.1f} "
-        f"ms, running {carried / (run.duration - run.warmup):.1f}"
+        f"TTFT {ttft * 1e3:.0f} ms, ITL {itl * 1e3:.1f} ms, "
+        f"running {served.running(run.warmup, run.duration):.1f}"
     )
 
 
@@ -257,7 +253,7 @@ def main() -> int:
             "--context", f"256,{prompt + output // 2},2048",
             "--prompt-tokens", str(prompt), "--output-tokens", str(output),
             "--request-rate", ",".join(str(r) for r in rates),
-            "--max-num-batched-tokens", "2048", "--max-num-seqs", str(MAX_NUM_SEQS),
+            "--max-num-batched-tokens", str(CHUNK_TOKENS), "--max-num-seqs", str(MAX_NUM_SEQS),
             "--json", str(result),
         ]  # fmt: skip
         print(f"[{stamp()}] profiling", flush=True)
@@ -285,7 +281,7 @@ def main() -> int:
         "result.json`",
         "",
     ]
-    limits = SchedulerLimits(2048, MAX_NUM_SEQS)
+    limits = SchedulerLimits(CHUNK_TOKENS, MAX_NUM_SEQS)
     for rate, seed, start, end, run in windows:
         inside = [s for s in steps if start <= s.start < end]
         table, vllm_total, plan_total = rows_for(inside, cost)
