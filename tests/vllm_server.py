@@ -98,6 +98,20 @@ def build_info(environment: Path) -> dict[str, str]:
     return dict(line.split(" ", 1) for line in lines if " " in line)
 
 
+def has_cpu_op(environment: Path, name: str) -> bool:
+    """Whether vLLM's CPU extension in ``environment`` provides ``torch.ops._C.<name>`` on this
+    CPU: the wheel loads the extension built for the CPU's vector ISA, and its AVX2 build lacks
+    some kernels (``cpu_gemm_wna16``, the AWQ and GPTQ path: an AWQ model then fails to start)."""
+    probe = (
+        "import torch, vllm._custom_ops, sys; "
+        f"sys.exit(0 if hasattr(torch.ops._C, {name!r}) else 1)"
+    )
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")}
+    python = environment / "venv" / "bin" / "python"
+    result = subprocess.run([str(python), "-c", probe], capture_output=True, env=env, check=False)
+    return result.returncode == 0
+
+
 def tcmalloc_path() -> Path | None:
     """Debian's ``libtcmalloc-minimal4``, which vLLM's CPU documentation has preloaded."""
     try:
