@@ -13,15 +13,19 @@ For each architecture (random weights, bf16, served by ``scripts/vllm-cpu.sh``'s
   does not saturate, by bisection on the rate, against ``loads[].maxRequestRate``.
 
 The host's state: a shared VM moves between speeds for minutes at a time, and near saturation a
-window in its slow state misses targets the fast state meets (at one rate three runs read a
-median ITL of 19.8–29.4 ms). Every window is therefore probed before and after with a few lone
-prompts on the idle server, starts once the host is within :data:`STATE_TOLERANCE` of the
-fastest state it has shown (waiting a while for it), and a bisection try that misses the targets
-with the host slow around it is tried once more; the plan is the faster of two profiles. Both
-sides are read in the host's fast state, as ``tests/engine/test_plan_against_vllm.py`` reads
-them, and the record gives each window's state. Near the knee a window's outcome also depends on
-its arrivals: a bisection try runs up to :data:`PATHS_PER_TRY` arrival paths (seeds) and meets
-the targets when most of them do.
+window in its slow state misses targets the fast state meets (at one rate three runs read a median
+ITL of 19.8–29.4 ms). Its compute and its memory bandwidth change level apart, and a prompt step is
+compute-bound where a decode step reads every weight. Every window is therefore probed before and
+after on both, with a few lone prompts on the idle server and the C read loop of
+``bench/stream.c``, starts once the host is within :data:`STATE_TOLERANCE` (compute) and
+:data:`MEMORY_TOLERANCE` (memory) of the fastest states it has shown (waiting a while for it), and
+a bisection try that misses the targets with the host slow around it is tried once more. The
+profiles are taken likewise in the fastest memory state seen (the read loop before and after each),
+and the plan is the one of them with the faster lone prompt. Both sides are read in the host's fast
+state, as ``tests/engine/test_plan_against_vllm.py`` reads them, and the record gives each window's
+and each profile's state. Near the knee a window's outcome also depends on its arrivals: a
+bisection try runs up to :data:`PATHS_PER_TRY` arrival paths (seeds) and meets the targets when
+most of them do.
 
 The window of a run: arrivals last
 ``max(MIN_SECONDS, LIFETIMES × lifetime, min(REQUESTS / rate, MAX_SECONDS))``
@@ -65,7 +69,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from profiler_vs_references import cpu_model
+from profiler_vs_references import cpu_features, cpu_model
+from stream_reference import compile_stream, monitor_level
 from vllm_reference import CHUNK_TOKENS, engine_identity, load_average, served, stamp
 
 sys.path[:0] = [str(Path(__file__).resolve().parents[1])]
@@ -110,9 +115,22 @@ PROFILES = 3
 #: misses the targets with the host slower than that before or after it is tried once more.
 PROBE_PROMPT, PROBE_REPEATS, STATE_TOLERANCE = 512, 3, 0.10
 SETTLE_SECONDS, SETTLE_POLL_SECONDS = 240.0, 20.0
-#: Profiles taken for the plan (each as above); the plan uses the one whose lone prompt of
-#: PROBE_PROMPT tokens is the faster, as the windows run in the fastest state seen.
-STATE_PROFILES = 2
+#: The host's memory state, apart from its compute: the C read loop (``bench/stream.c``, every
+#: CPU, arrays of MONITOR_BYTES, far past the caches) with the server idle, the fastest rate seen
+#: over its rate now (1.0: the fastest memory state seen). A decode step reads every weight, and
+#: the prompt probe above is blind to this state: the Qwen3's lone decode step read 33 ms in the
+#: windows of one run and 42 ms in the step log of another, its lone 512-token prompt 432 and
+#: 450 ms.
+#: Its tolerance is wider than the prompt probe's: the loop's confirmed rate scattered by up to 16%
+#: within minutes on an AMD EPYC VM (28.6–33.7 GB/s, a lone request's decode steps within 10%
+#: meanwhile), where the level changes seen lay 21–45% apart (``warning_codes.STATE_GAP``).
+MONITOR_BYTES, MEMORY_TOLERANCE = 256 << 20, 0.15
+#: Profiles taken for the plan (each as above, each started in the fastest memory state seen,
+#: waiting up to SETTLE_SECONDS for it); the plan uses, of those whose read loop (the mean of its
+#: rates before and after) lay within MEMORY_TOLERANCE of the fastest rate seen by the end of the
+#: bench, the one whose lone prompt of PROBE_PROMPT tokens is the faster, as the windows run in
+#: the fastest state seen. Up to MAX_STATE_PROFILES are taken while none lay in that state.
+STATE_PROFILES, MAX_STATE_PROFILES = 2, 4
 
 CONFIGS: dict[str, dict[str, Any]] = {
     # Llama with grouped-query attention 16:4 (head 64), hidden 1024, 8 layers: ~100 M
@@ -150,6 +168,33 @@ CONFIGS: dict[str, dict[str, Any]] = {
 
 
 Mix = tuple[int, int]
+
+
+@dataclass(frozen=True)
+class HostState:
+    """The host's speed against the fastest it has shown (1.0: the fastest; 1.3: 30% slower):
+    ``compute`` by lone prompts on the idle server, ``memory`` by the C read loop (NaN without a
+    C compiler: unknown, never slow)."""
+
+    compute: float
+    memory: float
+
+    @property
+    def slow(self) -> bool:
+        memory = 1.0 if math.isnan(self.memory) else self.memory
+        return self.compute > 1 + STATE_TOLERANCE or memory > 1 + MEMORY_TOLERANCE
+
+
+@dataclass(frozen=True)
+class Profiled:
+    """One profile: its lone PROBE_PROMPT-token TTFT, the read loop's mean rate before and after
+    it (bytes/s; NaN without a C compiler) and its result file."""
+
+    ttft: float
+    read_rate: float
+    path: Path
+
+
 MaxRateKey = tuple[Mix, int]
 #: The measured max rate, every (rate, within the targets, host state before/after) window, and
 #: the targets in seconds.
@@ -166,11 +211,15 @@ class Architecture:
     throughput: dict[tuple[int, int], float] = field(default_factory=dict)
     runs: dict[tuple[int, int], list[vllm_load.LoadRun]] = field(default_factory=dict)
     #: Each run's host state before and after it (:func:`host_state`).
-    states: dict[vllm_load.LoadRun, tuple[float, float]] = field(default_factory=dict)
+    states: dict[vllm_load.LoadRun, tuple[HostState, HostState]] = field(default_factory=dict)
     #: The fastest lone-prompt TTFT of PROBE_PROMPT tokens seen (a probe's or the ladder's
-    #: median): the host's fast state.
+    #: median): the host's fast compute state.
     fastest_probe: float = math.inf
     probes: int = 0
+    #: The C read loop (None without a C compiler) and the fastest rate it has read (bytes/s):
+    #: the host's fast memory state.
+    monitor: Path | None = None
+    fastest_read: float = 0.0
     #: (mix, target pair) → (measured max rate, tries, targets in seconds).
     max_rates: dict[MaxRateKey, MaxRateRecord] = field(default_factory=dict)
     predicted: dict[tuple[int, int], dict[str, Any]] = field(default_factory=dict)
@@ -239,27 +288,50 @@ def measure_idle(arch: Architecture, server: Any, prompts: tuple[int, ...]) -> N
         )
 
 
-def host_state(arch: Architecture, server: Any) -> float:
+def read_rate(arch: Architecture) -> float:
+    """The C read loop's rate now (bytes/s; NaN without a C compiler), kept if the fastest."""
+    level = monitor_level(arch.monitor, MONITOR_BYTES, len(os.sched_getaffinity(0)))
+    if level is None:
+        return math.nan
+    arch.fastest_read = max(arch.fastest_read, level)
+    return level
+
+
+def host_state(arch: Architecture, server: Any) -> HostState:
     """The host's speed now against the fastest state seen: the median TTFT of PROBE_REPEATS
-    lone prompts of PROBE_PROMPT tokens (distinct prompts) over the fastest such median seen
-    (1.0: the fastest state; 1.3: 30% slower)."""
+    lone prompts of PROBE_PROMPT tokens (distinct prompts) over the fastest such median seen,
+    and the fastest read rate seen over the read loop's rate now."""
     arch.probes += 1
     times = vllm_load.idle_ttft(server, PROBE_PROMPT, PROBE_REPEATS, seed=1000 + arch.probes)
     median = statistics.median(times)
     arch.fastest_probe = min(arch.fastest_probe, median)
-    return median / arch.fastest_probe
+    level = read_rate(arch)
+    return HostState(median / arch.fastest_probe, arch.fastest_read / level)
 
 
-def settled(arch: Architecture, server: Any) -> float:
-    """The host state once it is within STATE_TOLERANCE of the fastest seen, or after waiting
-    SETTLE_SECONDS for it."""
+def settled(arch: Architecture, server: Any) -> HostState:
+    """The host state once it is not slow (:attr:`HostState.slow`) on either count, or after
+    waiting SETTLE_SECONDS for it."""
     state, waited = host_state(arch, server), 0.0
-    while state > 1 + STATE_TOLERANCE and waited < SETTLE_SECONDS:
-        print(f"[{stamp()}] host at {state:.2f} of its fastest state; waiting", flush=True)
+    while state.slow and waited < SETTLE_SECONDS:
+        print(f"[{stamp()}] host at {shown(state)} of its fastest state; waiting", flush=True)
         time.sleep(SETTLE_POLL_SECONDS)
         waited += SETTLE_POLL_SECONDS
         state = host_state(arch, server)
     return state
+
+
+def settled_memory(arch: Architecture) -> float:
+    """The read loop's rate once it is within MEMORY_TOLERANCE of the fastest seen, or after
+    waiting SETTLE_SECONDS for it (no server: before a profile)."""
+    level, waited = read_rate(arch), 0.0
+    while arch.fastest_read > level * (1 + MEMORY_TOLERANCE) and waited < SETTLE_SECONDS:
+        state = arch.fastest_read / level
+        print(f"[{stamp()}] memory at {state:.2f} of its fastest state; waiting", flush=True)
+        time.sleep(SETTLE_POLL_SECONDS)
+        waited += SETTLE_POLL_SECONDS
+        level = read_rate(arch)
+    return level
 
 
 def drained(server: Any) -> None:
@@ -287,13 +359,19 @@ def probed_run(
 
 
 def slow_host(arch: Architecture, run: vllm_load.LoadRun) -> bool:
-    """Whether the host was slower than STATE_TOLERANCE past its fastest state around ``run``."""
-    return max(arch.states.get(run, (1.0, 1.0))) > 1 + STATE_TOLERANCE
+    """Whether the host was slow (:attr:`HostState.slow`) before or after ``run``."""
+    return any(state.slow for state in arch.states.get(run, ()))
+
+
+def shown(state: HostState) -> str:
+    return f"{state.compute:.2f}/{state.memory:.2f}"
 
 
 def shown_state(arch: Architecture, run: vllm_load.LoadRun) -> str:
-    before, after = arch.states.get(run, (math.nan, math.nan))
-    return f"{before:.2f}/{after:.2f}"
+    """The host before and after ``run``, each as compute/memory."""
+    unknown = HostState(math.nan, math.nan)
+    before, after = arch.states.get(run, (unknown, unknown))
+    return f"{shown(before)} → {shown(after)}"
 
 
 def rates_for(arch: Architecture, mix: tuple[int, int], quick: bool) -> list[float]:
@@ -311,7 +389,9 @@ def targets_for(arch: Architecture, mix: tuple[int, int], pair: int) -> tuple[fl
 
 def measure_architecture(name: str, parts: set[str], quick: bool, work: Path) -> Architecture:
     config = CONFIGS[name]
-    arch = Architecture(name, config)
+    arch = Architecture(name, config, monitor=compile_stream(work))
+    if arch.monitor is None:
+        arch.notes.append("no C compiler: the host's memory state was not probed")
     config_path = work / f"{name}.json"
     config_path.write_text(json.dumps(config, indent=2))
     longest = max(max(PROMPTS), *(p + o for p, o in MIXES)) + 16
@@ -393,20 +473,31 @@ def profile(arch: Architecture, config_path: Path, python: str, quick: bool) -> 
         "--json", str(result),
     ]  # fmt: skip
     arch.commands.append(shown_command(args, config_path.parent))
-    # The host's fastest state, as the windows were run in: of STATE_PROFILES profiles, the one
-    # whose lone prompt of PROBE_PROMPT tokens is the faster.
-    taken: list[tuple[float, Path]] = []
-    for i in range(STATE_PROFILES):
+    # The host's fastest state, as the windows were run in.
+    taken: list[Profiled] = []
+    for i in range(MAX_STATE_PROFILES):
+        if i >= STATE_PROFILES and in_memory_state(arch, taken):
+            break
+        before = settled_memory(arch)
         print(f"[{stamp()}] profiling", flush=True)
         path = result.with_name(f"{result.stem}-{i}.json")
         take_profile(arch, [*args[:-1], str(path)], python)
         ladder = {p["promptTokens"]: p["ttftSeconds"] for p in only_load(path)["ttftLadder"]}
-        taken.append((ladder[PROBE_PROMPT], path))
-    result.write_bytes(min(taken)[1].read_bytes())
+        taken.append(Profiled(ladder[PROBE_PROMPT], (before + read_rate(arch)) / 2, path))
+    chosen = in_memory_state(arch, taken)
+    plan = min(chosen or taken, key=lambda p: p.ttft if chosen else -p.read_rate)
+    result.write_bytes(plan.path.read_bytes())
     arch.notes.append(
-        f"{STATE_PROFILES} profiles' lone {PROBE_PROMPT}-token TTFT: "
-        + ", ".join(f"{t * 1e3:.0f} ms" for t, _ in taken)
-        + "; the plan is the faster one's"
+        f"{len(taken)} profiles' lone {PROBE_PROMPT}-token TTFT and memory state (the fastest "
+        "read rate seen over the mean of the two around the profile): "
+        + ", ".join(
+            f"{p.ttft * 1e3:.0f} ms at {arch.fastest_read / p.read_rate:.2f}" for p in taken
+        )
+        + (
+            "; the plan is the faster one's of those within the memory tolerance"
+            if chosen
+            else "; none within the memory tolerance: the plan is the one in the fastest"
+        )
     )
     for mix in MIXES:
         for pair in range(len(TARGETS)):
@@ -418,6 +509,16 @@ def profile(arch: Architecture, config_path: Path, python: str, quick: bool) -> 
             load = only_load(out)
             arch.predicted.setdefault(mix, load)
             arch.predicted_max[(mix, pair)] = load.get("maxRequestRate")
+
+
+def in_memory_state(arch: Architecture, taken: list[Profiled]) -> list[Profiled]:
+    """The profiles whose read loop read within MEMORY_TOLERANCE of the fastest rate seen
+    (every one without a C compiler)."""
+    return [
+        p
+        for p in taken
+        if math.isnan(p.read_rate) or arch.fastest_read <= p.read_rate * (1 + MEMORY_TOLERANCE)
+    ]
 
 
 def take_profile(arch: Architecture, args: list[str], python: str) -> None:
@@ -482,7 +583,8 @@ def verdict(what: str, geo: float, worst: float, goals: tuple[float, float]) -> 
 def record(archs: list[Architecture], args: argparse.Namespace, started: dt.datetime) -> str:
     lines = [
         "# The load plan against vLLM's CPU build", "",
-        f"- Host: {cpu_model()}, {len(os.sched_getaffinity(0))} CPUs; load average at the end "
+        f"- Host: {cpu_model()} ({cpu_features()}), {len(os.sched_getaffinity(0))} CPUs; load "
+        "average at the end "
         f"{' '.join(f'{x:.2f}' for x in os.getloadavg())}",
         f"- Engine: {engine_identity()}; started {started:%Y-%m-%d %H:%M} UTC",
         f"- Command: python bench/vllm_load.py {' '.join(sys.argv[1:])}", "",
@@ -509,7 +611,7 @@ def record(archs: list[Architecture], args: argparse.Namespace, started: dt.date
         if arch.runs and arch.predicted:
             lines += [
                 "| mix | rate /s | measured | TTFT med | plan | ITL med | plan | running | plan "
-                "| saturated (vLLM/plan) | load | host before/after |",
+                "| saturated (vLLM/plan) | load | host before → after (compute/memory) |",
                 "|---|---|---|---|---|---|---|---|---|---|---|---|",
             ]
             pairs_ttft: list[tuple[float, float]] = []
