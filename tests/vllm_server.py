@@ -98,17 +98,26 @@ def build_info(environment: Path) -> dict[str, str]:
     return dict(line.split(" ", 1) for line in lines if " " in line)
 
 
+#: :func:`has_cpu_op`'s probe exits with this when the op is missing (an import error exits 1).
+MISSING_OP_EXIT = 3
+
+
 def has_cpu_op(environment: Path, name: str) -> bool:
     """Whether vLLM's CPU extension in ``environment`` provides ``torch.ops._C.<name>`` on this
     CPU: the wheel loads the extension built for the CPU's vector ISA, and its AVX2 build lacks
-    some kernels (``cpu_gemm_wna16``, the AWQ and GPTQ path: an AWQ model then fails to start)."""
+    some kernels (``cpu_gemm_wna16``, the AWQ and GPTQ path: an AWQ model then fails to start).
+    An environment that cannot import vLLM's ops is an error, not a missing op."""
     probe = (
         "import torch, vllm._custom_ops, sys; "
-        f"sys.exit(0 if hasattr(torch.ops._C, {name!r}) else 1)"
+        f"sys.exit(0 if hasattr(torch.ops._C, {name!r}) else {MISSING_OP_EXIT})"
     )
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")}
     python = environment / "venv" / "bin" / "python"
-    result = subprocess.run([str(python), "-c", probe], capture_output=True, env=env, check=False)
+    result = subprocess.run(
+        [str(python), "-c", probe], capture_output=True, text=True, env=env, check=False
+    )
+    if result.returncode not in (0, MISSING_OP_EXIT):
+        raise RuntimeError(f"vLLM's ops would not import: {result.stderr.strip()[-2000:]}")
     return result.returncode == 0
 
 

@@ -189,8 +189,8 @@ def fastest_planned_steps(result: Path, contexts: dict[int, int]) -> dict[int, f
     }
 
 
-#: Up to MAX_ROUNDS rounds: two took 8 min 26 s in float32 on an AVX2-only AMD EPYC VM, each
-#: further round about 3 minutes there.
+#: Up to MAX_ROUNDS rounds: two took 8 min 26 s and 10 min 12 s in float32 on an AVX2-only AMD
+#: EPYC VM, each further round about 3 minutes there.
 @pytest.mark.timeout(1500)
 @pytest.mark.parametrize(
     ("served", "extra_args"),
