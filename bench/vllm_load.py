@@ -496,7 +496,8 @@ def profile(arch: Architecture, config_path: Path, python: str, quick: bool) -> 
         + (
             "; the plan is the faster one's of those within the memory tolerance"
             if chosen
-            else "; none within the memory tolerance: the plan is the one in the fastest"
+            else "; none within the memory tolerance: the plan is the one read in the fastest "
+            "memory state"
         )
     )
     for mix in MIXES:
