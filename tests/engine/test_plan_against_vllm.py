@@ -42,6 +42,7 @@ from roofline_profiler.core.decode_model import engine_step_seconds, fastest_par
 from roofline_profiler.core.engines import VLLM_CPU
 from roofline_profiler.wire.result import ProfileResult
 from tests import vllm_server
+from tests.host_cpu import cpu_flags
 
 #: TinyLlama-1.1B's layer (the bench's Llama), four of them: 240 M parameters, a batch-1 step
 #: streams 0.5 GB of weights, tens of milliseconds, with the bench's balance of weights to the
@@ -78,13 +79,8 @@ PROMPT_TOKENS = 128
 #: compared all the same), elsewhere in bf16 as the bench does.
 def serving_dtype() -> str:
     """bf16 where the CPU reports AVX-512 (or is not an x86 CPU), else float32."""
-    try:
-        flags = next(
-            line.split(":", 1)[1].split()
-            for line in Path("/proc/cpuinfo").read_text().splitlines()
-            if line.startswith("flags")
-        )
-    except (OSError, StopIteration):  # no x86 flags to read: vLLM's CPU build picks its own path
+    flags = cpu_flags()
+    if flags is None:  # no x86 flags to read: vLLM's CPU build picks its own path
         return "bfloat16"
     return "bfloat16" if "avx512f" in flags or "avx2" not in flags else "float32"
 

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 import torch
 import torch.nn.functional as F
@@ -17,6 +15,7 @@ from roofline_profiler.measure.engine_linear import (
     linear_kind,
     packs,
 )
+from tests.host_cpu import cpu_flags
 
 CPU = torch.device("cpu")
 
@@ -25,11 +24,10 @@ def onednn_packs_bf16() -> bool:
     """Whether this CPU has what oneDNN's packed bf16 linear asks for (its own refusal names it:
     AVX-512 BW, VL and DQ, or AVX-NE-CONVERT); an AVX2-only CPU has neither, and its bf16 GEMMs
     are timed plain. The CPU's flags, read apart from the profiler's own trial product."""
-    for line in Path("/proc/cpuinfo").read_text().splitlines():
-        if line.startswith("flags"):
-            flags = set(line.split(":", 1)[1].split())
-            return {"avx512bw", "avx512vl", "avx512dq"} <= flags or "avx_ne_convert" in flags
-    pytest.skip("no x86 flags in /proc/cpuinfo to say what oneDNN's bf16 path needs")
+    flags = cpu_flags()
+    if flags is None:
+        pytest.skip("no x86 flags in /proc/cpuinfo to say what oneDNN's bf16 path needs")
+    return {"avx512bw", "avx512vl", "avx512dq"} <= flags or "avx_ne_convert" in flags
 
 
 def packed_kind(dtype: torch.dtype) -> str:

@@ -1,0 +1,14 @@
+"""The CPU flags the real-engine and packed-linear tests choose their paths by."""
+
+from __future__ import annotations
+
+from tests.host_cpu import cpu_flags
+
+
+def test_the_flags_line_of_cpuinfo_is_read_as_a_set() -> None:
+    cpuinfo = "processor\t: 0\nmodel name\t: AMD EPYC\nflags\t\t: fpu avx2 fma\nbugs\t\t: none\n"
+    assert cpu_flags(cpuinfo) == {"fpu", "avx2", "fma"}
+
+
+def test_a_cpuinfo_without_flags_has_none() -> None:
+    assert cpu_flags("processor\t: 0\nFeatures\t: fp asimd\n") is None
