@@ -169,11 +169,13 @@ class BinaryProcess:
         return self.process is not None and self.process.poll() is None
 
     def stop(self) -> None:
-        if self.process is not None and self.running:
-            stop_group(self.process, STOP_TIMEOUT_SECONDS)
-        if self._log is not None:
-            self._log.close()
-            self._log = None
+        try:
+            if self.process is not None and self.running:
+                stop_group(self.process, STOP_TIMEOUT_SECONDS)
+        finally:
+            if self._log is not None:
+                self._log.close()
+                self._log = None
 
     def log_tail(self, lines: int = 40) -> str:
         text = self.log_path.read_text(errors="replace") if self.log_path.exists() else ""
@@ -299,9 +301,15 @@ class ControlPlane:
 
     # ---------------------------------------------------------------- lifecycle
     def start(self) -> ControlPlane:
-        self.etcd.start()
-        wait_for(self._etcd_healthy, START_TIMEOUT_SECONDS, "etcd's /health")
-        self.start_apiserver()
+        """Start etcd, then the API server; a part that fails to start stops what had started
+        (a ``with`` block's exit never runs when its entry raises)."""
+        try:
+            self.etcd.start()
+            wait_for(self._etcd_healthy, START_TIMEOUT_SECONDS, "etcd's /health")
+            self.start_apiserver()
+        except BaseException:
+            self.stop()
+            raise
         self.kubeconfig.write_text(yaml.safe_dump(self.admin_kubeconfig_document()))
         return self
 
@@ -338,8 +346,11 @@ class ControlPlane:
         return any(start <= timestamp <= end for start, end in self.outages)
 
     def stop(self) -> None:
-        self.apiserver.stop()
-        self.etcd.stop()
+        """Stop the API server, then etcd, even where stopping the API server failed."""
+        try:
+            self.apiserver.stop()
+        finally:
+            self.etcd.stop()
 
     def __enter__(self) -> ControlPlane:
         return self.start()
