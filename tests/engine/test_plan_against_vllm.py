@@ -41,8 +41,7 @@ import pytest
 from roofline_profiler.core.decode_model import engine_step_seconds, fastest_parts
 from roofline_profiler.core.engines import VLLM_CPU
 from roofline_profiler.wire.result import ProfileResult
-from tests import vllm_server
-from tests.host_cpu import cpu_flags
+from tests import host_cpu, vllm_server
 
 #: TinyLlama-1.1B's layer (the bench's Llama), four of them: 240 M parameters, a batch-1 step
 #: streams 0.5 GB of weights, tens of milliseconds, with the bench's balance of weights to the
@@ -72,17 +71,13 @@ BATCHES = (1, 8, 32)
 PROMPT_TOKENS = 128
 
 
-#: vLLM's CPU wheel loads the extension built for the CPU's vector ISA. On a CPU with AVX2 but no
-#: AVX-512 (an AMD EPYC VM) its bf16 GEMMs are slow enough that a batch-32 step of this model took
-#: 0.77 s and the test's three runs of vLLM and two profiles would take 20 minutes, past its
-#: timeout; there both sides serve and profile the model in float32 (the plan and the engine are
-#: compared all the same), elsewhere in bf16 as the bench does.
 def serving_dtype() -> str:
-    """bf16 where the CPU reports AVX-512 (or is not an x86 CPU), else float32."""
-    flags = cpu_flags()
-    if flags is None:  # no x86 flags to read: vLLM's CPU build picks its own path
-        return "bfloat16"
-    return "bfloat16" if "avx512f" in flags or "avx2" not in flags else "float32"
+    """bf16 where the CPU reports AVX-512 (or is not an x86 CPU), else float32: on a CPU with AVX2
+    but no AVX-512 (an AMD EPYC VM) vLLM's bf16 GEMMs are slow enough that a batch-32 step of this
+    model took 0.77 s and the test's three runs of vLLM and two profiles would take 20 minutes,
+    past its timeout; there both sides serve and profile the model in float32 (the plan and the
+    engine are compared all the same), elsewhere in bf16 as the bench does."""
+    return host_cpu.serving_dtype(host_cpu.cpu_flags())
 
 
 WINDOW_STEPS = 120
