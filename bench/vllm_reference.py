@@ -21,6 +21,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from roofline_profiler.core.limits import DTYPE_BYTES
+
 sys.path[:0] = [str(Path(__file__).resolve().parents[1])]
 
 from tests import vllm_server  # noqa: E402
@@ -83,7 +85,7 @@ def served(
         max_model_len=max_tokens,
         max_num_seqs=max_batch,
         dtype=dtype,
-        kv_cache_gib=kv_cache_gib(config, max_batch, max_tokens, 4 if dtype == "float32" else 2),
+        kv_cache_gib=kv_cache_gib(config, max_batch, max_tokens, DTYPE_BYTES[dtype]),
         extra_args=("--max-num-batched-tokens", str(CHUNK_TOKENS), *extra_args),
         extra_env=extra_env,
     )

@@ -71,15 +71,6 @@ BATCHES = (1, 8, 32)
 PROMPT_TOKENS = 128
 
 
-def serving_dtype() -> str:
-    """bf16 where the CPU reports AVX-512 (or is not an x86 CPU), else float32: on a CPU with AVX2
-    but no AVX-512 (an AMD EPYC VM) vLLM's bf16 GEMMs are slow enough that a batch-32 step of this
-    model took 0.77 s and the test's three runs of vLLM and two profiles would take 20 minutes,
-    past its timeout; there both sides serve and profile the model in float32 (the plan and the
-    engine are compared all the same), elsewhere in bf16 as the bench does."""
-    return host_cpu.serving_dtype(host_cpu.cpu_flags())
-
-
 WINDOW_STEPS = 120
 #: Each polling interval a second of steps: a fastest interval holds enough of them.
 POLL_SECONDS = 1.0
@@ -196,7 +187,10 @@ def test_the_plan_predicts_vllms_decode_step_within_the_benchs_tolerance(
     fmt = "awq-int4-g128" if "quantization_config" in served else ""
     if fmt and not vllm_server.has_cpu_op(vllm_environment, "cpu_gemm_wna16"):
         pytest.skip("vLLM's CPU build has no weight-only kernel (cpu_gemm_wna16) for this CPU")
-    dtype = "bfloat16" if fmt else serving_dtype()
+    # On a CPU with AVX2 but no AVX-512 vLLM's bf16 GEMMs made a batch-32 step of this model take
+    # 0.77 s, and the test's three runs of vLLM and two profiles would take 20 minutes, past its
+    # timeout: there both sides serve and profile in float32 (compared all the same).
+    dtype = "bfloat16" if fmt else host_cpu.serving_dtype(host_cpu.cpu_flags())
     model = vllm_server.cached_model(served)
     settings = vllm_server.ServeSettings(
         max_model_len=1024,
